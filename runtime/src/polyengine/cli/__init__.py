@@ -1,0 +1,28 @@
+"""The ``polyengine`` command line: ``run``, ``invoke``, ``inspect``, ``translate``, ``bindgen``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from polyengine import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; each verb adds a sub-parser."""
+    parser = argparse.ArgumentParser(
+        prog="polyengine", description="Run and inspect WebAssembly components."
+    )
+    parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
+    parser.add_subparsers(dest="verb", metavar="VERB")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``polyengine`` script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 2
+    return 0
