@@ -1,1 +1,1 @@
-"""polyengine.types."""
+"""The component type model, despecialization, layout and subtyping."""
