@@ -1,0 +1,59 @@
+"""Guest faults: :class:`Trap` and :func:`trap_if` (definitions.py ``trap_if``).
+
+A trap is something a guest can cause (a bad pointer, an invalid handle,
+malformed string bytes). Broken invariants of our own are ``assert``\\ s.
+Every trap carries a stable ``code`` (one of the :class:`TrapCode`
+constants) plus a human-readable message.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+__all__ = ["Trap", "TrapCode", "trap", "trap_if"]
+
+
+class TrapCode:
+    """Stable trap codes raised by the canonical ABI layer."""
+
+    OUT_OF_BOUNDS = "out-of-bounds"
+    MISALIGNED = "misaligned-pointer"
+    INVALID_UTF8 = "invalid-utf8"
+    INVALID_UTF16 = "invalid-utf16"
+    INVALID_CHAR = "invalid-char"
+    INVALID_DISCRIMINANT = "invalid-discriminant"
+    STRING_TOO_LONG = "string-too-long"
+    LIST_TOO_LONG = "list-too-long"
+    INVALID_HANDLE = "invalid-handle"
+    HANDLE_TYPE_MISMATCH = "handle-type-mismatch"
+    HANDLE_LENT = "handle-lent"
+    NOT_OWNED = "handle-not-owned"
+    BORROWS_OUTSTANDING = "borrows-outstanding"
+    TABLE_FULL = "table-full"
+    MAY_NOT_LEAVE = "may-not-leave"
+    CANNOT_ENTER = "cannot-enter"
+
+
+class Trap(Exception):
+    """A guest fault detected by the canonical ABI.
+
+    Constructed as ``Trap(message, code=...)`` so it can later be swapped for
+    the protocol package's ``Trap`` of the same shape.
+    """
+
+    code: str
+
+    def __init__(self, message: str, code: str = "trap") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def trap(code: str, message: str) -> NoReturn:
+    """Raise a :class:`Trap` unconditionally."""
+    raise Trap(message, code=code)
+
+
+def trap_if(cond: bool, code: str, message: str) -> None:
+    """Raise a :class:`Trap` with ``code`` and ``message`` when ``cond`` holds."""
+    if cond:
+        raise Trap(message, code=code)
