@@ -32,6 +32,7 @@ class TrapCode:
     TABLE_FULL = "table-full"
     MAY_NOT_LEAVE = "may-not-leave"
     CANNOT_ENTER = "cannot-enter"
+    MISSING_REALLOC = "missing-realloc"
 
 
 class Trap(Exception):

@@ -309,8 +309,20 @@ def _flatten_type(t: ValType, ptr_type: PtrType) -> tuple[CoreValType, ...]:
     d = despecialize(t)
     match d:
         case (
-            Bool() | U8() | U16() | U32() | S8() | S16() | S32() | Char() | ErrorContext()
-            | Flags() | Own() | Borrow() | Stream() | Future()
+            Bool()
+            | U8()
+            | U16()
+            | U32()
+            | S8()
+            | S16()
+            | S32()
+            | Char()
+            | ErrorContext()
+            | Flags()
+            | Own()
+            | Borrow()
+            | Stream()
+            | Future()
         ):
             return ("i32",)
         case S64() | U64():

@@ -1,0 +1,103 @@
+"""Canonical options and the lifting/lowering context.
+
+CanonicalABI.md §"Canonical ABI Options" and §"Lifting and Lowering Context".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from polyengine.abi.memory import Memory, Realloc
+from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.types.layout import PtrType
+
+if TYPE_CHECKING:
+    from polyengine.abi.resources import ComponentInstance
+
+__all__ = ["CanonicalOptions", "LiftLowerContext", "StringEncoding"]
+
+StringEncoding: TypeAlias = Literal["utf8", "utf16", "latin1+utf16"]
+
+_EMPTY = memoryview(bytearray(0))
+
+
+@dataclass(slots=True)
+class CanonicalOptions:
+    """The ``canonopt`` list of a ``canon lift``/``canon lower`` (§"Canonical ABI Options").
+
+    ``memory`` and ``realloc`` are the engine's objects (see
+    :mod:`polyengine.abi.memory`); ``post_return`` and ``callback`` are core
+    functions as Python callables over core values. ``addrtype`` is the
+    memory's address type (``"i64"`` for 64-bit memories).
+    """
+
+    string_encoding: StringEncoding = "utf8"
+    memory: Memory | None = None
+    realloc: Realloc | None = None
+    post_return: Callable[..., Any] | None = None
+    is_async: bool = False
+    callback: Callable[..., Any] | None = None
+    addrtype: PtrType = "i32"
+
+
+class LiftLowerContext:
+    """Ambient state of one lift or lower (CanonicalABI.md §"Lifting and Lowering Context").
+
+    ``borrow_scope`` is the Task-like scope (``num_borrows``) when lowering
+    ``borrow`` handles into a callee, or the Subtask-like scope
+    (``add_lender``) when lifting them out of a caller; ``None`` when the
+    types hold no ``borrow``.
+
+    ``mv`` caches the memory's current view; it is refreshed after every
+    ``realloc`` call (the only guest code the ABI layer runs). Call
+    :meth:`refresh` after anything else that may have run guest code.
+    """
+
+    __slots__ = ("borrow_scope", "inst", "mv", "opts")
+
+    def __init__(
+        self,
+        opts: CanonicalOptions,
+        inst: ComponentInstance,
+        borrow_scope: Any = None,
+    ) -> None:
+        self.opts = opts
+        self.inst = inst
+        self.borrow_scope = borrow_scope
+        self.mv: memoryview = opts.memory.view() if opts.memory is not None else _EMPTY
+
+    def refresh(self) -> None:
+        """Re-read the memory view (memory may have grown)."""
+        if self.opts.memory is not None:
+            self.mv = self.opts.memory.view()
+
+    def reallocate(
+        self, old: int, old_byte_length: int, alignment: int, new_byte_length: int
+    ) -> int:
+        """Call the guest realloc with ``may_leave`` cleared (§"Lifting and Lowering Context").
+
+        The returned pointer is masked to the address width; the memory view
+        is re-read afterwards.
+        """
+        realloc = self.opts.realloc
+        trap_if(
+            realloc is None,
+            TrapCode.MISSING_REALLOC,
+            "lowering this value needs the realloc option",
+        )
+        assert realloc is not None
+        inst = self.inst
+        assert inst.may_leave
+        inst.may_leave = False
+        try:
+            ptr = realloc(old, old_byte_length, alignment, new_byte_length)
+        finally:
+            inst.may_leave = True
+        self.refresh()
+        return ptr & (0xFFFFFFFF if self.opts.addrtype == "i32" else 0xFFFFFFFFFFFFFFFF)
+
+    def allocate(self, alignment: int, byte_length: int) -> int:
+        """A fresh block from ``realloc(0, 0, alignment, byte_length)``."""
+        return self.reallocate(0, 0, alignment, byte_length)
