@@ -187,7 +187,7 @@ class Cursor:
         at least ``min_item_size`` bytes), so no loop or allocation can
         outgrow the input."""
         pos = self.pos
-        n = self.u32(f"the length of {what}")
+        n = self.u32(what)
         if n * min_item_size > self.end - self.pos:
             self.fail(
                 f"unexpected end-of-file: {what} declares {n} items "
@@ -198,13 +198,20 @@ class Cursor:
 
     def name(self, what: str = "a name") -> str:
         """A ``core:name``: a ``u32`` byte length and that many bytes of UTF-8."""
-        n = self.u32(f"the length of {what}")
+        buf = self.buf
         pos = self.pos
-        if n > self.end - pos:
-            self.eof(what, self.end)
+        end = self.end
+        if pos < end and buf[pos] < 0x80:
+            n = buf[pos]
+            pos += 1
+        else:
+            n = self._uleb(32, what)
+            pos = self.pos
+        if n > end - pos:
+            self.eof(what, end)
         self.pos = pos + n
         try:
-            return str(self.buf[pos : pos + n], "utf-8")
+            return str(buf[pos : pos + n], "utf-8")
         except UnicodeDecodeError as e:
             self.fail(f"malformed UTF-8 encoding in {what}", pos + e.start)
 

@@ -16,6 +16,7 @@ from ._cursor import Cursor
 
 _CORE_SORTS = {s.byte: s for s in ast.Sort if s.is_core}
 _SORTS = {s.byte: s for s in ast.Sort if not s.is_core}
+_CORE_SORT_SET = frozenset(_CORE_SORTS.values())
 _OUTER_ALIAS_SORTS = frozenset(
     {ast.Sort.CORE_TYPE, ast.Sort.CORE_MODULE, ast.Sort.TYPE, ast.Sort.COMPONENT}
 )
@@ -494,6 +495,22 @@ def read_extern_type(c: Cursor) -> ast.ExternType:
 def read_alias(c: Cursor) -> ast.Alias:
     """``alias``: export, core export or outer."""
     pos = c.pos
+    buf = c.buf
+    # Fast path for the common ``core <sort> 0x01`` / ``<sort> 0x00`` forms.
+    if pos + 2 < c.end:
+        b0 = buf[pos]
+        if b0 == 0x00 and buf[pos + 2] == 0x01:
+            sort = _CORE_SORTS.get(buf[pos + 1])
+            if sort is not None:
+                c.pos = pos + 3
+                instance = c.u32("a core instance index")
+                return ast.AliasCoreExport(sort, instance, c.name("an export name"), offset=pos)
+        elif b0 != 0x00 and buf[pos + 1] == 0x00:
+            sort = _SORTS.get(b0)
+            if sort is not None:
+                c.pos = pos + 2
+                instance = c.u32("an instance index")
+                return ast.AliasExport(sort, instance, c.name("an export name"), offset=pos)
     sort = read_sort(c)
     tpos = c.pos
     t = c.u8("an alias target")
@@ -501,7 +518,7 @@ def read_alias(c: Cursor) -> ast.Alias:
         instance = c.u32("an instance index")
         return ast.AliasExport(sort, instance, c.name("an export name"), offset=pos)
     if t == 0x01:
-        if not sort.is_core:
+        if sort not in _CORE_SORT_SET:
             c.fail(f"core export alias of non-core sort {sort.text}", pos)
         instance = c.u32("a core instance index")
         return ast.AliasCoreExport(sort, instance, c.name("an export name"), offset=pos)

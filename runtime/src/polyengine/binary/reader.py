@@ -22,6 +22,7 @@ from . import ast
 from ._cursor import Buffer, Cursor
 from ._read_canon import read_canon
 from ._read_types import (
+    _CORE_SORTS,
     read_alias,
     read_core_sort,
     read_core_type_def,
@@ -254,10 +255,20 @@ def _sec_core_instance(c: Cursor, defs: list[ast.Definition]) -> None:
         elif b == 0x01:
             n = c.count("inline exports", 3)
             exports = []
+            name_of = c.name
+            u32 = c.u32
+            core_sorts = _CORE_SORTS
+            buf = c.buf
+            new_export = ast.CoreInlineExport
             for _ in range(n):
-                name = c.name("an export name")
-                sort = read_core_sort(c)
-                exports.append(ast.CoreInlineExport(name, sort, c.u32("an index")))
+                name = name_of("an export name")
+                spos = c.pos
+                sort = core_sorts.get(buf[spos]) if spos < c.end else None
+                if sort is None:
+                    sort = read_core_sort(c)  # reports the error
+                else:
+                    c.pos = spos + 1
+                exports.append(new_export(name, sort, u32("an index")))
             defs.append(ast.CoreInstanceExports(tuple(exports), offset=pos))
         else:
             c.invalid_byte(b, "core instance", pos)
@@ -404,10 +415,10 @@ def _read_names(c: Cursor, custom: ast.CustomSection) -> ast.ComponentNames:
             elif sid == 1:
                 sort = read_sort(sub)
                 n = sub.count("name map entries", 2)
-                assocs = []
-                for _ in range(n):
-                    idx = sub.u32("an index")
-                    assocs.append(ast.NameAssoc(idx, sub.name("a name")))
+                u32 = sub.u32
+                name_of = sub.name
+                new_assoc = ast.NameAssoc
+                assocs = [new_assoc(u32("an index"), name_of("a name")) for _ in range(n)]
                 sorts.append(ast.SortNames(sort, tuple(assocs)))
             sub.pos = body_end
             sub.end = outer_end
