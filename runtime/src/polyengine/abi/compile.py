@@ -1,0 +1,973 @@
+# ruff: noqa: PLR0124 - `x != x` is the fast NaN test on the hot path
+"""The value-level canonical ABI, compiled once per type.
+
+CanonicalABI.md §"Loading", §"Storing", §"Flat Lifting" and §"Flat Lowering"
+define ``load``, ``store``, ``lift_flat`` and ``lower_flat`` as one ``match``
+over the value type per call. Here a :class:`Compiler` walks a type once (at
+instantiation) and returns a :class:`Codec`: four closures specialized to
+that type, with offsets, sizes, case tables and struct formats resolved, so
+a call does no type dispatch.
+
+Values on the Python side are the shapes of python-mapping.md §2. The
+closures' signatures:
+
+* ``load(cx, ptr) -> value`` and ``store(cx, value, ptr)``;
+* ``lift_flat(cx, vals, i) -> value``: lift from the core values
+  ``vals[i : i + len(codec.flat)]``;
+* ``lower_flat(cx, value, out)``: append ``len(codec.flat)`` core values to
+  ``out``.
+
+Core values are Python ``int`` (``i32``/``i64``) and ``float``
+(``f32``/``f64``). Lowering produces integers as *unsigned* (as the spec's
+``lower_flat_signed``); lifting accepts signed or unsigned (it masks).
+
+Bad host values raise the path-carrying errors of
+:mod:`polyengine.abi.errors`; guest faults raise
+:class:`~polyengine.abi.trap.Trap`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+from polyengine.abi.bulk import (
+    CANONICAL_F32_NAN,
+    CANONICAL_F64_NAN,
+    NAN,
+    NUM_KINDS,
+    NumKind,
+    f32_round,
+    load_numbers,
+    numbers_to_bytes,
+)
+from polyengine.abi.errors import (
+    LowerError,
+    LowerOverflowError,
+    LowerTypeError,
+    LowerValueError,
+    describe,
+)
+from polyengine.abi.options import LiftLowerContext, StringEncoding
+from polyengine.abi.resources import (
+    HostResources,
+    ResourceType,
+    lift_borrow,
+    lift_own,
+    lower_borrow,
+    lower_own,
+)
+from polyengine.abi.strings import (
+    StringValue,
+    make_string_decoder,
+    make_string_encoder,
+    store_host_string,
+    store_string_into_range,
+)
+from polyengine.abi.trap import Trap, TrapCode, trap_if
+from polyengine.types.layout import (
+    CoreValType,
+    PtrType,
+    align_to,
+    alignment,
+    elem_size,
+    flatten_type,
+    max_case_alignment,
+)
+from polyengine.types.model import (
+    F32,
+    F64,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
+    Borrow,
+    Char,
+    Enum,
+    ErrorContext,
+    Flags,
+    Future,
+    List,
+    Map,
+    Option,
+    Own,
+    Record,
+    Result,
+    Stream,
+    String,
+    Tuple,
+    ValType,
+    Variant,
+)
+
+__all__ = [
+    "MAX_LIST_BYTE_LENGTH",
+    "AsyncValueHooks",
+    "Codec",
+    "Compiler",
+    "CoreVal",
+    "snake",
+]
+
+CoreVal: TypeAlias = int | float
+Load: TypeAlias = Callable[[LiftLowerContext, int], Any]
+Store: TypeAlias = Callable[[LiftLowerContext, Any, int], None]
+LiftFlat: TypeAlias = Callable[[LiftLowerContext, Sequence[CoreVal], int], Any]
+LowerFlat: TypeAlias = Callable[[LiftLowerContext, Any, list[CoreVal]], None]
+
+MAX_LIST_BYTE_LENGTH = (1 << 28) - 1
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+_U32 = struct.Struct("<I")
+_F32S = struct.Struct("<f")
+_U64 = struct.Struct("<Q")
+_F64S = struct.Struct("<d")
+
+
+def snake(label: str) -> str:
+    """The Python key for a WIT label: kebab-case to snake_case (python-mapping.md §1)."""
+    return label.replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Codec:
+    """The compiled canonical ABI of one value type (see the module docstring)."""
+
+    t: ValType
+    size: int
+    align: int
+    flat: tuple[CoreValType, ...]
+    load: Load
+    store: Store
+    lift_flat: LiftFlat
+    lower_flat: LowerFlat
+
+
+class AsyncValueHooks(Protocol):
+    """How ``stream``, ``future`` and ``error-context`` values cross the ABI.
+
+    They travel as ``i32`` indices into the instance's handle table; what a
+    handle *is* belongs to the concurrency layer, which implements these
+    (CanonicalABI.md §"Loading" ``lift_stream``/``lift_future``/
+    ``lift_error_context`` and §"Storing" ``lower_*``).
+    """
+
+    def lift_stream(self, cx: LiftLowerContext, i: int, t: Stream) -> object: ...
+
+    def lower_stream(self, cx: LiftLowerContext, v: object, t: Stream) -> int: ...
+
+    def lift_future(self, cx: LiftLowerContext, i: int, t: Future) -> object: ...
+
+    def lower_future(self, cx: LiftLowerContext, v: object, t: Future) -> int: ...
+
+    def lift_error_context(self, cx: LiftLowerContext, i: int) -> object: ...
+
+    def lower_error_context(self, cx: LiftLowerContext, v: object) -> int: ...
+
+
+# --- core value conversions (§"Loading"/§"Storing" float helpers) --------------
+
+
+def decode_i32_as_float(i: int) -> float:
+    x: float = _F32S.unpack(_U32.pack(i & M32))[0]
+    return NAN if x != x else x
+
+
+def decode_i64_as_float(i: int) -> float:
+    x: float = _F64S.unpack(_U64.pack(i & M64))[0]
+    return NAN if x != x else x
+
+
+def encode_float_as_i32(f: float) -> int:
+    if f != f:
+        return CANONICAL_F32_NAN
+    r: int = _U32.unpack(_F32S.pack(f32_round(f)))[0]
+    return r
+
+
+def encode_float_as_i64(f: float) -> int:
+    if f != f:
+        return CANONICAL_F64_NAN
+    r: int = _U64.unpack(_F64S.pack(f))[0]
+    return r
+
+
+def _wrap_i32(x: CoreVal) -> CoreVal:
+    return int(x) & M32
+
+
+def _identity(x: CoreVal) -> CoreVal:
+    return x
+
+
+_LIFT_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
+    ("i32", "f32"): decode_i32_as_float,
+    ("i64", "i32"): _wrap_i32,
+    ("i64", "f32"): decode_i32_as_float,
+    ("i64", "f64"): decode_i64_as_float,
+}
+_LOWER_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
+    ("f32", "i32"): encode_float_as_i32,
+    ("i32", "i64"): _identity,
+    ("f32", "i64"): encode_float_as_i32,
+    ("f64", "i64"): encode_float_as_i64,
+}
+
+
+def _segment_error(e: LowerError, segment: str) -> LowerError:
+    e.prefix(segment)
+    return e
+
+
+def _need_mapping(v: Any, what: str) -> Mapping[str, Any]:
+    if type(v) is dict or isinstance(v, Mapping):
+        return v
+    raise LowerTypeError(f"expected a dict for {what}, got {describe(v)}")
+
+
+def _need_sequence(v: Any, what: str) -> Sequence[Any]:
+    if type(v) is list or type(v) is tuple:
+        return v
+    if isinstance(v, str) or not isinstance(v, Sequence):
+        raise LowerTypeError(f"expected a sequence for {what}, got {describe(v)}")
+    return v
+
+
+def _unsupported(what: str) -> Callable[..., Any]:
+    def fail(*_args: Any) -> Any:
+        raise NotImplementedError(f"{what} values need the concurrency layer's hooks")
+
+    return fail
+
+
+class Compiler:
+    """Compiles value types into :class:`Codec` objects for one set of options.
+
+    ``string_encoding`` and ``ptr_type`` come from the ``canonopt`` of the
+    lift or lower; ``resource_type`` maps an ``own``/``borrow`` type's ``rt``
+    index to the runtime :class:`ResourceType` (called at compile time);
+    ``host_resources`` converts between reps and host objects (absent: handle
+    values are the reps themselves, as between guests); ``async_values`` are
+    the concurrency layer's hooks. With ``guest_strings`` strings lift as
+    :class:`~polyengine.abi.strings.StringValue` (for a cross-component call,
+    so the store side can follow the spec's transcoding); lowering accepts a
+    ``str`` or a ``StringValue`` either way.
+    """
+
+    def __init__(
+        self,
+        string_encoding: StringEncoding = "utf8",
+        ptr_type: PtrType = "i32",
+        *,
+        resource_type: Callable[[int], ResourceType] | None = None,
+        host_resources: HostResources | None = None,
+        async_values: AsyncValueHooks | None = None,
+        guest_strings: bool = False,
+    ) -> None:
+        self.string_encoding = string_encoding
+        self.ptr_type = ptr_type
+        self.resource_type = resource_type
+        self.host_resources = host_resources
+        self.async_values = async_values
+        self.guest_strings = guest_strings
+        self.ptr_mask = M32 if ptr_type == "i32" else M64
+        self.ptr_pair = struct.Struct("<II" if ptr_type == "i32" else "<QQ")
+        self._cache: dict[tuple[ValType, bool], Codec] = {}
+
+    def codec(self, t: ValType, *, boxed: bool = False) -> Codec:
+        """The codec of ``t``; ``boxed`` marks an option directly inside an option."""
+        key = (t, boxed and isinstance(t, Option))
+        c = self._cache.get(key)
+        if c is None:
+            c = self._build(t, key[1])
+            self._cache[key] = c
+        return c
+
+    def _make(
+        self, t: ValType, load: Load, store: Store, lift_flat: LiftFlat, lower_flat: LowerFlat
+    ) -> Codec:
+        pt = self.ptr_type
+        return Codec(
+            t,
+            elem_size(t, pt),
+            alignment(t, pt),
+            tuple(flatten_type(t, pt)),
+            load,
+            store,
+            lift_flat,
+            lower_flat,
+        )
+
+    def _build(self, t: ValType, boxed: bool) -> Codec:
+        match t:
+            case Bool():
+                return self._bool(t)
+            case U8() | S8() | U16() | S16() | U32() | S32() | U64() | S64():
+                return self._int(t, NUM_KINDS[type(t).__name__.lower()])
+            case F32():
+                return self._f32(t)
+            case F64():
+                return self._f64(t)
+            case Char():
+                return self._char(t)
+            case String():
+                return self._string(t)
+            case List(et, None):
+                return self._list(t, self.codec(et))
+            case List(et, length):
+                assert length is not None
+                return self._fixed_list(t, self.codec(et), length)
+            case Map(k, v):
+                return self._map(t, self.codec(List(Tuple((k, v)))))
+            case Record(fields):
+                return self._record(t, [(snake(f.label), f.t) for f in fields])
+            case Tuple(ts):
+                return self._tuple(t, ts)
+            case Variant() | Enum() | Option() | Result():
+                from polyengine.abi.variants import compile_variant
+
+                return compile_variant(self, t, boxed)
+            case Flags(labels):
+                return self._flags(t, labels)
+            case Own(rt) | Borrow(rt):
+                return self._handle(t, rt)
+            case Stream() | Future() | ErrorContext():
+                return self._async_value(t)
+        raise AssertionError(f"cannot compile {t!r}")
+
+    # --- scalars -------------------------------------------------------------
+
+    def _bool(self, t: ValType) -> Codec:
+        def check(v: Any) -> int:
+            if v is True:
+                return 1
+            if v is False:
+                return 0
+            raise LowerTypeError(f"expected bool, got {describe(v)}")
+
+        def load(cx: LiftLowerContext, ptr: int) -> bool:
+            return cx.mv[ptr] != 0
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            cx.mv[ptr] = check(v)
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> bool:
+            return vals[i] != 0
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            out.append(check(v))
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _int(self, t: ValType, kind: NumKind) -> Codec:
+        s = struct.Struct("<" + kind.code)
+        unpack_from, pack_into = s.unpack_from, s.pack_into
+        lo, hi, name = kind.lo, kind.hi, kind.name
+        bits = kind.size * 8
+        tmask = (1 << bits) - 1
+        core_mask = M32 if bits <= 32 else M64
+        signed = lo < 0
+        sign = 1 << (bits - 1)
+
+        def check(v: Any) -> int:
+            if type(v) is not int:
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise LowerTypeError(f"expected int for {name}, got {describe(v)}")
+            r = int(v)
+            if not lo <= r <= hi:
+                raise LowerOverflowError(f"{r} is out of range for {name} ({lo}..{hi})")
+            return r
+
+        def load(cx: LiftLowerContext, ptr: int) -> int:
+            r: int = unpack_from(cx.mv, ptr)[0]
+            return r
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            if type(v) is not int or not lo <= v <= hi:
+                v = check(v)
+            pack_into(cx.mv, ptr, v)
+
+        if signed:
+
+            def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> int:
+                return ((int(vals[i]) & tmask) ^ sign) - sign
+
+            def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+                if type(v) is not int or not lo <= v <= hi:
+                    v = check(v)
+                out.append(v & core_mask)
+
+        else:
+
+            def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> int:
+                return int(vals[i]) & tmask
+
+            def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+                if type(v) is not int or not lo <= v <= hi:
+                    v = check(v)
+                out.append(v)
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    @staticmethod
+    def _float_check(name: str) -> Callable[[Any], float]:
+        def check(v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise LowerTypeError(f"expected float for {name}, got {describe(v)}")
+            try:
+                return float(v)
+            except OverflowError:
+                raise LowerOverflowError(f"{v} does not fit {name}") from None
+
+        return check
+
+    def _f32(self, t: ValType) -> Codec:
+        check = self._float_check("f32")
+        unpack_from, pack_into = _F32S.unpack_from, _F32S.pack_into
+
+        def load(cx: LiftLowerContext, ptr: int) -> float:
+            x: float = unpack_from(cx.mv, ptr)[0]
+            return NAN if x != x else x
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            if type(v) is not float:
+                v = check(v)
+            pack_into(cx.mv, ptr, NAN if v != v else f32_round(v))
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> float:
+            x = vals[i]
+            return NAN if x != x else float(x)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            if type(v) is not float:
+                v = check(v)
+            out.append(NAN if v != v else f32_round(v))
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _f64(self, t: ValType) -> Codec:
+        check = self._float_check("f64")
+        unpack_from, pack_into = _F64S.unpack_from, _F64S.pack_into
+
+        def load(cx: LiftLowerContext, ptr: int) -> float:
+            x: float = unpack_from(cx.mv, ptr)[0]
+            return NAN if x != x else x
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            if type(v) is not float:
+                v = check(v)
+            pack_into(cx.mv, ptr, NAN if v != v else v)
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> float:
+            x = vals[i]
+            return NAN if x != x else float(x)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            if type(v) is not float:
+                v = check(v)
+            out.append(NAN if v != v else v)
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _char(self, t: ValType) -> Codec:
+        unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
+
+        def to_char(i: int) -> str:
+            if i >= 0x110000 or 0xD800 <= i <= 0xDFFF:
+                raise Trap(f"{i:#x} is not a Unicode scalar value", TrapCode.INVALID_CHAR)
+            return chr(i)
+
+        def check(v: Any) -> int:
+            if not isinstance(v, str) or len(v) != 1:
+                raise LowerTypeError(f"expected a one-character str for char, got {describe(v)}")
+            o = ord(v)
+            if 0xD800 <= o <= 0xDFFF:
+                raise LowerValueError(f"surrogate {o:#x} is not a valid char")
+            return o
+
+        def load(cx: LiftLowerContext, ptr: int) -> str:
+            return to_char(unpack_from(cx.mv, ptr)[0])
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            pack_into(cx.mv, ptr, check(v))
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> str:
+            return to_char(int(vals[i]) & M32)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            out.append(check(v))
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    # --- strings ---------------------------------------------------------------
+
+    def _string(self, t: ValType) -> Codec:
+        enc = self.string_encoding
+        decode = make_string_decoder(enc, self.ptr_type)
+        encode = make_string_encoder(enc, self.ptr_type)
+        pair = self.ptr_pair
+        pm = self.ptr_mask
+        guest = self.guest_strings
+
+        def lift_str(cx: LiftLowerContext, ptr: int, units: int) -> Any:
+            s = decode(cx.mv, ptr, units)
+            return StringValue(s, enc, units) if guest else s
+
+        def lower_str(cx: LiftLowerContext, v: Any) -> tuple[int, int]:
+            if type(v) is str:
+                return store_host_string(cx, v, encode)
+            if isinstance(v, StringValue):
+                return store_string_into_range(cx, v)
+            if isinstance(v, str):
+                return store_host_string(cx, str(v), encode)
+            raise LowerTypeError(f"expected str, got {describe(v)}")
+
+        def load(cx: LiftLowerContext, ptr: int) -> Any:
+            p, n = pair.unpack_from(cx.mv, ptr)
+            return lift_str(cx, p, n)
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            p, n = lower_str(cx, v)
+            pair.pack_into(cx.mv, ptr, p, n)
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+            return lift_str(cx, int(vals[i]) & pm, int(vals[i + 1]) & pm)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            p, n = lower_str(cx, v)
+            out.append(p)
+            out.append(n)
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    # --- lists -----------------------------------------------------------------
+
+    def _elements(
+        self, ec: Codec
+    ) -> tuple[
+        Callable[[LiftLowerContext, int, int], Any],
+        Callable[[LiftLowerContext, Any, int, int], None],
+        Callable[[Any], Sequence[Any] | bytes],
+    ]:
+        """Per element type: read ``n`` elements at ``ptr``, write them, and normalize a value.
+
+        ``normalize`` turns the host value into something with a length
+        (bytes for ``u8``); ``write(cx, v, ptr, n)`` writes ``n`` normalized
+        elements to an already checked block.
+        """
+        es = ec.size
+        et = ec.t
+        if isinstance(et, U8):
+            u8 = NUM_KINDS["u8"]
+
+            def read_u8(cx: LiftLowerContext, ptr: int, n: int) -> bytes:
+                return bytes(cx.mv[ptr : ptr + n])
+
+            def norm_u8(v: Any) -> bytes:
+                if isinstance(v, bytes | bytearray):
+                    return v  # type: ignore[return-value]
+                if isinstance(v, memoryview):
+                    return v.cast("B") if v.c_contiguous else v.tobytes()  # type: ignore[return-value]
+                if isinstance(v, str):
+                    raise LowerTypeError(f"expected bytes for list<u8>, got {describe(v)}")
+                try:
+                    return memoryview(v).cast("B")  # type: ignore[return-value]
+                except TypeError:
+                    pass
+                return bytes(numbers_to_bytes(u8, _need_sequence(v, "list<u8>")))
+
+            def write_u8(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
+                cx.mv[ptr : ptr + n] = v
+
+            return read_u8, write_u8, norm_u8
+        kind = NUM_KINDS.get(type(et).__name__.lower()) if not isinstance(et, Bool) else None
+        if kind is not None and not isinstance(et, Char | String):
+            nk = kind
+
+            def read_num(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
+                return load_numbers(nk, cx.mv, ptr, n)
+
+            def write_num(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
+                data = memoryview(numbers_to_bytes(nk, v)).cast("B")
+                cx.mv[ptr : ptr + n * nk.size] = data
+
+            return read_num, write_num, lambda v: _need_sequence(v, f"list<{nk.name}>")
+        if isinstance(et, Bool):
+
+            def read_bool(cx: LiftLowerContext, ptr: int, n: int) -> list[bool]:
+                return list(map(bool, cx.mv[ptr : ptr + n]))
+
+            def write_bool(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
+                if not set(map(type, v)) <= {bool}:
+                    for k, x in enumerate(v):
+                        if type(x) is not bool:
+                            err = LowerTypeError(f"expected bool, got {describe(x)}")
+                            raise _segment_error(err, f"[{k}]")
+                cx.mv[ptr : ptr + n] = bytes(v)
+
+            return read_bool, write_bool, lambda v: _need_sequence(v, "list<bool>")
+        eload, estore = ec.load, ec.store
+
+        def read_any(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
+            return [eload(cx, p) for p in range(ptr, ptr + n * es, es)]
+
+        def write_any(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
+            for k, x in enumerate(v):
+                try:
+                    estore(cx, x, ptr + k * es)
+                except LowerError as e:
+                    e.prefix(f"[{k}]")
+                    raise
+
+        return read_any, write_any, lambda v: _need_sequence(v, "list")
+
+    def _list(self, t: List, ec: Codec) -> Codec:
+        read, write, normalize = self._elements(ec)
+        es, ea = ec.size, ec.align
+        pair, pm = self.ptr_pair, self.ptr_mask
+
+        def load_range(cx: LiftLowerContext, ptr: int, n: int) -> Any:
+            nbytes = n * es
+            trap_if(
+                nbytes > MAX_LIST_BYTE_LENGTH,
+                TrapCode.LIST_TOO_LONG,
+                f"list of {n} elements exceeds the size limit",
+            )
+            trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"list pointer {ptr} misaligned")
+            trap_if(
+                ptr + nbytes > len(cx.mv),
+                TrapCode.OUT_OF_BOUNDS,
+                f"list at {ptr} of {nbytes} bytes is out of bounds",
+            )
+            return read(cx, ptr, n)
+
+        def store_range(cx: LiftLowerContext, v: Any) -> tuple[int, int]:
+            v = normalize(v)
+            n = len(v) if es != 1 or not isinstance(v, memoryview) else v.nbytes
+            nbytes = n * es
+            if nbytes > MAX_LIST_BYTE_LENGTH:
+                raise LowerValueError(f"list of {n} elements is too long for a component")
+            ptr = cx.allocate(ea, nbytes)
+            trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"realloc returned misaligned {ptr}")
+            trap_if(
+                ptr + nbytes > len(cx.mv),
+                TrapCode.OUT_OF_BOUNDS,
+                f"realloc returned {ptr}, {nbytes} bytes from it are out of bounds",
+            )
+            write(cx, v, ptr, n)
+            return ptr, n
+
+        def load(cx: LiftLowerContext, ptr: int) -> Any:
+            p, n = pair.unpack_from(cx.mv, ptr)
+            return load_range(cx, p, n)
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            p, n = store_range(cx, v)
+            pair.pack_into(cx.mv, ptr, p, n)
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+            return load_range(cx, int(vals[i]) & pm, int(vals[i + 1]) & pm)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            p, n = store_range(cx, v)
+            out.append(p)
+            out.append(n)
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _fixed_list(self, t: List, ec: Codec, length: int) -> Codec:
+        read, write, normalize = self._elements(ec)
+        nf = len(ec.flat)
+        elift, elower = ec.lift_flat, ec.lower_flat
+        is_u8 = isinstance(ec.t, U8)
+
+        def checked(v: Any) -> Any:
+            v = normalize(v)
+            n = len(v) if not isinstance(v, memoryview) else v.nbytes
+            if n != length:
+                raise LowerValueError(f"expected exactly {length} elements, got {n}")
+            return v
+
+        def load(cx: LiftLowerContext, ptr: int) -> Any:
+            return read(cx, ptr, length)
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            write(cx, checked(v), ptr, length)
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+            items = [elift(cx, vals, i + k * nf) for k in range(length)]
+            return bytes(items) if is_u8 else items
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            for k, x in enumerate(checked(v)):
+                try:
+                    elower(cx, x, out)
+                except LowerError as e:
+                    e.prefix(f"[{k}]")
+                    raise
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _map(self, t: Map, lc: Codec) -> Codec:
+        """``map<k, v>`` is its despecialization ``list<tuple<k, v>>``; lower also takes a dict."""
+
+        def pairs(v: Any) -> Any:
+            return list(v.items()) if isinstance(v, Mapping) else v
+
+        lstore, llower = lc.store, lc.lower_flat
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            lstore(cx, pairs(v), ptr)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            llower(cx, pairs(v), out)
+
+        return self._make(t, lc.load, store, lc.lift_flat, lower_flat)
+
+    # --- records and tuples ------------------------------------------------------
+
+    def _layout(self, ts: Sequence[ValType]) -> tuple[list[Codec], list[int], list[int]]:
+        codecs = [self.codec(u) for u in ts]
+        offsets: list[int] = []
+        flat_offsets: list[int] = []
+        s = 0
+        f = 0
+        for c in codecs:
+            s = align_to(s, c.align)
+            offsets.append(s)
+            s += c.size
+            flat_offsets.append(f)
+            f += len(c.flat)
+        return codecs, offsets, flat_offsets
+
+    def _record(self, t: Record, fields: list[tuple[str, ValType]]) -> Codec:
+        codecs, offs, foffs = self._layout([ft for _, ft in fields])
+        keys = [k for k, _ in fields]
+        opt = [isinstance(ft, Option) for _, ft in fields]
+        loads = tuple(zip(keys, offs, [c.load for c in codecs], strict=True))
+        lifts = tuple(zip(keys, foffs, [c.lift_flat for c in codecs], strict=True))
+        stores = tuple(zip(keys, offs, [c.store for c in codecs], opt, strict=True))
+        lowers = tuple(zip(keys, [c.lower_flat for c in codecs], opt, strict=True))
+
+        def field(v: Mapping[str, Any], k: str, optional: bool) -> Any:
+            if optional:
+                return v.get(k)
+            try:
+                return v[k]
+            except KeyError:
+                raise LowerTypeError(f"record is missing field {k!r}") from None
+
+        def load(cx: LiftLowerContext, ptr: int) -> dict[str, Any]:
+            return {k: ld(cx, ptr + o) for k, o, ld in loads}
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            v = _need_mapping(v, "record")
+            for k, o, st, optional in stores:
+                x = field(v, k, optional)
+                try:
+                    st(cx, x, ptr + o)
+                except LowerError as e:
+                    e.prefix("." + k)
+                    raise
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> dict[str, Any]:
+            return {k: lf(cx, vals, i + o) for k, o, lf in lifts}
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            v = _need_mapping(v, "record")
+            for k, lw, optional in lowers:
+                x = field(v, k, optional)
+                try:
+                    lw(cx, x, out)
+                except LowerError as e:
+                    e.prefix("." + k)
+                    raise
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _tuple(self, t: Tuple, ts: Sequence[ValType]) -> Codec:
+        codecs, offs, foffs = self._layout(ts)
+        n = len(ts)
+        loads = tuple(zip(offs, [c.load for c in codecs], strict=True))
+        lifts = tuple(zip(foffs, [c.lift_flat for c in codecs], strict=True))
+        stores = tuple(zip(offs, [c.store for c in codecs], strict=True))
+        lowers = tuple(c.lower_flat for c in codecs)
+
+        def items(v: Any) -> Sequence[Any]:
+            seq = _need_sequence(v, f"tuple of {n}")
+            if len(seq) != n:
+                raise LowerValueError(f"expected a tuple of {n} elements, got {len(seq)}")
+            return seq
+
+        def load(cx: LiftLowerContext, ptr: int) -> tuple[Any, ...]:
+            return tuple([ld(cx, ptr + o) for o, ld in loads])
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            for k, (x, (o, st)) in enumerate(zip(items(v), stores, strict=True)):
+                try:
+                    st(cx, x, ptr + o)
+                except LowerError as e:
+                    e.prefix(f"[{k}]")
+                    raise
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> tuple[Any, ...]:
+            return tuple([lf(cx, vals, i + o) for o, lf in lifts])
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            for k, (x, lw) in enumerate(zip(items(v), lowers, strict=True)):
+                try:
+                    lw(cx, x, out)
+                except LowerError as e:
+                    e.prefix(f"[{k}]")
+                    raise
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    # --- flags -------------------------------------------------------------------
+
+    def _flags(self, t: Flags, labels: Sequence[str]) -> Codec:
+        names = [snake(label) for label in labels]
+        pairs = tuple((nm, 1 << k) for k, nm in enumerate(names))
+        bits = dict(pairs)
+        s = struct.Struct("<" + {1: "B", 2: "H", 4: "I"}[elem_size(t, self.ptr_type)])
+        unpack_from, pack_into = s.unpack_from, s.pack_into
+        all_bits = (1 << len(names)) - 1
+
+        def unpack(i: int) -> dict[str, bool]:
+            return {nm: i & bit != 0 for nm, bit in pairs}
+
+        def pack(v: Any) -> int:
+            v = _need_mapping(v, "flags")
+            i = 0
+            for k, b in v.items():
+                bit = bits.get(k)
+                if bit is None:
+                    raise LowerValueError(f"unknown flag {k!r}; expected one of {names}")
+                if b is True:
+                    i |= bit
+                elif b is not False:
+                    err = LowerTypeError(f"expected bool, got {describe(b)}")
+                    raise _segment_error(err, "." + k)
+            return i
+
+        def load(cx: LiftLowerContext, ptr: int) -> dict[str, bool]:
+            return unpack(unpack_from(cx.mv, ptr)[0])
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            pack_into(cx.mv, ptr, pack(v))
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> dict[str, bool]:
+            return unpack(int(vals[i]) & all_bits)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            out.append(pack(v))
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    # --- handles -----------------------------------------------------------------
+
+    def _i32_codec(
+        self,
+        t: ValType,
+        lift: Callable[[LiftLowerContext, int], Any],
+        lower: Callable[[LiftLowerContext, Any], int],
+    ) -> Codec:
+        unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
+
+        def load(cx: LiftLowerContext, ptr: int) -> Any:
+            return lift(cx, unpack_from(cx.mv, ptr)[0])
+
+        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+            pack_into(cx.mv, ptr, lower(cx, v))
+
+        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+            return lift(cx, int(vals[i]) & M32)
+
+        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+            out.append(lower(cx, v))
+
+        return self._make(t, load, store, lift_flat, lower_flat)
+
+    def _handle(self, t: Own | Borrow, rt_index: int) -> Codec:
+        if self.resource_type is None:
+            raise ValueError(f"compiling {t!r} needs a resource_type mapping")
+        rt = self.resource_type(rt_index)
+        host = self.host_resources
+
+        def rep_of(v: Any) -> int:
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= M32:
+                raise LowerTypeError(f"expected a resource rep (u32), got {describe(v)}")
+            return int(v)
+
+        if isinstance(t, Own):
+            if host is None:
+
+                def lift(cx: LiftLowerContext, i: int) -> Any:
+                    return lift_own(cx.inst, i, rt)
+
+                def lower(cx: LiftLowerContext, v: Any) -> int:
+                    return lower_own(cx.inst, rep_of(v), rt)
+
+            else:
+                h = host
+
+                def lift(cx: LiftLowerContext, i: int) -> Any:
+                    return h.lift_own(rt, lift_own(cx.inst, i, rt))
+
+                def lower(cx: LiftLowerContext, v: Any) -> int:
+                    return lower_own(cx.inst, h.lower_own(rt, v), rt)
+
+        elif host is None:
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                return lift_borrow(cx.inst, i, rt, cx.borrow_scope)
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                return lower_borrow(cx.inst, rep_of(v), rt, cx.borrow_scope)
+
+        else:
+            h = host
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                return h.lift_borrow(rt, lift_borrow(cx.inst, i, rt, cx.borrow_scope))
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, cx.borrow_scope)
+
+        return self._i32_codec(t, lift, lower)
+
+    def _async_value(self, t: Stream | Future | ErrorContext) -> Codec:
+        hooks = self.async_values
+        lift: Callable[[LiftLowerContext, int], Any]
+        lower: Callable[[LiftLowerContext, Any], int]
+        if hooks is None:
+            what = type(t).__name__.lower()
+            lift, lower = _unsupported(what), _unsupported(what)
+        elif isinstance(t, Stream):
+            st = t
+            lift = lambda cx, i: hooks.lift_stream(cx, i, st)  # noqa: E731
+            lower = lambda cx, v: hooks.lower_stream(cx, v, st)  # noqa: E731
+        elif isinstance(t, Future):
+            ft = t
+            lift = lambda cx, i: hooks.lift_future(cx, i, ft)  # noqa: E731
+            lower = lambda cx, v: hooks.lower_future(cx, v, ft)  # noqa: E731
+        else:
+            lift, lower = hooks.lift_error_context, hooks.lower_error_context
+        return self._i32_codec(t, lift, lower)
+
+
+def variant_payload_offset(t: ValType, ptr_type: PtrType, disc_size: int) -> int:
+    """Where a variant's payload starts: after the discriminant, case-aligned (§"Loading")."""
+    from polyengine.types.despecialize import despecialize
+
+    d = despecialize(t)
+    assert isinstance(d, Variant)
+    return align_to(disc_size, max_case_alignment(d.cases, ptr_type))
