@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from ._brands import (
     COMPONENT_EXCEPTION,
@@ -37,6 +37,7 @@ __all__ = [
     "StreamProducerError",
     "SuspensionUnavailable",
     "Trap",
+    "UNSPECIFIED_TRAP_CODE",
     "is_component_exception",
     "is_dropped_error",
     "is_invalid_handle_error",
@@ -54,7 +55,7 @@ _payload_repr.maxother = 60
 _payload_repr.maxlevel = 4
 
 #: The code of a trap whose origin named none.
-UNSPECIFIED_TRAP_CODE = "unspecified"
+UNSPECIFIED_TRAP_CODE: Final = "unspecified"
 
 
 def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
