@@ -1,0 +1,619 @@
+"""The suspension seam: calls on wasmtime fibers that park and resume.
+
+architecture.md §4.  libwasmtime's async C API runs a call started with
+:func:`start` on a fiber.  When the guest calls an async host function (see
+:func:`define_async_host_func`) whose result is not ready, the fiber parks and
+:meth:`ParkableCall.poll` returns ``False``; when the host's awaitable
+settles, its done-callback polls the call again (or hands it to the
+scheduler's waker), which resumes the fiber where it stopped.  Nothing polls
+in a loop.
+
+Guarantees (each one turns a process abort of the C API into a Python
+error):
+
+- every async host callback sets its continuation before doing anything else,
+  and every ctypes callback returns a value of its declared type, whatever
+  the Python code inside raised;
+- a finished call future is deleted at once and never polled again;
+  re-entrant polls of one call are deferred, and a call is never polled from
+  inside a guest call of its own store;
+- closing or collecting the store deletes its live call futures first;
+- Python never stays live on a fiber across a park: an async host function
+  only starts the host's work and returns; a synchronous call made from a
+  host function while on a fiber runs on its own nested future and traps
+  rather than park.
+
+A store becomes "async-required" once it has an async host function; from
+then on every entry into the guest (``call_raw``, ``instantiate``) goes
+through a call future.  A store without one keeps the plain synchronous
+path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypeAlias
+
+from polyengine.errors import LinkError
+
+from . import _ffi as ffi
+from ._core import (
+    CoreFunc,
+    CoreInstance,
+    CoreValue,
+    _functype,
+    check_valtypes,
+    instantiation_failure,
+    normalize,
+    val_struct,
+    wrap_extern,
+)
+from ._errors import CoreTrap, EngineError
+from ._module import CoreModule
+from ._store import EngineStore, _StoreState, raise_call_failure
+
+__all__ = [
+    "AsyncHostFunction",
+    "CallCancelled",
+    "HostPending",
+    "ParkableCall",
+    "define_async_host_func",
+    "start",
+    "wait",
+]
+
+
+class HostPending(Protocol):
+    """What an async host function may return instead of its results.
+
+    An ``asyncio.Future``/``asyncio.Task`` fits; so does any object with these
+    methods whose callbacks run on the thread that drives the store.
+    """
+
+    def done(self) -> bool: ...
+    def result(self) -> Any: ...
+    def cancel(self) -> bool: ...
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> Any: ...
+
+
+AsyncHostFunction: TypeAlias = Callable[
+    [Sequence[CoreValue]], "Sequence[CoreValue] | HostPending | Awaitable[Sequence[CoreValue]]"
+]
+
+
+class CallCancelled(EngineError):
+    """The parkable call was cancelled before it finished."""
+
+
+# --------------------------------------------------------------------------
+# Async host functions: the continuation protocol.
+
+_activations: dict[int, _Activation] = {}
+_tokens = itertools.count(1)
+
+
+class _Activation:
+    """One invocation of an async host function, from entry to continuation drop.
+
+    ``results_addr``/``trap_addr`` point into wasmtime's frame of the parked
+    host call; they stay valid until the continuation reports ready or is
+    dropped.  Exactly one of ``pending``/``ready``/``error`` drives the next
+    continuation poll.
+    """
+
+    __slots__ = ("call", "error", "pending", "ready", "results_addr", "signature", "state", "trap_addr")
+
+    def __init__(self, state: _StoreState, signature: _Signature, results_addr: int, trap_addr: int) -> None:
+        self.state = state
+        self.signature = signature
+        self.results_addr = results_addr
+        self.trap_addr = trap_addr
+        self.pending: HostPending | None = None
+        self.ready: Sequence[CoreValue] | None = None
+        self.error: BaseException | None = None
+        self.call: ParkableCall | None = None
+
+    def settled(self, _fut: object) -> None:
+        """Done-callback of the host's awaitable: resume the parked call."""
+        call = self.call
+        if call is not None:
+            call._wake()
+
+    def poll(self) -> bool:
+        """The continuation: ``False`` while pending, else write results or a trap."""
+        if self.error is None and self.ready is None:
+            pending = self.pending
+            if pending is None:
+                self.error = EngineError("async host function produced no result")
+            elif not pending.done():
+                return False
+            else:
+                try:
+                    self.ready = pending.result()
+                except BaseException as exc:
+                    self.error = exc
+        if self.error is None:
+            try:
+                self.signature.write_results(self.results_addr, self.ready)
+            except BaseException as exc:
+                self.error = exc
+        if self.error is not None:
+            ctypes.c_void_p.from_address(self.trap_addr).value = self.state.record_host_error(
+                self.error
+            )
+        self.pending = None
+        return True
+
+    def dropped(self) -> None:
+        pending = self.pending
+        self.pending = None
+        self.call = None
+        if pending is not None and not pending.done():
+            pending.cancel()
+
+
+@ffi.CONTINUATION_CALLBACK
+def _continuation_poll(env: int | None) -> bool:
+    try:
+        act = _activations.get(env or 0)
+        if act is None:
+            return True
+        return act.poll()
+    except BaseException:
+        return True
+
+
+@ffi.FINALIZER
+def _continuation_drop(env: int | None) -> None:
+    try:
+        act = _activations.pop(env or 0, None)
+        if act is not None:
+            act.dropped()
+    except BaseException:
+        return
+
+
+# A continuation with our callbacks and env 0, copied in with one memmove.
+_template = ffi.Continuation()
+_template.callback = _continuation_poll
+_template.env = None
+_template.finalizer = _continuation_drop
+_TEMPLATE_ADDR = ctypes.addressof(_template)
+_CONT_SIZE = ctypes.sizeof(ffi.Continuation)
+_ENV_OFFSET = ffi.Continuation.env.offset
+
+
+class _Signature:
+    __slots__ = ("kinds", "params", "params_struct", "results", "results_struct", "buf_type")
+
+    def __init__(self, params: tuple[str, ...], results: tuple[str, ...]) -> None:
+        from ._core import _KIND
+
+        self.params = params
+        self.results = results
+        self.params_struct = val_struct(params, with_kind=False)
+        self.results_struct = val_struct(results, with_kind=True)
+        self.kinds = tuple(_KIND[t] for t in results)
+        size = ffi.VAL_SIZE * max(len(params), len(results), 1)
+        self.buf_type = ctypes.c_ubyte * size
+
+    def read_params(self, addr: int) -> tuple[CoreValue, ...]:
+        if not self.params:
+            return ()
+        return self.params_struct.unpack_from(self.buf_type.from_address(addr))
+
+    def write_results(self, addr: int, out: Sequence[CoreValue] | None) -> None:
+        if out is None:
+            raise TypeError("async host function result is None, expected a sequence")
+        values = normalize(self.results, list(out), "async host function result")
+        if not values:
+            return
+        flat: list[CoreValue] = []
+        for kind, v in zip(self.kinds, values, strict=True):
+            flat.append(kind)
+            flat.append(v)
+        self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
+
+
+def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
+    memmove = ctypes.memmove
+
+    def entry(
+        env: int | None,
+        caller: int | None,
+        params_addr: int | None,
+        nparams: int,
+        results_addr: int | None,
+        nresults: int,
+        trap_addr: int | None,
+        cont_addr: int | None,
+    ) -> None:
+        # First of all: a continuation wasmtime can poll, whatever happens next.
+        memmove(cont_addr, _TEMPLATE_ADDR, _CONT_SIZE)
+        try:
+            token = next(_tokens)
+            act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
+            _activations[token] = act
+            ctypes.c_void_p.from_address((cont_addr or 0) + _ENV_OFFSET).value = token
+        except BaseException:
+            return  # env stays 0: the continuation completes with default results
+        try:
+            out: Any = fn(sig.read_params(params_addr or 0))
+            if inspect.isawaitable(out) and not hasattr(out, "add_done_callback"):
+                import asyncio
+
+                out = asyncio.ensure_future(out)
+            if hasattr(out, "add_done_callback"):
+                act.pending = out
+                act.call = state.current_call  # type: ignore[assignment]
+                out.add_done_callback(act.settled)
+            else:
+                act.ready = out
+        except BaseException as exc:
+            act.error = exc
+
+    return entry
+
+
+def define_async_host_func(
+    store: EngineStore,
+    params: Sequence[str],
+    results: Sequence[str],
+    fn: AsyncHostFunction,
+) -> CoreFunc:
+    """A host function that may park the calling guest.
+
+    ``fn`` receives the flat arguments and returns either the flat results
+    (no parking) or a pending awaitable (an ``asyncio`` future or task, or a
+    coroutine, which is scheduled as a task) whose result is the flat
+    results.  The call that reached it parks until the awaitable settles,
+    then resumes; an exception becomes a trap carrying it.  The store
+    becomes async-required (see the module docstring).
+    """
+    if not store.suspend:
+        raise EngineError("this store was created with suspend=False")
+    p = check_valtypes(params, "define_async_host_func params")
+    r = check_valtypes(results, "define_async_host_func results")
+    state = store._state
+    ctx = store._ctx()
+    if not state.async_linker:
+        state.async_linker = ffi.linker_new(store.engine._ptr) or 0
+        if not state.async_linker:
+            raise EngineError("wasmtime_linker_new failed")
+    sig = _Signature(p, r)
+    cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn))
+    state.keepalive.append(cb)
+    name = f"async-host-{state.token()}".encode()
+    ty = _functype(p, r)
+    err = ffi.linker_define_async_func(
+        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, None, None
+    )
+    if err:
+        raise EngineError(f"cannot define async host function: {ffi.take_error_message(err)}")
+    ext = ffi.Extern()
+    if not ffi.linker_get(state.async_linker, ctx, b"", 0, name, len(name), ctypes.addressof(ext)):
+        raise EngineError("cannot materialize async host function")
+    state.async_required = True
+    found = wrap_extern(store, ext)
+    assert isinstance(found, CoreFunc)
+    return found
+
+
+# --------------------------------------------------------------------------
+# Calls on fibers.
+
+
+class _FutureCall:
+    """Argument/result arrays and out-cells of one call future."""
+
+    __slots__ = ("args", "err", "fut", "results", "token", "trap")
+
+    def __init__(self, func: CoreFunc, args: Sequence[CoreValue]) -> None:
+        from ._core import _KIND
+
+        params = func.params
+        if func._params_struct is None:
+            func._not_callable()
+        n, m = len(params), len(func.results)
+        self.args = (ctypes.c_ubyte * (ffi.VAL_SIZE * max(n, 1)))()
+        self.results = (ctypes.c_ubyte * (ffi.VAL_SIZE * max(m, 1)))()
+        values = normalize(params, args, "call")
+        flat: list[CoreValue] = []
+        for t, v in zip(params, values, strict=True):
+            flat.append(_KIND[t])
+            flat.append(v)
+        if flat:
+            val_struct(params, with_kind=True).pack_into(self.args, 0, *flat)
+        self.trap = ctypes.c_void_p(0)
+        self.err = ctypes.c_void_p(0)
+        state = func._state
+        self.fut: int = ffi.func_call_async(
+            state.ctx,
+            func._addr,
+            ctypes.addressof(self.args),
+            n,
+            ctypes.addressof(self.results),
+            m,
+            ctypes.addressof(self.trap),
+            ctypes.addressof(self.err),
+        ) or 0
+        if not self.fut:
+            raise EngineError("wasmtime_func_call_async failed")
+        self.token = state.token()
+        state.futures[self.token] = self.fut
+
+    def release(self, state: _StoreState) -> None:
+        """Delete the future (idempotent; a no-op once the store deleted it)."""
+        fut = state.futures.pop(self.token, 0)
+        self.fut = 0
+        if fut:
+            ffi.call_future_delete(fut)
+
+    def outcome(self, state: _StoreState, func: CoreFunc) -> list[CoreValue]:
+        trap, err = self.trap.value or 0, self.err.value or 0
+        if trap or err:
+            self.trap.value = self.err.value = 0
+            raise_call_failure(state, trap, err)
+        if not func.results:
+            return []
+        return list(val_struct(func.results, with_kind=False).unpack_from(self.results))
+
+
+def _poll_future(state: _StoreState, fut: int, current: ParkableCall | None) -> bool:
+    prev = state.current_call
+    state.current_call = current
+    state.depth += 1
+    try:
+        return bool(ffi.call_future_poll(fut))
+    finally:
+        state.depth -= 1
+        state.current_call = prev
+
+
+def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
+    """``call_raw`` in an async-required store: a call future that must not park."""
+    state = func._state
+    fc = _FutureCall(func, args)
+    try:
+        ready = _poll_future(state, fc.fut, None)
+    except BaseException:
+        fc.release(state)
+        raise
+    fc.release(state)
+    if not ready:
+        raise CoreTrap(
+            "a synchronous call tried to suspend (an async host function was pending)",
+            "cannot_block_sync_task",
+        )
+    return fc.outcome(state, func)
+
+
+def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[ffi.Extern]) -> CoreInstance:
+    """``instantiate`` in an async-required store (the start function must not park)."""
+    state = store._state
+    ctx = store._ctx()
+    linker = ffi.linker_new(store.engine._ptr) or 0
+    if not linker:
+        raise EngineError("wasmtime_linker_new failed")
+    try:
+        ffi.linker_allow_shadowing(linker, True)
+        seen: dict[tuple[str, str], bytes] = {}
+        for desc, ext in zip(module.imports, exts, strict=True):
+            key = (desc.module, desc.name)
+            raw = bytes(ext)
+            if key in seen and seen[key] != raw:
+                raise LinkError(
+                    f"core module {module.name} imports {desc.module!r} {desc.name!r} twice "
+                    "with different definitions"
+                )
+            seen[key] = raw
+            m, n = desc.module.encode(), desc.name.encode()
+            err = ffi.linker_define(linker, ctx, m, len(m), n, len(n), ctypes.addressof(ext))
+            if err:
+                raise LinkError(f"cannot link {module.name}: {ffi.take_error_message(err)}")
+        inst = ffi.InstanceStruct()
+        trap, err_cell = ctypes.c_void_p(0), ctypes.c_void_p(0)
+        fut = ffi.linker_instantiate_async(
+            linker, ctx, module._ptr, ctypes.addressof(inst),
+            ctypes.addressof(trap), ctypes.addressof(err_cell),
+        ) or 0
+        if not fut:
+            raise EngineError("wasmtime_linker_instantiate_async failed")
+        token = state.token()
+        state.futures[token] = fut
+        try:
+            ready = _poll_future(state, fut, None)
+        finally:
+            if state.futures.pop(token, 0):
+                ffi.call_future_delete(fut)
+        if not ready:
+            raise CoreTrap(
+                f"the start function of {module.name} tried to suspend", "cannot_block_sync_task"
+            )
+        if trap.value or err_cell.value:
+            instantiation_failure(state, module, trap.value or 0, err_cell.value or 0)
+        return CoreInstance._wrap(store, inst, module.name)
+    finally:
+        ffi.linker_delete(linker)
+
+
+class ParkableCall:
+    """A call running on a wasmtime fiber that may park (see :func:`start`).
+
+    ``poll()`` resumes it once; ``done()`` tells whether it finished;
+    ``result()`` returns its flat results or raises what it raised;
+    ``cancel()`` abandons it (the fiber unwinds, pending host awaitables are
+    cancelled).  By default a settled host awaitable polls the call from its
+    done-callback; ``set_waker(fn)`` hands that decision to a scheduler
+    (``fn(call)`` is called instead, and the scheduler calls ``poll()``).
+    """
+
+    __slots__ = (
+        "_callbacks",
+        "_exc",
+        "_fc",
+        "_polling",
+        "_result",
+        "_rewake",
+        "_state",
+        "_waker",
+        "func",
+        "store",
+    )
+
+    def __init__(self) -> None:
+        raise TypeError("use start() to begin a ParkableCall")
+
+    def done(self) -> bool:
+        return self._fc is None
+
+    def poll(self) -> bool:
+        """Resume the call until it parks again or finishes; return ``done()``.
+
+        Raises ``KeyboardInterrupt``/``SystemExit`` at once if a host function
+        raised one; other outcomes are kept for :meth:`result`.
+        """
+        fc = self._fc
+        if fc is None:
+            return True
+        state = self._state
+        if not state.ctx:
+            self._finish_cancelled("the store was closed")
+            return True
+        if self._polling:
+            self._rewake = True
+            return False
+        if state.depth:
+            raise EngineError("cannot poll a parked call from inside a guest call of its store")
+        self._polling = True
+        try:
+            while True:
+                self._rewake = False
+                ready = _poll_future(state, fc.fut, self)
+                if ready or not self._rewake:
+                    break
+        finally:
+            self._polling = False
+        if not ready:
+            return False
+        fc.release(state)
+        self._fc = None
+        try:
+            self._result = fc.outcome(state, self.func)
+        except BaseException as exc:
+            self._exc = exc
+        self._run_callbacks()
+        exc = self._exc
+        if exc is not None and not isinstance(exc, Exception):
+            raise exc
+        return True
+
+    def result(self) -> list[CoreValue]:
+        """The flat results; raises the trap (or cancellation) if there was one."""
+        if self._fc is not None:
+            raise EngineError("the call has not finished (it is parked)")
+        if self._exc is not None:
+            raise self._exc
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> bool:
+        """Abandon a call that has not finished; ``False`` if it already had."""
+        fc = self._fc
+        if fc is None:
+            return False
+        if self._polling or self._state.depth:
+            raise EngineError("cannot cancel a call from inside a guest call of its store")
+        fc.release(self._state)
+        self._finish_cancelled("the call was cancelled")
+        return True
+
+    def set_waker(self, waker: Callable[[ParkableCall], object] | None) -> None:
+        self._waker = waker
+
+    def add_done_callback(self, fn: Callable[[ParkableCall], object]) -> None:
+        """Call ``fn(call)`` when the call finishes (at once if it has)."""
+        if self._fc is None:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def _finish_cancelled(self, why: str) -> None:
+        self._fc = None
+        self._exc = CallCancelled(why)
+        self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(self)
+
+    def _wake(self) -> None:
+        if self._fc is None:
+            return
+        if self._polling:
+            self._rewake = True
+            return
+        waker = self._waker
+        if waker is not None:
+            waker(self)
+        else:
+            self.poll()
+
+    def __del__(self) -> None:
+        fc = getattr(self, "_fc", None)
+        if fc is not None and self._state.ctx:
+            fc.release(self._state)
+
+    def __repr__(self) -> str:
+        return f"<ParkableCall {'done' if self._fc is None else 'parked'} {self.func!r}>"
+
+
+def start(func: CoreFunc, args: Sequence[CoreValue]) -> ParkableCall:
+    """Begin a call of ``func`` on a fiber and run it until it parks or finishes."""
+    store = func.store
+    if not store.suspend:
+        raise EngineError("this store was created with suspend=False")
+    state = func._state
+    if not state.ctx:
+        state.raise_closed()
+    if state.depth:
+        raise EngineError("cannot start a parkable call from inside a guest call of its store")
+    call = object.__new__(ParkableCall)
+    call.func = func
+    call.store = store
+    call._state = state
+    call._callbacks = []
+    call._waker = None
+    call._polling = False
+    call._rewake = False
+    call._result = None
+    call._exc = None
+    call._fc = None
+    call._fc = _FutureCall(func, args)
+    call.poll()
+    return call
+
+
+async def wait(call: ParkableCall) -> list[CoreValue]:
+    """Await the end of ``call`` on the running asyncio loop; cancel it if abandoned."""
+    import asyncio
+
+    if not call.done():
+        loop = asyncio.get_running_loop()
+        settled: asyncio.Future[None] = loop.create_future()
+
+        def finished(_c: ParkableCall) -> None:
+            if not settled.done():
+                settled.set_result(None)
+
+        call.add_done_callback(finished)
+        try:
+            await settled
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+    return call.result()

@@ -1,0 +1,137 @@
+"""Engine configuration and the process-wide engines.
+
+One wasmtime engine exists per distinct :class:`EngineConfig` in a process;
+:func:`get_engine` hands it out.  Core modules compiled for one engine can
+only be instantiated in stores of the same engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, fields
+
+import wasmtime
+
+from ._errors import EngineError
+from ._ffi import WASMTIME_VERSION, address
+
+__all__ = ["Engine", "EngineConfig", "get_engine"]
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the engine enables.
+
+    The WebAssembly features real guests need are always on: multi-memory,
+    multi-value, reference types, bulk memory, SIMD, tail calls, exceptions,
+    function references and GC (extended-const is on by default in this
+    wasmtime and has no switch).
+
+    ``fiber_stack_size`` sizes the stack each parkable call runs on;
+    ``max_wasm_stack`` bounds the guest's own use of it and must be smaller.
+    ``consume_fuel`` and ``epoch_interruption`` enable the corresponding
+    wasmtime limits (set per store).  ``module_cache`` turns the on-disk cache
+    of compiled modules on or off; ``cache_dir`` overrides its location (else
+    ``POLYENGINE_CACHE_DIR``, else ``~/.cache/polyengine/modules``).
+    """
+
+    fiber_stack_size: int = 8 * MiB
+    max_wasm_stack: int = 512 * 1024
+    consume_fuel: bool = False
+    epoch_interruption: bool = False
+    module_cache: bool = True
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_wasm_stack <= 0:
+            raise ValueError("max_wasm_stack must be positive")
+        if self.fiber_stack_size <= self.max_wasm_stack:
+            raise ValueError(
+                f"fiber_stack_size ({self.fiber_stack_size}) must exceed "
+                f"max_wasm_stack ({self.max_wasm_stack})"
+            )
+
+    def code_fingerprint(self) -> str:
+        """A short digest of every setting that changes compiled code."""
+        parts = [WASMTIME_VERSION]
+        for f in fields(self):
+            if f.name not in ("module_cache", "cache_dir"):
+                parts.append(f"{f.name}={getattr(self, f.name)!r}")
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _wasmtime_config(config: EngineConfig) -> wasmtime.Config:
+    c = wasmtime.Config()
+    c.wasm_multi_memory = True
+    c.wasm_multi_value = True
+    c.wasm_reference_types = True
+    c.wasm_bulk_memory = True
+    c.wasm_simd = True
+    c.wasm_relaxed_simd = True
+    c.wasm_tail_call = True
+    c.wasm_function_references = True
+    c.wasm_gc = True
+    c.wasm_exceptions = True
+    c.wasm_memory64 = True
+    c.wasm_custom_page_sizes = True
+    c.wasm_wide_arithmetic = True
+    c.max_wasm_stack = config.max_wasm_stack
+    # Linear memories never move: a view of one stays valid (if short) after growth.
+    c.memory_may_move = False
+    c.consume_fuel = config.consume_fuel
+    c.epoch_interruption = config.epoch_interruption
+    from wasmtime import _ffi as wffi
+
+    wffi.wasmtime_config_async_stack_size_set(c.ptr(), config.fiber_stack_size)
+    return c
+
+
+class Engine:
+    """A wasmtime engine with its configuration (obtain via :func:`get_engine`)."""
+
+    __slots__ = ("_ptr", "config", "wasmtime_engine")
+
+    config: EngineConfig
+    wasmtime_engine: wasmtime.Engine
+    _ptr: int
+
+    def __init__(self) -> None:
+        raise TypeError("use get_engine() to obtain an Engine")
+
+    @classmethod
+    def _create(cls, config: EngineConfig) -> Engine:
+        self = object.__new__(cls)
+        self.config = config
+        try:
+            self.wasmtime_engine = wasmtime.Engine(_wasmtime_config(config))
+        except wasmtime.WasmtimeError as exc:
+            raise EngineError(f"cannot create engine for {config}: {exc}") from None
+        self._ptr = address(self.wasmtime_engine.ptr())
+        return self
+
+    def increment_epoch(self) -> None:
+        """Advance the epoch (only meaningful with ``epoch_interruption``)."""
+        self.wasmtime_engine.increment_epoch()
+
+    def __repr__(self) -> str:
+        return f"<Engine {self.config}>"
+
+
+_engines: dict[EngineConfig, Engine] = {}
+_lock = threading.Lock()
+
+
+def get_engine(config: EngineConfig | None = None) -> Engine:
+    """The process-wide engine for ``config`` (default configuration if omitted)."""
+    key = config if config is not None else EngineConfig()
+    engine = _engines.get(key)
+    if engine is None:
+        with _lock:
+            engine = _engines.get(key)
+            if engine is None:
+                engine = Engine._create(key)
+                _engines[key] = engine
+    return engine

@@ -1,0 +1,438 @@
+"""Core functions and instances: the synchronous call path.
+
+Flat core values cross this seam as Python numbers: ``i32``/``i64`` as
+non-negative ``int`` (the unsigned reading of their bits, as
+``CanonicalABI.md`` §"Flattening" and ``definitions.py``'s ``CoreValueIter``
+expect), ``f32``/``f64`` as ``float``.  Negative ints are accepted on input
+and wrapped.  Calls use wasmtime's unchecked entry points: arguments and
+results are packed into a preallocated ``wasmtime_val_raw_t`` buffer with one
+precompiled ``struct`` per signature.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
+
+import wasmtime
+
+from . import _ffi as ffi
+from polyengine.errors import LinkError
+
+from ._errors import CoreTrap, EngineError
+from ._module import CoreModule
+from ._store import (
+    _HOST_ERROR_RE,
+    EngineStore,
+    _StoreState,
+    raise_call_failure,
+    raise_from_message,
+    trap_summary,
+)
+
+if TYPE_CHECKING:
+    from ._memory import CoreGlobal, CoreTable, GuestMemory
+
+__all__ = [
+    "CoreFunc",
+    "CoreInstance",
+    "CoreValue",
+    "Extern",
+    "HostFunction",
+    "define_host_func",
+    "instantiate",
+]
+
+CoreValue: TypeAlias = int | float
+_T = TypeVar("_T")
+HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
+
+VALTYPES = ("i32", "i64", "f32", "f64")
+_RAW_SLOT = {"i32": "I12x", "i64": "Q8x", "f32": "f12x", "f64": "d8x"}
+_VAL_SLOT = {"i32": "I20x", "i64": "Q16x", "f32": "f20x", "f64": "d16x"}
+_KIND = {"i32": ffi.KIND_I32, "i64": ffi.KIND_I64, "f32": ffi.KIND_F32, "f64": ffi.KIND_F64}
+_BOUNDS = {"i32": 32, "i64": 64}
+
+
+def check_valtypes(types: Sequence[str], what: str) -> tuple[str, ...]:
+    out = tuple(types)
+    for t in out:
+        if t not in VALTYPES:
+            raise ValueError(f"{what}: unsupported core value type {t!r} (expected one of {VALTYPES})")
+    return out
+
+
+def raw_struct(types: Sequence[str]) -> struct.Struct:
+    """Layout of ``types`` in consecutive ``wasmtime_val_raw_t`` slots."""
+    return struct.Struct("<" + "".join(_RAW_SLOT[t] for t in types))
+
+
+def val_struct(types: Sequence[str], with_kind: bool) -> struct.Struct:
+    """Layout of ``types`` in consecutive ``wasmtime_val_t`` (kind, then payload)."""
+    if with_kind:
+        return struct.Struct("<" + "".join("B7x" + _VAL_SLOT[t] for t in types))
+    return struct.Struct("<" + "".join("8x" + _VAL_SLOT[t] for t in types))
+
+
+def normalize(types: Sequence[str], values: Sequence[object], what: str) -> list[CoreValue]:
+    """Check ``values`` against ``types``; wrap negative ints (the slow path)."""
+    if len(values) != len(types):
+        raise TypeError(f"{what}: expected {len(types)} values, got {len(values)}")
+    out: list[CoreValue] = []
+    for i, (t, v) in enumerate(zip(types, values, strict=True)):
+        if t in _BOUNDS:
+            bits = _BOUNDS[t]
+            if not isinstance(v, int):
+                raise TypeError(f"{what}: value {i} must be an int for {t}, got {type(v).__name__}")
+            if not -(1 << (bits - 1)) <= v < (1 << bits):
+                raise ValueError(f"{what}: value {i} = {v} does not fit {t}")
+            out.append(v & ((1 << bits) - 1))
+        else:
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise TypeError(f"{what}: value {i} must be a float for {t}, got {type(v).__name__}")
+            out.append(float(v))
+    return out
+
+
+def _functype(params: Sequence[str], results: Sequence[str]) -> wasmtime.FuncType:
+    make = {
+        "i32": wasmtime.ValType.i32,
+        "i64": wasmtime.ValType.i64,
+        "f32": wasmtime.ValType.f32,
+        "f64": wasmtime.ValType.f64,
+    }
+    return wasmtime.FuncType([make[t]() for t in params], [make[t]() for t in results])
+
+
+class CoreFunc:
+    """A core function of one store: an export or a host function.
+
+    ``call_raw`` runs it to completion and returns its flat results.  In a
+    store that has async host functions, it runs on a call future instead
+    (and refuses to park: use :func:`polyengine.engine.start` for that).
+    """
+
+    __slots__ = (
+        "_addr",
+        "_buf",
+        "_buf_addr",
+        "_func",
+        "_nslots",
+        "_params_struct",
+        "_results_struct",
+        "_state",
+        "_trap",
+        "_trap_addr",
+        "params",
+        "results",
+        "store",
+    )
+
+    store: EngineStore
+    params: tuple[str, ...]
+    results: tuple[str, ...]
+
+    def __init__(self) -> None:
+        raise TypeError("CoreFunc objects come from instances or define_host_func()")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, func: ffi.FuncStruct) -> CoreFunc:
+        self = object.__new__(cls)
+        self.store = store
+        self._state = store._state
+        self._func = func
+        self._addr = ctypes.addressof(func)
+        ty_ptr = ffi.func_type(store._ctx(), self._addr)
+        ty = wasmtime.FuncType._from_ptr(
+            ctypes.cast(ty_ptr, ctypes.POINTER(wasmtime._ffi.wasm_functype_t)), None
+        )
+        params = [str(t) for t in ty.params]
+        results = [str(t) for t in ty.results]
+        # Function references and other non-numeric types are not flat core
+        # values of the canonical ABI; such functions can be passed around
+        # (tables, imports) but not called from Python.
+        self.params = tuple(params)
+        self.results = tuple(results)
+        numeric = all(t in VALTYPES for t in params + results)
+        self._nslots = max(len(params), len(results), 1)
+        self._buf = (ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * self._nslots))()
+        self._buf_addr = ctypes.addressof(self._buf)
+        self._params_struct = raw_struct(params) if numeric else None
+        self._results_struct = raw_struct(results) if numeric else None
+        self._trap = ctypes.c_void_p(0)
+        self._trap_addr = ctypes.addressof(self._trap)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<CoreFunc ({', '.join(self.params)}) -> ({', '.join(self.results)})>"
+
+    def call_raw(self, args: Sequence[CoreValue]) -> list[CoreValue]:
+        """Call with flat ``args``; return the flat results.
+
+        Raises :class:`CoreTrap` if the guest traps (carrying a host
+        function's exception if one raised), ``TypeError``/``ValueError`` for
+        arguments that do not match the signature.
+        """
+        state = self._state
+        ctx = state.ctx
+        if not ctx:
+            state.raise_closed()
+        if state.async_required:
+            from ._async import call_blocking
+
+            return call_blocking(self, args)
+        ps = self._params_struct
+        if ps is None:
+            self._not_callable()
+        buf = self._buf
+        try:
+            ps.pack_into(buf, 0, *args)
+        except struct.error:
+            ps.pack_into(buf, 0, *normalize(self.params, args, "call_raw"))
+        err = ffi.func_call_unchecked(ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr)
+        trap = self._trap.value
+        if err or trap:
+            self._trap.value = 0
+            raise_call_failure(state, trap or 0, err or 0)
+        rs = self._results_struct
+        assert rs is not None
+        return list(rs.unpack_from(buf))
+
+    def _not_callable(self) -> NoReturn:
+        raise EngineError(
+            f"cannot call a function of type ({', '.join(self.params)}) -> "
+            f"({', '.join(self.results)}) from Python: only i32/i64/f32/f64 are supported"
+        )
+
+    def _as_extern(self) -> ffi.Extern:
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_FUNC
+        ext.of.func = self._func
+        return ext
+
+
+Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal"
+
+
+def _make_trampoline(
+    state: _StoreState,
+    params: tuple[str, ...],
+    results: tuple[str, ...],
+    fn: HostFunction,
+) -> Callable[[int | None, int | None, int | None, int], int]:
+    ps, rs = raw_struct(params), raw_struct(results)
+    buf_type = ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * max(len(params), len(results), 1))
+    from_address = buf_type.from_address
+
+    def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
+        # Every path returns an int: 0 for success, else an owned trap.
+        try:
+            buf = from_address(addr)
+            out = fn(ps.unpack_from(buf))
+            try:
+                rs.pack_into(buf, 0, *out)
+            except (struct.error, TypeError):
+                rs.pack_into(buf, 0, *normalize(results, list(out), "host function result"))
+            return 0
+        except BaseException as exc:
+            try:
+                return state.record_host_error(exc)
+            except BaseException:
+                return ffi.new_trap("host function failed")
+
+    return trampoline
+
+
+def define_host_func(
+    store: EngineStore,
+    params: Sequence[str],
+    results: Sequence[str],
+    fn: HostFunction,
+) -> CoreFunc:
+    """A host function of ``store`` with core type ``params -> results``.
+
+    ``fn`` receives the flat arguments as a sequence of Python numbers and
+    returns the flat results as a sequence.  An exception from ``fn`` becomes
+    a trap that unwinds the guest; the caller's ``call_raw`` then raises it
+    again (see :class:`CoreTrap`).
+    """
+    p = check_valtypes(params, "define_host_func params")
+    r = check_valtypes(results, "define_host_func results")
+    state = store._state
+    ctx = store._ctx()
+    cb = ffi.UNCHECKED_CALLBACK(_make_trampoline(state, p, r, fn))
+    ty = _functype(p, r)
+    func = ffi.FuncStruct()
+    ffi.func_new_unchecked(ctx, ffi.address(ty.ptr()), cb, None, None, ctypes.addressof(func))
+    state.keepalive.append(cb)
+    return CoreFunc._wrap(store, func)
+
+
+def wrap_extern(store: EngineStore, ext: ffi.Extern) -> Extern:
+    from ._memory import CoreGlobal, CoreTable, GuestMemory
+
+    kind = ext.kind
+    if kind == ffi.EXTERN_FUNC:
+        func = ffi.FuncStruct()
+        ctypes.pointer(func)[0] = ext.of.func
+        return CoreFunc._wrap(store, func)
+    if kind == ffi.EXTERN_MEMORY:
+        return GuestMemory._wrap(store, ext.of.memory)
+    if kind == ffi.EXTERN_TABLE:
+        return CoreTable._wrap(store, ext.of.table)
+    if kind == ffi.EXTERN_GLOBAL:
+        return CoreGlobal._wrap(store, ext.of.global_)
+    raise EngineError(f"unsupported export kind {kind}")
+
+
+class CoreInstance:
+    """An instance of a core module in one store."""
+
+    __slots__ = ("_cache", "_instance", "module_name", "store")
+
+    def __init__(self) -> None:
+        raise TypeError("use instantiate() to create a CoreInstance")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, instance: ffi.InstanceStruct, name: str) -> CoreInstance:
+        self = object.__new__(cls)
+        self.store = store
+        self._instance = instance
+        self.module_name = name
+        self._cache: dict[str, Extern] = {}
+        return self
+
+    def get(self, name: str) -> Extern | None:
+        """The export called ``name``, or ``None``."""
+        found = self._cache.get(name)
+        if found is not None:
+            return found
+        ctx = self.store._ctx()
+        ext = ffi.Extern()
+        data = name.encode("utf-8")
+        if not ffi.instance_export_get(
+            ctx, ctypes.addressof(self._instance), data, len(data), ctypes.addressof(ext)
+        ):
+            return None
+        found = wrap_extern(self.store, ext)
+        self._cache[name] = found
+        return found
+
+    def export(self, name: str) -> Extern:
+        """The export called ``name``; ``KeyError`` if there is none."""
+        found = self.get(name)
+        if found is None:
+            raise KeyError(f"core module {self.module_name} has no export {name!r}")
+        return found
+
+    def func(self, name: str) -> CoreFunc:
+        return _expect(self, name, CoreFunc)
+
+    def memory(self, name: str) -> GuestMemory:
+        from ._memory import GuestMemory
+
+        return _expect(self, name, GuestMemory)
+
+    def table(self, name: str) -> CoreTable:
+        from ._memory import CoreTable
+
+        return _expect(self, name, CoreTable)
+
+    def global_(self, name: str) -> CoreGlobal:
+        from ._memory import CoreGlobal
+
+        return _expect(self, name, CoreGlobal)
+
+    def __repr__(self) -> str:
+        return f"<CoreInstance of {self.module_name}>"
+
+
+def _expect(instance: CoreInstance, name: str, cls: type[_T]) -> _T:
+    found = instance.export(name)
+    if not isinstance(found, cls):
+        raise TypeError(
+            f"export {name!r} of {instance.module_name} is a {type(found).__name__}, "
+            f"not a {cls.__name__}"
+        )
+    return found
+
+
+
+_EXTERN_KIND_NAMES = {
+    ffi.EXTERN_FUNC: "func",
+    ffi.EXTERN_MEMORY: "memory",
+    ffi.EXTERN_TABLE: "table",
+    ffi.EXTERN_GLOBAL: "global",
+}
+
+
+def check_imports(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> list[ffi.Extern]:
+    """The ``wasmtime_extern_t`` of each import, after checking store and kinds."""
+    if module.engine is not store.engine:
+        raise ValueError(f"core module {module.name} was compiled for a different engine")
+    wanted = module.imports
+    if len(imports) != len(wanted):
+        raise LinkError(
+            f"core module {module.name} has {len(wanted)} imports, {len(imports)} were given"
+        )
+    out = []
+    for imp, desc in zip(imports, wanted, strict=True):
+        as_extern = getattr(imp, "_as_extern", None)
+        if as_extern is None:
+            raise TypeError(
+                f"import {desc.module!r} {desc.name!r} of {module.name}: "
+                f"expected a core extern, got {type(imp).__name__}"
+            )
+        if imp.store is not store:
+            raise ValueError(
+                f"import {desc.module!r} {desc.name!r} of {module.name} belongs to another store"
+            )
+        ext = as_extern()
+        kind = _EXTERN_KIND_NAMES.get(int(ext.kind), "?")
+        if kind != desc.kind:
+            raise LinkError(
+                f"import {desc.module!r} {desc.name!r} of {module.name}: "
+                f"expected a {desc.kind}, got a {kind}"
+            )
+        out.append(ext)
+    return out
+
+
+def instantiation_failure(state: _StoreState, module: CoreModule, trap: int, err: int) -> NoReturn:
+    """Raise for a failed instantiation: a trap in the start function, else a link error."""
+    if trap:
+        raise_call_failure(state, trap, err)
+    message = ffi.take_error_message(err)
+    if _HOST_ERROR_RE.search(message):
+        raise_from_message(state, message, None)
+    if "wasm trap" in message or "wasm backtrace" in message:
+        raise CoreTrap(trap_summary(message), None, details=message)
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    raise LinkError(f"cannot instantiate core module {module.name}: {'; '.join(lines)}")
+
+
+def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> CoreInstance:
+    """Instantiate ``module`` in ``store`` with ``imports`` in the module's import order.
+
+    Raises :class:`LinkError` if an import does not fit, :class:`CoreTrap` if
+    the start function traps.
+    """
+    ctx = store._ctx()
+    exts = check_imports(store, module, imports)
+    state = store._state
+    if state.async_required:
+        from ._async import instantiate_blocking
+
+        return instantiate_blocking(store, module, exts)
+    n = len(exts)
+    arr = (ffi.Extern * max(n, 1))(*exts)
+    inst = ffi.InstanceStruct()
+    trap = ctypes.c_void_p(0)
+    err = ffi.instance_new(
+        ctx, module._ptr, ctypes.addressof(arr), n, ctypes.addressof(inst), ctypes.addressof(trap)
+    )
+    if err or trap.value:
+        instantiation_failure(state, module, trap.value or 0, err or 0)
+    return CoreInstance._wrap(store, inst, module.name)

@@ -1,0 +1,189 @@
+"""ctypes prototypes over the libwasmtime shipped in the ``wasmtime`` package.
+
+The package's own bindings (``wasmtime._bindings``) type every pointer, which
+makes each foreign call pay for argument checks.  The functions on our call
+paths are declared again here as fresh function-pointer objects taking plain
+addresses (``c_void_p``), so the package's own declarations stay untouched.
+Everything that is not on a hot path keeps using the package's bindings.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    c_bool,
+    c_char_p,
+    c_size_t,
+    c_uint8,
+    c_uint64,
+    c_void_p,
+)
+from importlib import metadata
+from typing import Any
+
+from wasmtime import _ffi as wffi
+
+__all__ = ["WASMTIME_VERSION"]
+
+WASMTIME_VERSION: str = metadata.version("wasmtime")
+
+dll: Any = wffi.dll
+
+# Layout of the C structures (checked against the package's declarations).
+VAL_RAW_SIZE = ctypes.sizeof(wffi.wasmtime_val_raw_t)
+VAL_SIZE = ctypes.sizeof(wffi.wasmtime_val_t)
+VAL_PAYLOAD = wffi.wasmtime_val_t.of.offset
+assert VAL_RAW_SIZE == 16 and VAL_SIZE == 32 and VAL_PAYLOAD == 8
+
+# wasmtime_valkind_t values.
+KIND_I32 = 0
+KIND_I64 = 1
+KIND_F32 = 2
+KIND_F64 = 3
+
+# wasmtime_extern_kind_t values.
+EXTERN_FUNC = 0
+EXTERN_GLOBAL = 1
+EXTERN_TABLE = 2
+EXTERN_MEMORY = 3
+
+Extern = wffi.wasmtime_extern_t
+FuncStruct = wffi.wasmtime_func_t
+MemoryStruct = wffi.wasmtime_memory_t
+TableStruct = wffi.wasmtime_table_t
+GlobalStruct = wffi.wasmtime_global_t
+InstanceStruct = wffi.wasmtime_instance_t
+Val = wffi.wasmtime_val_t
+ByteVec = wffi.wasm_byte_vec_t
+Continuation = wffi.wasmtime_async_continuation_t
+
+
+def _fn(name: str, restype: Any, *argtypes: Any) -> Any:
+    """A new foreign function object for ``name`` (GIL released while it runs)."""
+    f = dll._FuncPtr((name, dll))
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+P = c_void_p
+
+# Host callbacks.  The unchecked callback returns a ``wasm_trap_t*`` (0 = ok).
+UNCHECKED_CALLBACK = CFUNCTYPE(c_size_t, P, P, P, c_size_t)
+FINALIZER = CFUNCTYPE(None, P)
+ASYNC_CALLBACK = CFUNCTYPE(None, P, P, P, c_size_t, P, c_size_t, P, P)
+CONTINUATION_CALLBACK = CFUNCTYPE(c_bool, P)
+
+store_new = _fn("wasmtime_store_new", P, P, P, P)
+store_context = _fn("wasmtime_store_context", P, P)
+store_delete = _fn("wasmtime_store_delete", None, P)
+context_set_fuel = _fn("wasmtime_context_set_fuel", P, P, c_uint64)
+context_get_fuel = _fn("wasmtime_context_get_fuel", P, P, POINTER(c_uint64))
+context_set_epoch_deadline = _fn("wasmtime_context_set_epoch_deadline", None, P, c_uint64)
+
+func_new_unchecked = _fn(
+    "wasmtime_func_new_unchecked", None, P, P, UNCHECKED_CALLBACK, P, P, P
+)
+func_call_unchecked = _fn("wasmtime_func_call_unchecked", P, P, P, P, c_size_t, P)
+func_type = _fn("wasmtime_func_type", P, P, P)
+func_call_async = _fn("wasmtime_func_call_async", P, P, P, P, c_size_t, P, c_size_t, P, P)
+call_future_poll = _fn("wasmtime_call_future_poll", c_bool, P)
+call_future_delete = _fn("wasmtime_call_future_delete", None, P)
+
+instance_new = _fn("wasmtime_instance_new", P, P, P, P, c_size_t, P, P)
+instance_export_get = _fn("wasmtime_instance_export_get", c_bool, P, P, c_char_p, c_size_t, P)
+
+linker_new = _fn("wasmtime_linker_new", P, P)
+linker_delete = _fn("wasmtime_linker_delete", None, P)
+linker_allow_shadowing = _fn("wasmtime_linker_allow_shadowing", None, P, c_bool)
+linker_define = _fn(
+    "wasmtime_linker_define", P, P, P, c_char_p, c_size_t, c_char_p, c_size_t, P
+)
+linker_define_async_func = _fn(
+    "wasmtime_linker_define_async_func",
+    P, P, c_char_p, c_size_t, c_char_p, c_size_t, P, ASYNC_CALLBACK, P, P,
+)
+linker_get = _fn("wasmtime_linker_get", c_bool, P, P, c_char_p, c_size_t, c_char_p, c_size_t, P)
+linker_instantiate_async = _fn("wasmtime_linker_instantiate_async", P, P, P, P, P, P, P)
+
+memory_data = _fn("wasmtime_memory_data", c_size_t, P, P)
+memory_data_size = _fn("wasmtime_memory_data_size", c_size_t, P, P)
+memory_grow = _fn("wasmtime_memory_grow", P, P, P, c_uint64, POINTER(c_uint64))
+memory_page_size = _fn("wasmtime_memory_page_size", c_uint64, P, P)
+
+table_get = _fn("wasmtime_table_get", c_bool, P, P, c_uint64, P)
+table_set = _fn("wasmtime_table_set", P, P, P, c_uint64, P)
+table_size = _fn("wasmtime_table_size", c_uint64, P, P)
+table_grow = _fn("wasmtime_table_grow", P, P, P, c_uint64, P, POINTER(c_uint64))
+
+global_get = _fn("wasmtime_global_get", None, P, P, P)
+global_set = _fn("wasmtime_global_set", P, P, P, P)
+
+trap_new = _fn("wasmtime_trap_new", c_size_t, c_char_p, c_size_t)
+trap_code = _fn("wasmtime_trap_code", c_bool, P, POINTER(c_uint8))
+trap_message = _fn("wasm_trap_message", None, P, P)
+trap_delete = _fn("wasm_trap_delete", None, P)
+error_message = _fn("wasmtime_error_message", None, P, P)
+error_delete = _fn("wasmtime_error_delete", None, P)
+byte_vec_delete = _fn("wasm_byte_vec_delete", None, P)
+
+
+def address(obj: Any) -> int:
+    """The address held by a ctypes pointer object (0 for NULL)."""
+    value = ctypes.cast(obj, c_void_p).value
+    return int(value or 0)
+
+
+def _vec_text(vec: Any, strip_nul: bool) -> str:
+    size = int(vec.size)
+    if not size or not vec.data:
+        return ""
+    raw = ctypes.string_at(vec.data, size)
+    if strip_nul and raw.endswith(b"\0"):
+        raw = raw[:-1]
+    return raw.decode("utf-8", "replace")
+
+
+def take_error_message(err: int) -> str:
+    """The message of an owned ``wasmtime_error_t*``, deleting the error."""
+    vec = ByteVec()
+    error_message(err, ctypes.byref(vec))
+    try:
+        return _vec_text(vec, strip_nul=False)
+    finally:
+        byte_vec_delete(ctypes.byref(vec))
+        error_delete(err)
+
+
+_TRAP_CODE_NAMES: dict[int, str] = {
+    member.value: member.name.removeprefix("WASMTIME_TRAP_CODE_").lower()
+    for member in wffi.wasmtime_trap_code_enum
+}
+# Shorter spellings for the two most common ones.
+_TRAP_CODE_NAMES[wffi.wasmtime_trap_code_enum.WASMTIME_TRAP_CODE_UNREACHABLE_CODE_REACHED.value] = (
+    "unreachable"
+)
+
+
+def take_trap(trap: int) -> tuple[str, str | None]:
+    """Message and code name of an owned ``wasm_trap_t*``, deleting the trap."""
+    vec = ByteVec()
+    trap_message(trap, ctypes.byref(vec))
+    try:
+        message = _vec_text(vec, strip_nul=True)
+    finally:
+        byte_vec_delete(ctypes.byref(vec))
+    code = c_uint8(0)
+    name: str | None = None
+    if trap_code(trap, ctypes.byref(code)):
+        name = _TRAP_CODE_NAMES.get(code.value, f"code_{code.value}")
+    trap_delete(trap)
+    return message, name
+
+
+def new_trap(message: str) -> int:
+    """A new owned ``wasm_trap_t*`` carrying ``message``."""
+    data = message.encode("utf-8", "replace")
+    return int(trap_new(data, len(data)))

@@ -1,0 +1,286 @@
+"""Linear memories, tables and globals of a store.
+
+A :class:`GuestMemory` hands out a writable ``memoryview`` over the guest's
+bytes, built from the data pointer and length; it is re-derived only when
+the memory's size changed (memories never move in our engine configuration,
+so an older view stays valid but may be shorter than the memory).  Views are
+valid while the store is open.  Accesses through ``read``/``write``/``check``
+are bounds-checked and trap (``CoreTrap`` with code ``memory_out_of_bounds``)
+like a guest access would (``CanonicalABI.md`` §"Loading": ``trap_if`` on
+out-of-range pointers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _ffi as ffi
+from ._core import CoreFunc, wrap_extern
+from ._errors import CoreTrap, EngineError
+from ._store import EngineStore
+
+__all__ = ["CoreGlobal", "CoreTable", "GuestMemory"]
+
+
+def _out_of_bounds(ptr: int, n: int, size: int) -> CoreTrap:
+    return CoreTrap(
+        f"out of bounds memory access: {n} bytes at {ptr} in a memory of {size} bytes",
+        "memory_out_of_bounds",
+    )
+
+
+class GuestMemory:
+    """A core linear memory of one store."""
+
+    __slots__ = ("_addr", "_mem", "_state", "_view", "_view_size", "store")
+
+    def __init__(self) -> None:
+        raise TypeError("GuestMemory objects come from instance exports")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, mem: ffi.MemoryStruct) -> GuestMemory:
+        self = object.__new__(cls)
+        self.store = store
+        self._state = store._state
+        m = ffi.MemoryStruct()
+        ctypes.pointer(m)[0] = mem
+        self._mem = m
+        self._addr = ctypes.addressof(m)
+        self._view: memoryview | None = None
+        self._view_size = -1
+        return self
+
+    def _ctx(self) -> int:
+        ctx = self._state.ctx
+        if not ctx:
+            self._view = None
+            self._state.raise_closed()
+        return ctx
+
+    def size(self) -> int:
+        """Current size in bytes."""
+        return int(ffi.memory_data_size(self._ctx(), self._addr))
+
+    def page_size(self) -> int:
+        return int(ffi.memory_page_size(self._ctx(), self._addr))
+
+    def view(self) -> memoryview:
+        """A writable byte view (format ``'B'``) of the whole memory, as of now."""
+        ctx = self._ctx()
+        n = ffi.memory_data_size(ctx, self._addr)
+        mv = self._view
+        if mv is not None and n == self._view_size:
+            return mv
+        if n == 0:
+            mv = memoryview(bytearray())
+        else:
+            base = ffi.memory_data(ctx, self._addr)
+            mv = memoryview((ctypes.c_ubyte * n).from_address(base)).cast("B")
+        self._view = mv
+        self._view_size = n
+        return mv
+
+    def check(self, ptr: int, n: int) -> None:
+        """Trap unless ``[ptr, ptr + n)`` lies inside the memory."""
+        size = ffi.memory_data_size(self._ctx(), self._addr)
+        if ptr < 0 or n < 0 or ptr + n > size:
+            raise _out_of_bounds(ptr, n, size)
+
+    def read(self, ptr: int, n: int) -> bytes:
+        """A copy of ``n`` bytes at ``ptr`` (bounds-checked)."""
+        mv = self.view()
+        if ptr < 0 or n < 0 or ptr + n > len(mv):
+            raise _out_of_bounds(ptr, n, len(mv))
+        return mv[ptr : ptr + n].tobytes()
+
+    def write(self, ptr: int, data: bytes | bytearray | memoryview) -> None:
+        """Copy ``data`` to ``ptr`` (bounds-checked)."""
+        mv = self.view()
+        n = len(data) if not isinstance(data, memoryview) else data.nbytes
+        if ptr < 0 or ptr + n > len(mv):
+            raise _out_of_bounds(ptr, n, len(mv))
+        mv[ptr : ptr + n] = data
+
+    def grow(self, delta_pages: int) -> int:
+        """Grow by ``delta_pages``; return the previous size in pages, or -1 on failure."""
+        if delta_pages < 0:
+            raise ValueError("cannot grow a memory by a negative amount")
+        prev = ctypes.c_uint64(0)
+        err = ffi.memory_grow(self._ctx(), self._addr, delta_pages, ctypes.byref(prev))
+        if err:
+            ffi.take_error_message(err)
+            return -1
+        return int(prev.value)
+
+    def _as_extern(self) -> ffi.Extern:
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_MEMORY
+        ext.of.memory = self._mem
+        return ext
+
+    def __repr__(self) -> str:
+        return "<GuestMemory>" if self.store.closed else f"<GuestMemory {self.size()} bytes>"
+
+
+class CoreTable:
+    """A core ``funcref`` table of one store (for the canonical ABI's indirect trampolines)."""
+
+    __slots__ = ("_addr", "_state", "_table", "store")
+
+    def __init__(self) -> None:
+        raise TypeError("CoreTable objects come from instance exports")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, table: ffi.TableStruct) -> CoreTable:
+        self = object.__new__(cls)
+        self.store = store
+        self._state = store._state
+        t = ffi.TableStruct()
+        ctypes.pointer(t)[0] = table
+        self._table = t
+        self._addr = ctypes.addressof(t)
+        return self
+
+    def _ctx(self) -> int:
+        ctx = self._state.ctx
+        if not ctx:
+            self._state.raise_closed()
+        return ctx
+
+    def size(self) -> int:
+        return int(ffi.table_size(self._ctx(), self._addr))
+
+    def _funcref(self, func: CoreFunc | None) -> ffi.Val:
+        val = ffi.Val()
+        val.kind = 5  # WASMTIME_FUNCREF
+        if func is not None:
+            if not isinstance(func, CoreFunc):
+                raise TypeError(f"a funcref table holds CoreFunc or None, not {type(func).__name__}")
+            if func.store is not self.store:
+                raise ValueError("the function belongs to another store")
+            val.of.funcref = func._func
+        return val
+
+    def get(self, index: int) -> CoreFunc | None:
+        """The function at ``index`` (``None`` for a null entry); trap if out of bounds."""
+        ctx = self._ctx()
+        val = ffi.Val()
+        if index < 0 or not ffi.table_get(ctx, self._addr, index, ctypes.addressof(val)):
+            raise CoreTrap(f"table index {index} out of bounds", "table_out_of_bounds")
+        if val.kind != 5:
+            raise EngineError("only funcref tables are supported")
+        if val.of.funcref.store_id == 0:
+            return None
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_FUNC
+        ext.of.func = val.of.funcref
+        found = wrap_extern(self.store, ext)
+        assert isinstance(found, CoreFunc)
+        return found
+
+    def set(self, index: int, func: CoreFunc | None) -> None:
+        """Store ``func`` (or null) at ``index``; trap if out of bounds."""
+        ctx = self._ctx()
+        val = self._funcref(func)
+        if index < 0:
+            raise CoreTrap(f"table index {index} out of bounds", "table_out_of_bounds")
+        err = ffi.table_set(ctx, self._addr, index, ctypes.addressof(val))
+        if err:
+            message = ffi.take_error_message(err)
+            raise CoreTrap(message.strip().splitlines()[0], "table_out_of_bounds")
+
+    def grow(self, delta: int, init: CoreFunc | None = None) -> int:
+        """Grow by ``delta`` entries set to ``init``; return the old size, or -1."""
+        if delta < 0:
+            raise ValueError("cannot grow a table by a negative amount")
+        ctx = self._ctx()
+        val = self._funcref(init)
+        prev = ctypes.c_uint64(0)
+        err = ffi.table_grow(ctx, self._addr, delta, ctypes.addressof(val), ctypes.byref(prev))
+        if err:
+            ffi.take_error_message(err)
+            return -1
+        return int(prev.value)
+
+    def _as_extern(self) -> ffi.Extern:
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_TABLE
+        ext.of.table = self._table
+        return ext
+
+
+_GLOBAL_KINDS = {ffi.KIND_I32: "i32", ffi.KIND_I64: "i64", ffi.KIND_F32: "f32", ffi.KIND_F64: "f64"}
+
+
+class CoreGlobal:
+    """A core global of a numeric type, read and written as a flat core value."""
+
+    __slots__ = ("_addr", "_global", "_state", "store")
+
+    def __init__(self) -> None:
+        raise TypeError("CoreGlobal objects come from instance exports")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, glob: ffi.GlobalStruct) -> CoreGlobal:
+        self = object.__new__(cls)
+        self.store = store
+        self._state = store._state
+        g = ffi.GlobalStruct()
+        ctypes.pointer(g)[0] = glob
+        self._global = g
+        self._addr = ctypes.addressof(g)
+        return self
+
+    def _ctx(self) -> int:
+        ctx = self._state.ctx
+        if not ctx:
+            self._state.raise_closed()
+        return ctx
+
+    def _read(self) -> ffi.Val:
+        val = ffi.Val()
+        ffi.global_get(self._ctx(), self._addr, ctypes.addressof(val))
+        if val.kind not in _GLOBAL_KINDS:
+            raise EngineError("only numeric globals are supported")
+        return val
+
+    @property
+    def valtype(self) -> str:
+        return _GLOBAL_KINDS[int(self._read().kind)]
+
+    def get(self) -> int | float:
+        """The value (``i32``/``i64`` as unsigned ints)."""
+        val = self._read()
+        kind = int(val.kind)
+        if kind == ffi.KIND_I32:
+            return int(val.of.i32) & 0xFFFF_FFFF
+        if kind == ffi.KIND_I64:
+            return int(val.of.i64) & 0xFFFF_FFFF_FFFF_FFFF
+        if kind == ffi.KIND_F32:
+            return float(val.of.f32)
+        return float(val.of.f64)
+
+    def set(self, value: int | float) -> None:
+        """Set a mutable global; ``EngineError`` if it is immutable."""
+        from ._core import normalize
+
+        val = self._read()
+        t = _GLOBAL_KINDS[int(val.kind)]
+        (v,) = normalize((t,), (value,), "global value")
+        if t == "i32":
+            val.of.i32 = int(v) - (1 << 32) if int(v) >= 1 << 31 else int(v)
+        elif t == "i64":
+            val.of.i64 = int(v) - (1 << 64) if int(v) >= 1 << 63 else int(v)
+        elif t == "f32":
+            val.of.f32 = float(v)
+        else:
+            val.of.f64 = float(v)
+        err = ffi.global_set(self._ctx(), self._addr, ctypes.addressof(val))
+        if err:
+            raise EngineError(f"cannot set global: {ffi.take_error_message(err)}")
+
+    def _as_extern(self) -> ffi.Extern:
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_GLOBAL
+        ext.of.global_ = self._global
+        return ext

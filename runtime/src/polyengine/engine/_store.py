@@ -1,0 +1,222 @@
+"""Stores: one wasmtime store per top-level instantiation.
+
+:class:`EngineStore` owns the raw ``wasmtime_store_t`` and everything whose
+lifetime is bound to it: host-function callbacks, the exceptions host
+functions raised (keyed by a token carried in the trap message), the live
+call futures of parked calls.  Closing (or collecting) the store deletes the
+live futures first, then the store, so a parked call can never outlive the
+store it runs in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+import weakref
+from typing import Any, NoReturn
+
+from . import _ffi as ffi
+from ._config import Engine, get_engine
+from ._errors import CoreTrap, EngineError, StoreClosedError
+
+__all__ = ["EngineStore"]
+
+_HOST_ERROR_TAG = "polyengine-host-error"
+_HOST_ERROR_RE = re.compile(r"\[" + _HOST_ERROR_TAG + r" (\d+)\]")
+
+
+class _StoreState:
+    """Everything that must live exactly as long as the raw store.
+
+    Invariants: ``ctx`` is 0 iff the store is closed; every future in
+    ``futures`` is a live ``wasmtime_call_future_t*`` of this store, deleted
+    before the store is; ``keepalive`` holds the ctypes callbacks wasmtime
+    may still call until the store is deleted.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "activations",
+        "async_linker",
+        "async_required",
+        "ctx",
+        "current_call",
+        "depth",
+        "engine",
+        "futures",
+        "host_errors",
+        "keepalive",
+        "next_token",
+        "owner_thread",
+        "store_ptr",
+    )
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.store_ptr: int = ffi.store_new(engine._ptr, None, None) or 0
+        if not self.store_ptr:
+            raise EngineError("wasmtime_store_new failed")
+        self.ctx: int = ffi.store_context(self.store_ptr) or 0
+        self.keepalive: list[object] = []
+        self.host_errors: dict[int, BaseException] = {}
+        self.next_token = 1
+        self.async_linker = 0
+        self.async_required = False
+        # token -> live call future pointer (parked or running calls).
+        self.futures: dict[int, int] = {}
+        # token -> pending async host activation (see _async.py).
+        self.activations: dict[int, object] = {}
+        # The parkable call being polled right now (innermost), if any.
+        self.current_call: Any = None
+        # How many call futures of this store are being polled right now.
+        self.depth = 0
+        self.owner_thread = threading.get_ident()
+
+    def token(self) -> int:
+        t = self.next_token
+        self.next_token = t + 1
+        return t
+
+    def record_host_error(self, exc: BaseException) -> int:
+        """Keep ``exc`` and return a new trap whose message names it."""
+        token = self.token()
+        self.host_errors[token] = exc
+        text = str(exc)
+        if len(text) > 200:
+            text = text[:200] + "..."
+        return ffi.new_trap(
+            f"host function raised {type(exc).__name__}: {text} [{_HOST_ERROR_TAG} {token}]"
+        )
+
+    def close(self) -> None:
+        if not self.ctx:
+            return
+        futures = list(self.futures.values())
+        self.futures.clear()
+        for fut in reversed(futures):
+            ffi.call_future_delete(fut)
+        self.ctx = 0
+        ffi.store_delete(self.store_ptr)
+        self.store_ptr = 0
+        if self.async_linker:
+            ffi.linker_delete(self.async_linker)
+            self.async_linker = 0
+        self.keepalive.clear()
+        self.host_errors.clear()
+        self.activations.clear()
+
+    def raise_closed(self) -> NoReturn:
+        raise StoreClosedError("the store is closed")
+
+
+def raise_call_failure(state: _StoreState, trap: int, error: int) -> NoReturn:
+    """Turn an owned trap or error pointer from a call into the right exception.
+
+    A trap raised by a host function re-raises that function's exception:
+    ``KeyboardInterrupt``/``SystemExit`` (and other non-``Exception``
+    exceptions) as themselves, a :class:`CoreTrap` from a nested call as the
+    same object, anything else as a :class:`CoreTrap` carrying it.
+    """
+    if trap:
+        message, code = ffi.take_trap(trap)
+        if error:
+            ffi.take_error_message(error)
+    else:
+        message, code = ffi.take_error_message(error), None
+    raise_from_message(state, message, code)
+
+
+def trap_summary(message: str) -> str:
+    """The cause of a trap without wasmtime's backtrace (``"call stack exhausted"``)."""
+    head, sep, tail = message.partition("Caused by:")
+    text = tail if sep else head
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not sep and lines and lines[0].startswith("error while executing"):
+        lines = lines[1:]
+    summary = "; ".join(lines) or "trap"
+    return summary.removeprefix("wasm trap: ")
+
+
+def raise_from_message(state: _StoreState, message: str, code: str | None) -> NoReturn:
+    """Raise the exception for a failed call's ``message`` (see ``raise_call_failure``)."""
+    summary = trap_summary(message)
+    match = _HOST_ERROR_RE.search(summary)
+    if match is not None:
+        exc = state.host_errors.pop(int(match.group(1)), None)
+        if exc is not None:
+            if isinstance(exc, CoreTrap) or not isinstance(exc, Exception):
+                raise exc
+            clean = summary[: match.start()].rstrip()
+            raise CoreTrap(clean, None, exc, details=message) from exc
+    raise CoreTrap(summary, code, details=message)
+
+
+class EngineStore:
+    """One wasmtime store: instances, host functions and parked calls live here.
+
+    A store is used from one thread only.  ``suspend=False`` forbids async
+    host functions and parkable calls, keeping every call on the plain
+    synchronous path.  ``close()`` is idempotent; an unreachable store is
+    closed by the garbage collector.
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "_state", "engine", "suspend")
+
+    def __init__(self, engine: Engine | None = None, *, suspend: bool = True) -> None:
+        self.engine = engine if engine is not None else get_engine()
+        self.suspend = suspend
+        self._state = _StoreState(self.engine)
+        self._finalizer = weakref.finalize(self, _StoreState.close, self._state)
+
+    @property
+    def closed(self) -> bool:
+        return not self._state.ctx
+
+    @property
+    def async_required(self) -> bool:
+        """Whether calls must go through call futures (an async host func exists)."""
+        return self._state.async_required
+
+    @property
+    def live_calls(self) -> int:
+        """How many call futures (parked or running calls) are alive."""
+        return len(self._state.futures)
+
+    def close(self) -> None:
+        """Cancel every live call, then delete the store (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> EngineStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ctx(self) -> int:
+        ctx = self._state.ctx
+        if not ctx:
+            self._state.raise_closed()
+        return ctx
+
+    def set_fuel(self, fuel: int) -> None:
+        """Set the remaining fuel (needs ``EngineConfig.consume_fuel``)."""
+        err = ffi.context_set_fuel(self._ctx(), fuel)
+        if err:
+            raise EngineError(ffi.take_error_message(err))
+
+    def get_fuel(self) -> int:
+        """The remaining fuel (needs ``EngineConfig.consume_fuel``)."""
+        out = ctypes.c_uint64(0)
+        err = ffi.context_get_fuel(self._ctx(), ctypes.byref(out))
+        if err:
+            raise EngineError(ffi.take_error_message(err))
+        return int(out.value)
+
+    def set_epoch_deadline(self, ticks: int) -> None:
+        """Trap once the engine's epoch advances ``ticks`` past the current one."""
+        ffi.context_set_epoch_deadline(self._ctx(), ticks)
+
+    def _check_thread(self) -> None:
+        if threading.get_ident() != self._state.owner_thread:
+            raise EngineError("an EngineStore is used from the thread that created it only")
