@@ -40,8 +40,6 @@ from polyengine.abi.bulk import (
     NUM_KINDS,
     NumKind,
     f32_round,
-    load_numbers,
-    numbers_to_bytes,
 )
 from polyengine.abi.errors import (
     LowerError,
@@ -66,7 +64,7 @@ from polyengine.abi.strings import (
     store_host_string,
     store_string_into_range,
 )
-from polyengine.abi.trap import Trap, TrapCode, trap_if
+from polyengine.abi.trap import Trap, TrapCode
 from polyengine.types.layout import (
     CoreValType,
     PtrType,
@@ -321,12 +319,18 @@ class Compiler:
             case String():
                 return self._string(t)
             case List(et, None):
-                return self._list(t, self.codec(et))
+                from polyengine.abi.lists import compile_list
+
+                return compile_list(self, t, self.codec(et))
             case List(et, length):
+                from polyengine.abi.lists import compile_fixed_list
+
                 assert length is not None
-                return self._fixed_list(t, self.codec(et), length)
+                return compile_fixed_list(self, t, self.codec(et), length)
             case Map(k, v):
-                return self._map(t, self.codec(List(Tuple((k, v)))))
+                from polyengine.abi.lists import compile_map
+
+                return compile_map(self, t, self.codec(List(Tuple((k, v)))))
             case Record(fields):
                 return self._record(t, [(snake(f.label), f.t) for f in fields])
             case Tuple(ts):
@@ -378,9 +382,8 @@ class Compiler:
         sign = 1 << (bits - 1)
 
         def check(v: Any) -> int:
-            if type(v) is not int:
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise LowerTypeError(f"expected int for {name}, got {describe(v)}")
+            if type(v) is not int and (isinstance(v, bool) or not isinstance(v, int)):
+                raise LowerTypeError(f"expected int for {name}, got {describe(v)}")
             r = int(v)
             if not lo <= r <= hi:
                 raise LowerOverflowError(f"{r} is out of range for {name} ({lo}..{hi})")
@@ -547,190 +550,6 @@ class Compiler:
             out.append(n)
 
         return self._make(t, load, store, lift_flat, lower_flat)
-
-    # --- lists -----------------------------------------------------------------
-
-    def _elements(
-        self, ec: Codec
-    ) -> tuple[
-        Callable[[LiftLowerContext, int, int], Any],
-        Callable[[LiftLowerContext, Any, int, int], None],
-        Callable[[Any], Sequence[Any] | bytes],
-    ]:
-        """Per element type: read ``n`` elements at ``ptr``, write them, and normalize a value.
-
-        ``normalize`` turns the host value into something with a length
-        (bytes for ``u8``); ``write(cx, v, ptr, n)`` writes ``n`` normalized
-        elements to an already checked block.
-        """
-        es = ec.size
-        et = ec.t
-        if isinstance(et, U8):
-            u8 = NUM_KINDS["u8"]
-
-            def read_u8(cx: LiftLowerContext, ptr: int, n: int) -> bytes:
-                return bytes(cx.mv[ptr : ptr + n])
-
-            def norm_u8(v: Any) -> bytes:
-                if isinstance(v, bytes | bytearray):
-                    return v  # type: ignore[return-value]
-                if isinstance(v, memoryview):
-                    return v.cast("B") if v.c_contiguous else v.tobytes()  # type: ignore[return-value]
-                if isinstance(v, str):
-                    raise LowerTypeError(f"expected bytes for list<u8>, got {describe(v)}")
-                try:
-                    return memoryview(v).cast("B")  # type: ignore[return-value]
-                except TypeError:
-                    pass
-                return bytes(numbers_to_bytes(u8, _need_sequence(v, "list<u8>")))
-
-            def write_u8(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
-                cx.mv[ptr : ptr + n] = v
-
-            return read_u8, write_u8, norm_u8
-        kind = NUM_KINDS.get(type(et).__name__.lower()) if not isinstance(et, Bool) else None
-        if kind is not None and not isinstance(et, Char | String):
-            nk = kind
-
-            def read_num(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
-                return load_numbers(nk, cx.mv, ptr, n)
-
-            def write_num(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
-                data = memoryview(numbers_to_bytes(nk, v)).cast("B")
-                cx.mv[ptr : ptr + n * nk.size] = data
-
-            return read_num, write_num, lambda v: _need_sequence(v, f"list<{nk.name}>")
-        if isinstance(et, Bool):
-
-            def read_bool(cx: LiftLowerContext, ptr: int, n: int) -> list[bool]:
-                return list(map(bool, cx.mv[ptr : ptr + n]))
-
-            def write_bool(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
-                if not set(map(type, v)) <= {bool}:
-                    for k, x in enumerate(v):
-                        if type(x) is not bool:
-                            err = LowerTypeError(f"expected bool, got {describe(x)}")
-                            raise _segment_error(err, f"[{k}]")
-                cx.mv[ptr : ptr + n] = bytes(v)
-
-            return read_bool, write_bool, lambda v: _need_sequence(v, "list<bool>")
-        eload, estore = ec.load, ec.store
-
-        def read_any(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
-            return [eload(cx, p) for p in range(ptr, ptr + n * es, es)]
-
-        def write_any(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
-            for k, x in enumerate(v):
-                try:
-                    estore(cx, x, ptr + k * es)
-                except LowerError as e:
-                    e.prefix(f"[{k}]")
-                    raise
-
-        return read_any, write_any, lambda v: _need_sequence(v, "list")
-
-    def _list(self, t: List, ec: Codec) -> Codec:
-        read, write, normalize = self._elements(ec)
-        es, ea = ec.size, ec.align
-        pair, pm = self.ptr_pair, self.ptr_mask
-
-        def load_range(cx: LiftLowerContext, ptr: int, n: int) -> Any:
-            nbytes = n * es
-            trap_if(
-                nbytes > MAX_LIST_BYTE_LENGTH,
-                TrapCode.LIST_TOO_LONG,
-                f"list of {n} elements exceeds the size limit",
-            )
-            trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"list pointer {ptr} misaligned")
-            trap_if(
-                ptr + nbytes > len(cx.mv),
-                TrapCode.OUT_OF_BOUNDS,
-                f"list at {ptr} of {nbytes} bytes is out of bounds",
-            )
-            return read(cx, ptr, n)
-
-        def store_range(cx: LiftLowerContext, v: Any) -> tuple[int, int]:
-            v = normalize(v)
-            n = len(v) if es != 1 or not isinstance(v, memoryview) else v.nbytes
-            nbytes = n * es
-            if nbytes > MAX_LIST_BYTE_LENGTH:
-                raise LowerValueError(f"list of {n} elements is too long for a component")
-            ptr = cx.allocate(ea, nbytes)
-            trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"realloc returned misaligned {ptr}")
-            trap_if(
-                ptr + nbytes > len(cx.mv),
-                TrapCode.OUT_OF_BOUNDS,
-                f"realloc returned {ptr}, {nbytes} bytes from it are out of bounds",
-            )
-            write(cx, v, ptr, n)
-            return ptr, n
-
-        def load(cx: LiftLowerContext, ptr: int) -> Any:
-            p, n = pair.unpack_from(cx.mv, ptr)
-            return load_range(cx, p, n)
-
-        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
-            p, n = store_range(cx, v)
-            pair.pack_into(cx.mv, ptr, p, n)
-
-        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
-            return load_range(cx, int(vals[i]) & pm, int(vals[i + 1]) & pm)
-
-        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
-            p, n = store_range(cx, v)
-            out.append(p)
-            out.append(n)
-
-        return self._make(t, load, store, lift_flat, lower_flat)
-
-    def _fixed_list(self, t: List, ec: Codec, length: int) -> Codec:
-        read, write, normalize = self._elements(ec)
-        nf = len(ec.flat)
-        elift, elower = ec.lift_flat, ec.lower_flat
-        is_u8 = isinstance(ec.t, U8)
-
-        def checked(v: Any) -> Any:
-            v = normalize(v)
-            n = len(v) if not isinstance(v, memoryview) else v.nbytes
-            if n != length:
-                raise LowerValueError(f"expected exactly {length} elements, got {n}")
-            return v
-
-        def load(cx: LiftLowerContext, ptr: int) -> Any:
-            return read(cx, ptr, length)
-
-        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
-            write(cx, checked(v), ptr, length)
-
-        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
-            items = [elift(cx, vals, i + k * nf) for k in range(length)]
-            return bytes(items) if is_u8 else items
-
-        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
-            for k, x in enumerate(checked(v)):
-                try:
-                    elower(cx, x, out)
-                except LowerError as e:
-                    e.prefix(f"[{k}]")
-                    raise
-
-        return self._make(t, load, store, lift_flat, lower_flat)
-
-    def _map(self, t: Map, lc: Codec) -> Codec:
-        """``map<k, v>`` is its despecialization ``list<tuple<k, v>>``; lower also takes a dict."""
-
-        def pairs(v: Any) -> Any:
-            return list(v.items()) if isinstance(v, Mapping) else v
-
-        lstore, llower = lc.store, lc.lower_flat
-
-        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
-            lstore(cx, pairs(v), ptr)
-
-        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
-            llower(cx, pairs(v), out)
-
-        return self._make(t, lc.load, store, lc.lift_flat, lower_flat)
 
     # --- records and tuples ------------------------------------------------------
 
