@@ -1,1 +1,56 @@
-"""polyengine.concurrency."""
+"""The Component Model 0.3 task model (CanonicalABI.md §Concurrency).
+
+Sans-IO core: threads are generators that yield :class:`Block` requests
+(:mod:`.thread`), tasks and subtasks (:mod:`.task`), waitables and waitable
+sets (:mod:`.waitable`), stream and future rendezvous (:mod:`.streams`,
+:mod:`.buffers`), the canonical built-ins (:mod:`.builtins`,
+:mod:`.copy_builtins`) and ``canon lift``/``canon lower`` (:mod:`.lift`).
+The scheduler state lives in :class:`Store`; :mod:`.driver` drives calls to
+completion synchronously or on asyncio.
+"""
+
+from .builtins import BLOCKED as BLOCKED
+from .builtins import BLOCKING_BUILTINS as BLOCKING_BUILTINS
+from .builtins import ErrorContext as ErrorContext
+from .copy_builtins import CopyOptions as CopyOptions
+from .driver import Driver as Driver
+from .driver import HostCall as HostCall
+from .driver import run_to_completion as run_to_completion
+from .driver import start_host_call as start_host_call
+from .lift import CallbackCode as CallbackCode
+from .lift import CoreFunc as CoreFunc
+from .lift import LiftedFunc as LiftedFunc
+from .lift import LoweredFunc as LoweredFunc
+from .lift import canon_lift as canon_lift
+from .lift import canon_lower as canon_lower
+from .lift import lift_func as lift_func
+from .lift import start_task as start_task
+from .lift import unpack_callback_result as unpack_callback_result
+from .sched import SEED_ENV as SEED_ENV
+from .sched import SchedulePolicy as SchedulePolicy
+from .store import HandleTable as HandleTable
+from .store import InstanceState as InstanceState
+from .store import Store as Store
+from .store import Table as Table
+from .streams import CopyResult as CopyResult
+from .streams import CopyState as CopyState
+from .streams import ReadableFutureEnd as ReadableFutureEnd
+from .streams import ReadableStreamEnd as ReadableStreamEnd
+from .streams import SharedFutureImpl as SharedFutureImpl
+from .streams import SharedStreamImpl as SharedStreamImpl
+from .streams import WritableFutureEnd as WritableFutureEnd
+from .streams import WritableStreamEnd as WritableStreamEnd
+from .task import FuncInst as FuncInst
+from .task import Subtask as Subtask
+from .task import Task as Task
+from .thread import Activation as Activation
+from .thread import Block as Block
+from .thread import Cancelled as Cancelled
+from .thread import GeneratorActivation as GeneratorActivation
+from .thread import Suspends as Suspends
+from .thread import Thread as Thread
+from .thread import run_activation as run_activation
+from .traps import TrapCode as TrapCode
+from .waitable import EventCode as EventCode
+from .waitable import Waitable as Waitable
+from .waitable import WaitableSet as WaitableSet

@@ -1,0 +1,401 @@
+"""Stream and future built-ins (CanonicalABI.md §🔀 ``canon {stream,future}.*``).
+
+Same calling convention as :mod:`.builtins`: ``canon_<name>(thread,
+*immediates, *flat_args)``. The immediates of a copy are the stream or
+future type and a :class:`CopyOptions` (``async``, the memory, and the
+element codec that the canonical ABI layer specializes for the element type
+and the built-in's options).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from polyengine.types.model import Future, Stream
+
+from .buffers import MAX_LENGTH, ElemCodec, Memory, ReadableGuestBuffer, WritableGuestBuffer
+from .builtins import BLOCKED, get_handle
+from .streams import (
+    CopyEnd,
+    CopyResult,
+    CopyState,
+    ReadableFutureEnd,
+    ReadableStreamEnd,
+    ReclaimBuffer,
+    SharedFutureImpl,
+    SharedStreamImpl,
+    WritableFutureEnd,
+    WritableStreamEnd,
+)
+from .thread import CoreVal, Suspends, Thread
+from .traps import TrapCode, ctrap_if
+from .waitable import EventCode, EventTuple
+
+__all__ = [
+    "CopyOptions",
+    "canon_future_cancel_read",
+    "canon_future_cancel_write",
+    "canon_future_drop_readable",
+    "canon_future_drop_writable",
+    "canon_future_new",
+    "canon_future_read",
+    "canon_future_write",
+    "canon_stream_cancel_read",
+    "canon_stream_cancel_write",
+    "canon_stream_drop_readable",
+    "canon_stream_drop_writable",
+    "canon_stream_new",
+    "canon_stream_read",
+    "canon_stream_write",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyOptions:
+    """Static options of a ``stream``/``future`` ``read``/``write`` built-in."""
+
+    async_: bool = False
+    memory: Memory | None = None
+    codec: ElemCodec | None = None
+
+
+def canon_stream_new(thread: Thread, stream_t: Stream) -> list[CoreVal]:
+    """``stream.new``: both ends in the handle table, packed ``ri | wi << 32``."""
+    inst = thread.inst
+    inst.check_may_leave()
+    shared = SharedStreamImpl(stream_t.t)
+    ri = inst.handles.add(ReadableStreamEnd(shared))
+    wi = inst.handles.add(WritableStreamEnd(shared))
+    return [ri | (wi << 32)]
+
+
+def canon_future_new(thread: Thread, future_t: Future) -> list[CoreVal]:
+    """``future.new``: both ends in the handle table, packed ``ri | wi << 32``."""
+    inst = thread.inst
+    inst.check_may_leave()
+    shared = SharedFutureImpl(future_t.t)
+    ri = inst.handles.add(ReadableFutureEnd(shared))
+    wi = inst.handles.add(WritableFutureEnd(shared))
+    return [ri | (wi << 32)]
+
+
+def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread,
+    end_t: type[CopyEnd],
+    what: str,
+    t: Stream | Future,
+    async_: bool,
+    i: int,
+) -> CopyEnd:
+    inst = thread.inst
+    inst.check_may_leave()
+    if not async_:
+        thread.check_may_block()
+    e: CopyEnd = get_handle(thread, i, end_t, what)
+    ctrap_if(
+        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
+    )
+    ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, _state_message(e, what))
+    ctrap_if(
+        e.in_waitable_set() and not async_,
+        TrapCode.WAITABLE_SET,
+        f"cannot synchronously copy on a {what} that is in a waitable set",
+    )
+    return e
+
+
+def _state_message(e: CopyEnd, what: str) -> str:
+    if e.state is CopyState.DONE:
+        return f"{what} is done: cannot copy after the other end was dropped or the value delivered"
+    return f"{what} already has a copy in progress"
+
+
+def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread,
+    end_t: type[ReadableStreamEnd] | type[WritableStreamEnd],
+    event_code: EventCode,
+    stream_t: Stream,
+    opts: CopyOptions,
+    i: int,
+    ptr: int,
+    n: int,
+) -> Suspends[list[CoreVal]]:
+    what = "readable stream end" if end_t is ReadableStreamEnd else "writable stream end"
+    e = _copy_prologue(thread, end_t, what, stream_t, opts.async_, i)
+    buffer: ReadableGuestBuffer | WritableGuestBuffer
+    if end_t is ReadableStreamEnd:
+        buffer = WritableGuestBuffer(stream_t.t, opts.codec, opts.memory, ptr, n)
+    else:
+        buffer = ReadableGuestBuffer(stream_t.t, opts.codec, opts.memory, ptr, n)
+
+    def stream_event(result: CopyResult, reclaim_buffer: ReclaimBuffer) -> EventTuple:
+        reclaim_buffer()
+        assert e.copying()
+        e.state = CopyState.DONE if result is CopyResult.DROPPED else CopyState.IDLE
+        assert buffer.progress <= MAX_LENGTH
+        return (event_code, i, int(result) | (buffer.progress << 4))
+
+    def on_copy(reclaim_buffer: ReclaimBuffer) -> None:
+        e.set_pending_event(partial(stream_event, CopyResult.COMPLETED, reclaim_buffer))
+
+    def on_copy_done(result: CopyResult) -> None:
+        e.set_pending_event(partial(stream_event, result, _noop))
+
+    e.state = CopyState.COPYING
+    if isinstance(e, ReadableStreamEnd):
+        assert isinstance(buffer, WritableGuestBuffer)
+        e.copy(thread.inst, buffer, on_copy, on_copy_done)
+    else:
+        assert isinstance(e, WritableStreamEnd) and isinstance(buffer, ReadableGuestBuffer)
+        e.copy(thread.inst, buffer, on_copy, on_copy_done)
+    if not e.has_pending_event():
+        if not opts.async_:
+            yield from e.wait_for_pending_event(thread)
+        else:
+            thread.inst.store.wake()
+            return [BLOCKED]
+    code, index, payload = e.get_pending_event()
+    assert code is event_code and index == i and payload != BLOCKED
+    thread.inst.store.wake()
+    return [payload]
+
+
+def _noop() -> None:
+    pass
+
+
+def canon_stream_read(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread, stream_t: Stream, opts: CopyOptions, i: int, ptr: int, n: int
+) -> Suspends[list[CoreVal]]:
+    """``stream.read``: read up to ``n`` elements into ``ptr``."""
+    return (
+        yield from _stream_copy(
+            thread, ReadableStreamEnd, EventCode.STREAM_READ, stream_t, opts, i, ptr, n
+        )
+    )
+
+
+def canon_stream_write(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread, stream_t: Stream, opts: CopyOptions, i: int, ptr: int, n: int
+) -> Suspends[list[CoreVal]]:
+    """``stream.write``: write up to ``n`` elements from ``ptr``."""
+    return (
+        yield from _stream_copy(
+            thread, WritableStreamEnd, EventCode.STREAM_WRITE, stream_t, opts, i, ptr, n
+        )
+    )
+
+
+def _future_copy(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread,
+    end_t: type[ReadableFutureEnd] | type[WritableFutureEnd],
+    event_code: EventCode,
+    future_t: Future,
+    opts: CopyOptions,
+    i: int,
+    ptr: int,
+) -> Suspends[list[CoreVal]]:
+    what = "readable future end" if end_t is ReadableFutureEnd else "writable future end"
+    e = _copy_prologue(thread, end_t, what, future_t, opts.async_, i)
+    buffer: ReadableGuestBuffer | WritableGuestBuffer
+    if end_t is ReadableFutureEnd:
+        buffer = WritableGuestBuffer(future_t.t, opts.codec, opts.memory, ptr, 1)
+    else:
+        buffer = ReadableGuestBuffer(future_t.t, opts.codec, opts.memory, ptr, 1)
+
+    def future_event(result: CopyResult) -> EventTuple:
+        assert (buffer.remain() == 0) == (result is CopyResult.COMPLETED)
+        assert e.copying()
+        if result in (CopyResult.DROPPED, CopyResult.COMPLETED):
+            e.state = CopyState.DONE
+        else:
+            e.state = CopyState.IDLE
+        return (event_code, i, int(result))
+
+    def on_copy_done(result: CopyResult) -> None:
+        assert result is not CopyResult.DROPPED or event_code is EventCode.FUTURE_WRITE
+        e.set_pending_event(partial(future_event, result))
+
+    e.state = CopyState.COPYING
+    if isinstance(e, ReadableFutureEnd):
+        assert isinstance(buffer, WritableGuestBuffer)
+        e.copy(thread.inst, buffer, on_copy_done)
+    else:
+        assert isinstance(e, WritableFutureEnd) and isinstance(buffer, ReadableGuestBuffer)
+        e.copy(thread.inst, buffer, on_copy_done)
+    if not e.has_pending_event():
+        if not opts.async_:
+            yield from e.wait_for_pending_event(thread)
+        else:
+            thread.inst.store.wake()
+            return [BLOCKED]
+    code, index, payload = e.get_pending_event()
+    assert code is event_code and index == i
+    thread.inst.store.wake()
+    return [payload]
+
+
+def canon_future_read(
+    thread: Thread, future_t: Future, opts: CopyOptions, i: int, ptr: int
+) -> Suspends[list[CoreVal]]:
+    """``future.read``: receive the value into ``ptr``."""
+    return (
+        yield from _future_copy(
+            thread, ReadableFutureEnd, EventCode.FUTURE_READ, future_t, opts, i, ptr
+        )
+    )
+
+
+def canon_future_write(
+    thread: Thread, future_t: Future, opts: CopyOptions, i: int, ptr: int
+) -> Suspends[list[CoreVal]]:
+    """``future.write``: deliver the value at ``ptr``."""
+    return (
+        yield from _future_copy(
+            thread, WritableFutureEnd, EventCode.FUTURE_WRITE, future_t, opts, i, ptr
+        )
+    )
+
+
+def _cancel_copy(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread,
+    end_t: type[CopyEnd],
+    what: str,
+    event_code: EventCode,
+    t: Stream | Future,
+    async_: bool,
+    i: int,
+) -> Suspends[list[CoreVal]]:
+    inst = thread.inst
+    inst.check_may_leave()
+    if not async_:
+        thread.check_may_block()
+    e: CopyEnd = get_handle(thread, i, end_t, what)
+    ctrap_if(
+        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
+    )
+    ctrap_if(
+        e.state is not CopyState.COPYING or e.has_sync_waiter,
+        TrapCode.COPY_STATE,
+        f"no copy in progress on {what} {i} to cancel",
+    )
+    ctrap_if(
+        e.in_waitable_set() and not async_,
+        TrapCode.WAITABLE_SET,
+        f"cannot synchronously cancel a copy on a {what} that is in a waitable set",
+    )
+    e.state = CopyState.CANCELLING_COPY
+    if not e.has_pending_event():
+        e.shared.cancel()
+        if not e.has_pending_event():
+            if not async_:
+                yield from e.wait_for_pending_event(thread)
+            else:
+                return [BLOCKED]
+    code, index, payload = e.get_pending_event()
+    assert not e.copying() and code is event_code and index == i
+    return [payload]
+
+
+def canon_stream_cancel_read(
+    thread: Thread, stream_t: Stream, async_: bool, i: int
+) -> Suspends[list[CoreVal]]:
+    """``stream.cancel-read``."""
+    return (
+        yield from _cancel_copy(
+            thread,
+            ReadableStreamEnd,
+            "readable stream end",
+            EventCode.STREAM_READ,
+            stream_t,
+            async_,
+            i,
+        )
+    )
+
+
+def canon_stream_cancel_write(
+    thread: Thread, stream_t: Stream, async_: bool, i: int
+) -> Suspends[list[CoreVal]]:
+    """``stream.cancel-write``."""
+    return (
+        yield from _cancel_copy(
+            thread,
+            WritableStreamEnd,
+            "writable stream end",
+            EventCode.STREAM_WRITE,
+            stream_t,
+            async_,
+            i,
+        )
+    )
+
+
+def canon_future_cancel_read(
+    thread: Thread, future_t: Future, async_: bool, i: int
+) -> Suspends[list[CoreVal]]:
+    """``future.cancel-read``."""
+    return (
+        yield from _cancel_copy(
+            thread,
+            ReadableFutureEnd,
+            "readable future end",
+            EventCode.FUTURE_READ,
+            future_t,
+            async_,
+            i,
+        )
+    )
+
+
+def canon_future_cancel_write(
+    thread: Thread, future_t: Future, async_: bool, i: int
+) -> Suspends[list[CoreVal]]:
+    """``future.cancel-write``."""
+    return (
+        yield from _cancel_copy(
+            thread,
+            WritableFutureEnd,
+            "writable future end",
+            EventCode.FUTURE_WRITE,
+            future_t,
+            async_,
+            i,
+        )
+    )
+
+
+def _drop(
+    thread: Thread, end_t: type[CopyEnd], what: str, t: Stream | Future, i: int
+) -> list[CoreVal]:
+    inst = thread.inst
+    inst.check_may_leave()
+    e: CopyEnd = get_handle(thread, i, end_t, what)
+    ctrap_if(
+        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
+    )
+    e.drop()
+    inst.handles.remove(i)
+    inst.store.wake()
+    return []
+
+
+def canon_stream_drop_readable(thread: Thread, stream_t: Stream, i: int) -> list[CoreVal]:
+    """``stream.drop-readable``."""
+    return _drop(thread, ReadableStreamEnd, "readable stream end", stream_t, i)
+
+
+def canon_stream_drop_writable(thread: Thread, stream_t: Stream, i: int) -> list[CoreVal]:
+    """``stream.drop-writable``."""
+    return _drop(thread, WritableStreamEnd, "writable stream end", stream_t, i)
+
+
+def canon_future_drop_readable(thread: Thread, future_t: Future, i: int) -> list[CoreVal]:
+    """``future.drop-readable``."""
+    return _drop(thread, ReadableFutureEnd, "readable future end", future_t, i)
+
+
+def canon_future_drop_writable(thread: Thread, future_t: Future, i: int) -> list[CoreVal]:
+    """``future.drop-writable``: traps unless the value was written (or the reader dropped)."""
+    return _drop(thread, WritableFutureEnd, "writable future end", future_t, i)

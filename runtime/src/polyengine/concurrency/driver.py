@@ -1,0 +1,267 @@
+"""Driving tasks to completion: synchronously, or on asyncio (architecture.md
+§4 "Scheduling").
+
+:func:`run_to_completion` is the synchronous path: start a call and tick
+the store until the call resolves (a sync call is a task driven to
+completion). :class:`Driver` is the asyncio path: one per store, it runs
+ready threads in a background asyncio task and sleeps on an
+:class:`asyncio.Event` when nothing is ready; host operations wake it from
+their done-callbacks (no polling). A call that can never finish (no ready
+thread, no host operation in flight) fails with the "deadlock detected"
+trap, which poisons its instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .lift import LiftedFunc, start_task
+from .store import Store
+from .task import Task
+from .traps import Trap, TrapCode, ctrap, ctrap_if
+
+__all__ = ["Driver", "HostCall", "run_to_completion", "start_host_call"]
+
+T = TypeVar("T")
+
+
+class HostCall:
+    """A call of a lifted function made by the host.
+
+    ``task`` is the callee task (``None`` if the call trapped before it
+    existed); ``resolved`` and ``result`` follow its ``task.return`` (``result``
+    is ``None`` when the call was cancelled); ``trap`` is set when it failed.
+    ``on_settle`` callbacks run once when it resolves or fails.
+    """
+
+    __slots__ = ("on_settle", "resolved", "result", "task", "trap")
+
+    def __init__(self) -> None:
+        self.task: Task | None = None
+        self.resolved = False
+        self.result: list[Any] | None = None
+        self.trap: Trap | None = None
+        self.on_settle: list[Callable[[HostCall], None]] = []
+
+    @property
+    def settled(self) -> bool:
+        return self.resolved or self.trap is not None
+
+    def _resolve(self, result: list[Any] | None) -> None:
+        if self.settled:
+            return
+        self.resolved = True
+        self.result = result
+        self._notify()
+
+    def _fail(self, trap: Trap) -> None:
+        if self.settled:
+            return
+        self.trap = trap
+        self._notify()
+
+    def _notify(self) -> None:
+        for cb in self.on_settle:
+            cb(self)
+
+    def cancel(self) -> None:
+        """Request cancellation (the guest may still return a value)."""
+        task = self.task
+        if task is None or self.settled:
+            return
+        inst = task.inst
+        if not inst.may_enter_from(None):
+            return
+        inst.enter_from(None)
+        try:
+            task.request_cancellation(None)
+        except Trap as trap:
+            inst.store.poison(inst, trap)
+            self._fail(trap)
+        finally:
+            inst.leave_to(None)
+
+
+def start_host_call(lf: LiftedFunc, args: list[Any]) -> HostCall:
+    """Start a host→guest call of ``lf`` with lifted ``args``; run it until it blocks.
+
+    Traps with "cannot enter component instance" when the instance is
+    entered already or poisoned. A trap raised while starting poisons the
+    instance and is recorded on the returned call (not raised).
+    """
+    call = HostCall()
+    inst = lf.inst
+    ctrap_if(not inst.may_enter_from(None), TrapCode.CANNOT_ENTER)
+
+    def on_start() -> list[Any]:
+        return args
+
+    inst.enter_from(None)
+    try:
+        task = start_task(lf, on_start, call._resolve, None)
+    except Trap as trap:
+        inst.store.poison(inst, trap)
+        call._fail(trap)
+        return call
+    finally:
+        inst.leave_to(None)
+    call.task = task
+    if task.failed is not None:
+        call._fail(task.failed)
+    task.on_trap = call._fail
+    return call
+
+
+def _tick_all(store: Store, limit: int | None = None) -> int:
+    """Tick until nothing is ready (or ``limit`` ticks); traps only poison."""
+    n = 0
+    while limit is None or n < limit:
+        try:
+            if not store.tick():
+                break
+        except Trap:
+            pass
+        n += 1
+    return n
+
+
+def run_to_completion(lf: LiftedFunc, args: list[Any]) -> list[Any] | None:
+    """Call ``lf`` from the host and drive the store until the call resolves.
+
+    Returns the results (``None`` if the call was cancelled); raises the
+    :class:`Trap` that failed the call, including "deadlock detected" when
+    nothing can run and no host operation is in flight. Needs
+    :class:`Driver` instead when host operations are in flight.
+    """
+    store = lf.inst.store
+    call = start_host_call(lf, args)
+    while not call.settled:
+        if _tick_all(store, 1):
+            continue
+        if store.host_pending > 0:
+            raise RuntimeError("the call waits on host operations: drive it with Driver")
+        _deadlock(store, call)
+    if call.trap is not None:
+        raise call.trap
+    return call.result
+
+
+def _deadlock(store: Store, call: HostCall) -> None:
+    try:
+        ctrap(TrapCode.DEADLOCK)
+    except Trap as trap:
+        if call.task is not None:
+            store.poison(call.task.inst, trap)
+        call._fail(trap)
+
+
+class Driver:
+    """The asyncio scheduler of one store.
+
+    Install with ``Driver(store)`` (it becomes ``store.on_wake``). ``call``
+    starts a guest export and returns an awaitable of its results;
+    ``spawn_host`` runs a host awaitable as a host operation that keeps the
+    store alive and wakes it when it settles. ``batch`` ticks run between
+    yields to the event loop, so host callbacks interleave with guest work.
+    """
+
+    def __init__(self, store: Store, *, batch: int = 64) -> None:
+        self.store = store
+        self.batch = batch
+        self._event = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._calls: list[tuple[HostCall, asyncio.Future[list[Any] | None]]] = []
+        store.on_wake = self._on_wake
+
+    # -- calls ------------------------------------------------------------------
+
+    def call(self, lf: LiftedFunc, args: list[Any]) -> asyncio.Future[list[Any] | None]:
+        """Start a host→guest call; the future gets its results or its trap."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[list[Any] | None] = loop.create_future()
+        call = start_host_call(lf, args)
+
+        def settle(c: HostCall) -> None:
+            if fut.done():
+                return
+            if c.trap is not None:
+                fut.set_exception(c.trap)
+            else:
+                fut.set_result(c.result)
+
+        if call.settled:
+            settle(call)
+        else:
+            call.on_settle.append(settle)
+            self._calls.append((call, fut))
+        self._ensure_runner()
+        return fut
+
+    async def run(self, lf: LiftedFunc, args: list[Any]) -> list[Any] | None:
+        """``await`` a host→guest call to completion."""
+        return await self.call(lf, args)
+
+    # -- host operations ------------------------------------------------------------
+
+    def spawn_host(
+        self,
+        aw: Awaitable[T],
+        on_done: Callable[[asyncio.Task[T]], None],
+    ) -> asyncio.Task[T]:
+        """Run ``aw`` as a host operation; ``on_done(task)`` applies its outcome.
+
+        The store counts it as in flight (no deadlock is declared meanwhile)
+        and is woken when ``on_done`` has run.
+        """
+        store = self.store
+
+        async def wrapped() -> T:
+            return await aw
+
+        task = asyncio.ensure_future(wrapped())
+        store.begin_host_work()
+
+        def done(t: asyncio.Task[T]) -> None:
+            try:
+                on_done(t)
+            finally:
+                store.end_host_work()
+
+        task.add_done_callback(done)
+        return task
+
+    # -- the runner ---------------------------------------------------------------------
+
+    def _on_wake(self) -> None:
+        self._event.set()
+        if self._runner is None:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._ensure_runner()
+
+    def _ensure_runner(self) -> None:
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        store = self.store
+        try:
+            while True:
+                while _tick_all(store, self.batch) == self.batch:
+                    await asyncio.sleep(0)
+                self._calls = [(c, f) for c, f in self._calls if not c.settled]
+                if store.host_pending == 0 and not store.ready_threads():
+                    for call, _ in list(self._calls):
+                        _deadlock(store, call)
+                    self._calls = []
+                    return
+                self._event.clear()
+                if store.ready_threads():
+                    continue
+                await self._event.wait()
+        finally:
+            self._runner = None

@@ -1,0 +1,121 @@
+"""Pure-Python stand-ins for the engine and memory, for tests without wasm.
+
+A *Python guest function* is a generator function ``fn(thread, flat_args)``
+that may ``yield from`` blocking built-ins and returns its flat results; it
+stands for a core wasm function. :func:`py_core` turns it into a
+:data:`~.lift.CoreFunc` (an activation per call, parking on each block, as
+the engine's wasmtime fibers do). :class:`FakeMemory` is a ``bytearray``
+with the ``view()`` interface of a guest memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from polyengine.types.model import FuncType, ValType
+
+from .lift import CoreFunc, LiftedFunc, LoweredFunc, lift_func
+from .store import InstanceState
+from .task import FuncInst, Subtask, Task
+from .thread import CoreVal, GeneratorActivation, Suspends, Thread
+
+__all__ = ["FakeMemory", "PyCore", "py_core", "py_lifted", "py_lowered", "returns"]
+
+PyCore = Callable[[Thread, list[CoreVal]], Suspends[list[CoreVal]]]
+
+
+class FakeMemory:
+    """A linear memory backed by a ``bytearray`` (``view()`` like the engine's)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, size: int = 65536) -> None:
+        self.data = bytearray(size)
+
+    def view(self) -> memoryview:
+        return memoryview(self.data)
+
+
+def returns(*vals: CoreVal) -> Suspends[list[CoreVal]]:
+    """A guest body that returns ``vals`` at once (``yield from returns(1)``)."""
+    yield from ()
+    return list(vals)
+
+
+def py_core(fn: PyCore) -> CoreFunc:
+    """A :data:`~.lift.CoreFunc` running the Python guest function ``fn``."""
+
+    def start(thread: Thread, args: list[CoreVal]) -> GeneratorActivation:
+        return GeneratorActivation(fn(thread, args))
+
+    return start
+
+
+def _identity_lower(_task: Task, values: list[Any]) -> list[CoreVal]:
+    return [int(v) for v in values]
+
+
+def _identity_lift(_task: Task, flat: list[CoreVal]) -> list[Any]:
+    return list(flat)
+
+
+def py_lifted(
+    inst: InstanceState,
+    fn: PyCore,
+    *,
+    params: tuple[ValType, ...] = (),
+    result: ValType | None = None,
+    is_async: bool = False,
+    async_: bool = False,
+    callback: PyCore | None = None,
+    post_return: PyCore | None = None,
+) -> LiftedFunc:
+    """A lifted function over numeric flat values (values pass through as ints)."""
+    ft = FuncType(tuple((f"p{i}", t) for i, t in enumerate(params)), result, is_async)
+    return LiftedFunc(
+        ft=ft,
+        inst=inst,
+        callee=py_core(fn),
+        lower_args=_identity_lower,
+        lift_results=_identity_lift,
+        async_=async_,
+        callback=py_core(callback) if callback is not None else None,
+        post_return=py_core(post_return) if post_return is not None else None,
+        return_key=("py", id(inst)),
+    )
+
+
+def py_lowered(
+    callee: FuncInst | LiftedFunc,
+    *,
+    async_: bool = False,
+    ft: FuncType | None = None,
+    results: list[list[Any]] | None = None,
+) -> LoweredFunc:
+    """A lowered function passing numeric values through.
+
+    For an async lower, results cannot go through an out-pointer here; they
+    are appended to ``results`` when the subtask returns.
+    """
+    if isinstance(callee, LiftedFunc):
+        ft = callee.ft
+        fi = lift_func(callee)
+    else:
+        assert ft is not None
+        fi = callee
+    sink = results
+
+    def lift_params(_s: Subtask, flat: list[CoreVal]) -> list[Any]:
+        return list(flat)
+
+    def lower_results(_s: Subtask, vs: list[Any], _flat: list[CoreVal]) -> list[CoreVal]:
+        if async_:
+            if sink is not None:
+                sink.append(list(vs))
+            return []
+        return [int(v) for v in vs]
+
+    return LoweredFunc(
+        callee=fi, ft=ft, lift_params=lift_params, lower_results=lower_results, async_=async_
+    )

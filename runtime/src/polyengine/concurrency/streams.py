@@ -1,0 +1,354 @@
+"""The rendezvous state of streams and futures (CanonicalABI.md §Stream State,
+§Future State).
+
+One shared object per stream or future connects a readable and a writable
+end. At most one side has an operation pending on it (buffer plus
+callbacks); the other side's operation completes against it. Ends are
+waitables with a copy state (:class:`CopyState`) that the built-ins drive.
+Host-side readers and writers use the same shared objects with
+host buffers (:mod:`.buffers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum, IntEnum
+from typing import TYPE_CHECKING, TypeAlias, cast
+
+from polyengine.types import model as m
+
+from .buffers import Buffer, ReadableBuffer, WritableBuffer, none_or_number_type, transfer
+from .traps import TrapCode, ctrap_if
+from .waitable import Waitable
+
+if TYPE_CHECKING:
+    from .store import InstanceState
+
+__all__ = [
+    "CopyEnd",
+    "CopyResult",
+    "CopyState",
+    "OnCopy",
+    "OnCopyDone",
+    "ReadableFutureEnd",
+    "ReadableStreamEnd",
+    "ReclaimBuffer",
+    "SharedFutureImpl",
+    "SharedStreamImpl",
+    "WritableFutureEnd",
+    "WritableStreamEnd",
+]
+
+
+class CopyResult(IntEnum):
+    """How a copy ended (the low 4 bits of a stream/future event payload)."""
+
+    COMPLETED = 0
+    DROPPED = 1
+    CANCELLED = 2
+
+
+ReclaimBuffer: TypeAlias = Callable[[], None]
+OnCopy: TypeAlias = Callable[[ReclaimBuffer], None]
+OnCopyDone: TypeAlias = Callable[[CopyResult], None]
+
+
+def _check_same_instance(
+    inst: InstanceState | None, pending: InstanceState | None, t: m.ValType | None
+) -> None:
+    ctrap_if(
+        inst is not None and inst is pending and not none_or_number_type(t),
+        TrapCode.SAME_INSTANCE_COPY,
+        "cannot read and write a stream or future of a non-numeric type in the same instance",
+    )
+
+
+class SharedStreamImpl:
+    """Shared state of one stream (§Stream State ``SharedStreamImpl``).
+
+    ``dropped`` is set once either end is dropped. The ``pending_*`` fields
+    describe the one operation waiting for its counterpart (all ``None`` when
+    idle); ``pending_inst`` is the instance that started it (``None`` for
+    the host).
+    """
+
+    __slots__ = (
+        "dropped",
+        "pending_buffer",
+        "pending_inst",
+        "pending_on_copy",
+        "pending_on_copy_done",
+        "t",
+    )
+
+    def __init__(self, t: m.ValType | None) -> None:
+        self.t = t
+        self.dropped = False
+        self.pending_inst: InstanceState | None = None
+        self.pending_buffer: Buffer | None = None
+        self.pending_on_copy: OnCopy | None = None
+        self.pending_on_copy_done: OnCopyDone | None = None
+
+    def reset_pending(self) -> None:
+        self.set_pending(None, None, None, None)
+
+    def set_pending(
+        self,
+        inst: InstanceState | None,
+        buffer: Buffer | None,
+        on_copy: OnCopy | None,
+        on_copy_done: OnCopyDone | None,
+    ) -> None:
+        self.pending_inst = inst
+        self.pending_buffer = buffer
+        self.pending_on_copy = on_copy
+        self.pending_on_copy_done = on_copy_done
+
+    def reset_and_notify_pending(self, result: CopyResult) -> None:
+        done = self.pending_on_copy_done
+        assert done is not None
+        self.reset_pending()
+        done(result)
+
+    def cancel(self) -> None:
+        self.reset_and_notify_pending(CopyResult.CANCELLED)
+
+    def drop(self) -> None:
+        if not self.dropped:
+            self.dropped = True
+            if self.pending_buffer is not None:
+                self.reset_and_notify_pending(CopyResult.DROPPED)
+
+    def read(
+        self,
+        inst: InstanceState | None,
+        dst: WritableBuffer,
+        on_copy: OnCopy,
+        on_copy_done: OnCopyDone,
+    ) -> None:
+        if self.dropped:
+            on_copy_done(CopyResult.DROPPED)
+            return
+        pending = self.pending_buffer
+        if pending is None:
+            self.set_pending(inst, dst, on_copy, on_copy_done)
+            return
+        _check_same_instance(inst, self.pending_inst, self.t)
+        assert isinstance_readable(pending)
+        if pending.remain() > 0:
+            if dst.remain() > 0:
+                n = min(dst.remain(), pending.remain())
+                transfer(cast(ReadableBuffer, pending), dst, n)
+                assert self.pending_on_copy is not None
+                self.pending_on_copy(self.reset_pending)
+            on_copy_done(CopyResult.COMPLETED)
+        else:
+            self.reset_and_notify_pending(CopyResult.COMPLETED)
+            self.set_pending(inst, dst, on_copy, on_copy_done)
+
+    def write(
+        self,
+        inst: InstanceState | None,
+        src: ReadableBuffer,
+        on_copy: OnCopy,
+        on_copy_done: OnCopyDone,
+    ) -> None:
+        if self.dropped:
+            on_copy_done(CopyResult.DROPPED)
+            return
+        pending = self.pending_buffer
+        if pending is None:
+            self.set_pending(inst, src, on_copy, on_copy_done)
+            return
+        _check_same_instance(inst, self.pending_inst, self.t)
+        assert isinstance_writable(pending)
+        if pending.remain() > 0:
+            if src.remain() > 0:
+                n = min(src.remain(), pending.remain())
+                transfer(src, cast(WritableBuffer, pending), n)
+                assert self.pending_on_copy is not None
+                self.pending_on_copy(self.reset_pending)
+            on_copy_done(CopyResult.COMPLETED)
+        elif src.is_zero_length() and pending.is_zero_length():
+            on_copy_done(CopyResult.COMPLETED)
+        else:
+            self.reset_and_notify_pending(CopyResult.COMPLETED)
+            self.set_pending(inst, src, on_copy, on_copy_done)
+
+
+def isinstance_readable(b: Buffer) -> bool:
+    return callable(getattr(b, "read", None))
+
+
+def isinstance_writable(b: Buffer) -> bool:
+    return callable(getattr(b, "write", None))
+
+
+class SharedFutureImpl:
+    """Shared state of one future (§Future State ``SharedFutureImpl``)."""
+
+    __slots__ = ("dropped", "pending_buffer", "pending_inst", "pending_on_copy_done", "t")
+
+    def __init__(self, t: m.ValType | None) -> None:
+        self.t = t
+        self.dropped = False
+        self.pending_inst: InstanceState | None = None
+        self.pending_buffer: Buffer | None = None
+        self.pending_on_copy_done: OnCopyDone | None = None
+
+    def reset_pending(self) -> None:
+        self.set_pending(None, None, None)
+
+    def set_pending(
+        self, inst: InstanceState | None, buffer: Buffer | None, on_copy_done: OnCopyDone | None
+    ) -> None:
+        self.pending_inst = inst
+        self.pending_buffer = buffer
+        self.pending_on_copy_done = on_copy_done
+
+    def reset_and_notify_pending(self, result: CopyResult) -> None:
+        done = self.pending_on_copy_done
+        assert done is not None
+        self.reset_pending()
+        done(result)
+
+    def cancel(self) -> None:
+        self.reset_and_notify_pending(CopyResult.CANCELLED)
+
+    def drop(self) -> None:
+        if not self.dropped:
+            self.dropped = True
+            if self.pending_buffer is not None:
+                assert isinstance_writable(self.pending_buffer)
+                self.reset_and_notify_pending(CopyResult.DROPPED)
+
+    def read(
+        self, inst: InstanceState | None, dst: WritableBuffer, on_copy_done: OnCopyDone
+    ) -> None:
+        assert not self.dropped and dst.remain() == 1
+        pending = self.pending_buffer
+        if pending is None:
+            self.set_pending(inst, dst, on_copy_done)
+            return
+        _check_same_instance(inst, self.pending_inst, self.t)
+        assert isinstance_readable(pending)
+        transfer(cast(ReadableBuffer, pending), dst, 1)
+        self.reset_and_notify_pending(CopyResult.COMPLETED)
+        on_copy_done(CopyResult.COMPLETED)
+
+    def write(
+        self, inst: InstanceState | None, src: ReadableBuffer, on_copy_done: OnCopyDone
+    ) -> None:
+        assert src.remain() == 1
+        if self.dropped:
+            on_copy_done(CopyResult.DROPPED)
+            return
+        pending = self.pending_buffer
+        if pending is None:
+            self.set_pending(inst, src, on_copy_done)
+            return
+        _check_same_instance(inst, self.pending_inst, self.t)
+        assert isinstance_writable(pending)
+        transfer(src, cast(WritableBuffer, pending), 1)
+        self.reset_and_notify_pending(CopyResult.COMPLETED)
+        on_copy_done(CopyResult.COMPLETED)
+
+
+class CopyState(Enum):
+    """Copy state of a stream/future end (§Stream State ``CopyState``)."""
+
+    IDLE = 1
+    COPYING = 2
+    CANCELLING_COPY = 3
+    DONE = 4
+
+
+class CopyEnd(Waitable):
+    """One end of a stream or future, as a waitable with a copy state."""
+
+    __slots__ = ("shared", "state")
+
+    def __init__(self, shared: SharedStreamImpl | SharedFutureImpl) -> None:
+        super().__init__()
+        self.state = CopyState.IDLE
+        self.shared = shared
+
+    @property
+    def t(self) -> m.ValType | None:
+        return self.shared.t
+
+    def copying(self) -> bool:
+        return self.state in (CopyState.COPYING, CopyState.CANCELLING_COPY)
+
+    def drop(self) -> None:
+        ctrap_if(self.copying(), TrapCode.BUSY, "cannot drop busy stream or future")
+        self.shared.drop()
+        super().drop()
+
+
+class ReadableStreamEnd(CopyEnd):
+    __slots__ = ()
+    shared: SharedStreamImpl
+
+    def __init__(self, shared: SharedStreamImpl) -> None:
+        super().__init__(shared)
+
+    def copy(
+        self,
+        inst: InstanceState | None,
+        dst: WritableBuffer,
+        on_copy: OnCopy,
+        on_copy_done: OnCopyDone,
+    ) -> None:
+        self.shared.read(inst, dst, on_copy, on_copy_done)
+
+
+class WritableStreamEnd(CopyEnd):
+    __slots__ = ()
+    shared: SharedStreamImpl
+
+    def __init__(self, shared: SharedStreamImpl) -> None:
+        super().__init__(shared)
+
+    def copy(
+        self,
+        inst: InstanceState | None,
+        src: ReadableBuffer,
+        on_copy: OnCopy,
+        on_copy_done: OnCopyDone,
+    ) -> None:
+        self.shared.write(inst, src, on_copy, on_copy_done)
+
+
+class ReadableFutureEnd(CopyEnd):
+    __slots__ = ()
+    shared: SharedFutureImpl
+
+    def __init__(self, shared: SharedFutureImpl) -> None:
+        super().__init__(shared)
+
+    def copy(
+        self, inst: InstanceState | None, dst: WritableBuffer, on_copy_done: OnCopyDone
+    ) -> None:
+        self.shared.read(inst, dst, on_copy_done)
+
+
+class WritableFutureEnd(CopyEnd):
+    __slots__ = ()
+    shared: SharedFutureImpl
+
+    def __init__(self, shared: SharedFutureImpl) -> None:
+        super().__init__(shared)
+
+    def copy(
+        self, inst: InstanceState | None, src: ReadableBuffer, on_copy_done: OnCopyDone
+    ) -> None:
+        self.shared.write(inst, src, on_copy_done)
+
+    def drop(self) -> None:
+        ctrap_if(
+            self.state is not CopyState.DONE,
+            TrapCode.COPY_STATE,
+            "cannot drop the writable end of a future before a value was written",
+        )
+        super().drop()

@@ -1,0 +1,150 @@
+"""Waitables, waitable sets and events (CanonicalABI.md §Waitable State).
+
+A :class:`Waitable` (a subtask or a stream/future end) holds at most one
+pending event, produced lazily by a closure so that the state change it
+describes happens when the event is delivered. A :class:`WaitableSet`
+gathers waitables so a thread can wait for the first event among them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import IntEnum
+from typing import TYPE_CHECKING, TypeAlias
+
+from .thread import Suspends
+from .traps import TrapCode, ctrap_if
+
+if TYPE_CHECKING:
+    from .thread import Thread
+
+__all__ = ["EventCode", "EventTuple", "Waitable", "WaitableSet"]
+
+
+class EventCode(IntEnum):
+    """Event codes delivered by ``waitable-set.wait``/``poll`` and callbacks."""
+
+    NONE = 0
+    SUBTASK = 1
+    STREAM_READ = 2
+    STREAM_WRITE = 3
+    FUTURE_READ = 4
+    FUTURE_WRITE = 5
+    TASK_CANCELLED = 6
+
+
+EventTuple: TypeAlias = tuple[EventCode, int, int]
+"""``(code, index, payload)`` as passed to core wasm."""
+
+
+class Waitable:
+    """Something a thread can wait on (§Waitable State ``Waitable``).
+
+    ``pending_event`` is a closure producing the event (and applying its
+    state change) or ``None``; ``wset`` is the set it is joined to;
+    ``has_sync_waiter`` is set while a thread waits on it synchronously, which
+    forbids joining it to a set meanwhile.
+    """
+
+    __slots__ = ("has_sync_waiter", "pending_event", "wset")
+
+    def __init__(self) -> None:
+        self.pending_event: Callable[[], EventTuple] | None = None
+        self.wset: WaitableSet | None = None
+        self.has_sync_waiter = False
+
+    def set_pending_event(self, pending_event: Callable[[], EventTuple]) -> None:
+        self.pending_event = pending_event
+
+    def has_pending_event(self) -> bool:
+        return self.pending_event is not None
+
+    def in_waitable_set(self) -> bool:
+        return self.wset is not None
+
+    def wait_for_pending_event(self, thread: Thread) -> Suspends[None]:
+        """Block ``thread`` (not cancellably) until this waitable has an event."""
+        assert not self.in_waitable_set() and not self.has_sync_waiter
+        self.has_sync_waiter = True
+        try:
+            yield from thread.wait_until(self.has_pending_event, cancellable=False)
+        finally:
+            self.has_sync_waiter = False
+
+    def get_pending_event(self) -> EventTuple:
+        pending = self.pending_event
+        assert pending is not None
+        self.pending_event = None
+        return pending()
+
+    def join(self, wset: WaitableSet | None) -> None:
+        assert not self.has_sync_waiter
+        if self.wset is not None:
+            self.wset.elems.remove(self)
+        self.wset = wset
+        if wset is not None:
+            wset.elems.append(self)
+
+    def drop(self) -> None:
+        assert not self.has_sync_waiter
+        self.join(None)
+
+
+class WaitableSet:
+    """A set of waitables (§Waitable State ``WaitableSet``).
+
+    ``elems`` keeps join order, which the FIFO policy uses to choose among
+    several pending events; ``num_waiting`` counts threads blocked on it.
+    """
+
+    __slots__ = ("elems", "num_waiting")
+
+    def __init__(self) -> None:
+        self.elems: list[Waitable] = []
+        self.num_waiting = 0
+
+    def has_pending_event(self) -> bool:
+        return any(w.has_pending_event() for w in self.elems)
+
+    def get_pending_event(self, thread: Thread) -> EventTuple:
+        assert self.has_pending_event()
+        for w in thread.store.policy.order(self.elems):
+            assert w.wset is self
+            if w.has_pending_event():
+                return w.get_pending_event()
+        raise AssertionError("no pending event")
+
+    def wait_for_event_and(
+        self, thread: Thread, ready_func: Callable[[], bool], cancellable: bool
+    ) -> Suspends[EventTuple]:
+        def ready_and_has_event() -> bool:
+            return ready_func() and self.has_pending_event()
+
+        self.num_waiting += 1
+        try:
+            cancelled = yield from thread.wait_until(ready_and_has_event, cancellable)
+        finally:
+            self.num_waiting -= 1
+        if cancelled:
+            return (EventCode.TASK_CANCELLED, 0, 0)
+        return self.get_pending_event(thread)
+
+    def wait_for_event(self, thread: Thread, cancellable: bool) -> Suspends[EventTuple]:
+        return (yield from self.wait_for_event_and(thread, lambda: True, cancellable))
+
+    def poll(self, thread: Thread, cancellable: bool) -> EventTuple:
+        if thread.task.deliver_pending_cancel(cancellable):
+            return (EventCode.TASK_CANCELLED, 0, 0)
+        if not self.has_pending_event():
+            return (EventCode.NONE, 0, 0)
+        return self.get_pending_event(thread)
+
+    def drop(self) -> None:
+        ctrap_if(
+            len(self.elems) > 0, TrapCode.WAITABLE_SET, "cannot drop a waitable set with members"
+        )
+        ctrap_if(
+            self.num_waiting > 0,
+            TrapCode.WAITABLE_SET,
+            "cannot drop a waitable set being waited on",
+        )
