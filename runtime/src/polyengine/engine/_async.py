@@ -104,9 +104,20 @@ class _Activation:
     continuation poll.
     """
 
-    __slots__ = ("call", "error", "pending", "ready", "results_addr", "signature", "state", "trap_addr")
+    __slots__ = (
+        "call",
+        "error",
+        "pending",
+        "ready",
+        "results_addr",
+        "signature",
+        "state",
+        "trap_addr",
+    )
 
-    def __init__(self, state: _StoreState, signature: _Signature, results_addr: int, trap_addr: int) -> None:
+    def __init__(
+        self, state: _StoreState, signature: _Signature, results_addr: int, trap_addr: int
+    ) -> None:
         self.state = state
         self.signature = signature
         self.results_addr = results_addr
@@ -155,8 +166,7 @@ class _Activation:
             pending.cancel()
 
 
-@ffi.CONTINUATION_CALLBACK
-def _continuation_poll(env: int | None) -> bool:
+def _continuation_poll_py(env: int | None) -> bool:
     try:
         act = _activations.get(env or 0)
         if act is None:
@@ -166,8 +176,7 @@ def _continuation_poll(env: int | None) -> bool:
         return True
 
 
-@ffi.FINALIZER
-def _continuation_drop(env: int | None) -> None:
+def _continuation_drop_py(env: int | None) -> None:
     try:
         act = _activations.pop(env or 0, None)
         if act is not None:
@@ -176,6 +185,9 @@ def _continuation_drop(env: int | None) -> None:
         return
 
 
+_continuation_poll = ffi.CONTINUATION_CALLBACK(_continuation_poll_py)
+_continuation_drop = ffi.FINALIZER(_continuation_drop_py)
+
 # A continuation with our callbacks and env 0, copied in with one memmove.
 _template = ffi.Continuation()
 _template.callback = _continuation_poll
@@ -183,11 +195,11 @@ _template.env = None
 _template.finalizer = _continuation_drop
 _TEMPLATE_ADDR = ctypes.addressof(_template)
 _CONT_SIZE = ctypes.sizeof(ffi.Continuation)
-_ENV_OFFSET = ffi.Continuation.env.offset
+_ENV_OFFSET: int = ffi.Continuation.env.offset
 
 
 class _Signature:
-    __slots__ = ("kinds", "params", "params_struct", "results", "results_struct", "buf_type")
+    __slots__ = ("buf_type", "kinds", "params", "params_struct", "results", "results_struct")
 
     def __init__(self, params: tuple[str, ...], results: tuple[str, ...]) -> None:
         from ._core import _KIND
@@ -221,7 +233,7 @@ class _Signature:
 def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
     memmove = ctypes.memmove
 
-    def entry(
+    def entry(  # noqa: PLR0917 (the C callback's signature)
         env: int | None,
         caller: int | None,
         params_addr: int | None,
@@ -232,7 +244,7 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
         cont_addr: int | None,
     ) -> None:
         # First of all: a continuation wasmtime can poll, whatever happens next.
-        memmove(cont_addr, _TEMPLATE_ADDR, _CONT_SIZE)
+        memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
         try:
             token = next(_tokens)
             act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
@@ -248,7 +260,7 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
                 out = asyncio.ensure_future(out)
             if hasattr(out, "add_done_callback"):
                 act.pending = out
-                act.call = state.current_call  # type: ignore[assignment]
+                act.call = state.current_call
                 out.add_done_callback(act.settled)
             else:
                 act.ready = out
@@ -391,7 +403,7 @@ def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
     return fc.outcome(state, func)
 
 
-def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[ffi.Extern]) -> CoreInstance:
+def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]) -> CoreInstance:
     """``instantiate`` in an async-required store (the start function must not park)."""
     state = store._state
     ctx = store._ctx()
@@ -464,6 +476,17 @@ class ParkableCall:
         "store",
     )
 
+    func: CoreFunc
+    store: EngineStore
+    _state: _StoreState
+    _fc: _FutureCall | None  # None once finished (future deleted)
+    _result: list[CoreValue] | None
+    _exc: BaseException | None  # trap, host exception or cancellation
+    _callbacks: list[Callable[[ParkableCall], object]]
+    _waker: Callable[[ParkableCall], object] | None
+    _polling: bool  # inside poll(): a wake is deferred, not re-entered
+    _rewake: bool  # a wake arrived during poll(): poll once more
+
     def __init__(self) -> None:
         raise TypeError("use start() to begin a ParkableCall")
 
@@ -506,9 +529,9 @@ class ParkableCall:
         except BaseException as exc:
             self._exc = exc
         self._run_callbacks()
-        exc = self._exc
-        if exc is not None and not isinstance(exc, Exception):
-            raise exc
+        failure = self._exc
+        if failure is not None and not isinstance(failure, Exception):
+            raise failure
         return True
 
     def result(self) -> list[CoreValue]:
@@ -592,7 +615,6 @@ def start(func: CoreFunc, args: Sequence[CoreValue]) -> ParkableCall:
     call._rewake = False
     call._result = None
     call._exc = None
-    call._fc = None
     call._fc = _FutureCall(func, args)
     call.poll()
     return call

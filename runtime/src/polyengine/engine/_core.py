@@ -14,13 +14,13 @@ from __future__ import annotations
 import ctypes
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
 
-from . import _ffi as ffi
 from polyengine.errors import LinkError
 
+from . import _ffi as ffi
 from ._errors import CoreTrap, EngineError
 from ._module import CoreModule
 from ._store import (
@@ -60,7 +60,9 @@ def check_valtypes(types: Sequence[str], what: str) -> tuple[str, ...]:
     out = tuple(types)
     for t in out:
         if t not in VALTYPES:
-            raise ValueError(f"{what}: unsupported core value type {t!r} (expected one of {VALTYPES})")
+            raise ValueError(
+                f"{what}: unsupported core value type {t!r} (expected one of {VALTYPES})"
+            )
     return out
 
 
@@ -91,7 +93,9 @@ def normalize(types: Sequence[str], values: Sequence[object], what: str) -> list
             out.append(v & ((1 << bits) - 1))
         else:
             if not isinstance(v, (int, float)) or isinstance(v, bool):
-                raise TypeError(f"{what}: value {i} must be a float for {t}, got {type(v).__name__}")
+                raise TypeError(
+                    f"{what}: value {i} must be a float for {t}, got {type(v).__name__}"
+                )
             out.append(float(v))
     return out
 
@@ -133,12 +137,22 @@ class CoreFunc:
     store: EngineStore
     params: tuple[str, ...]
     results: tuple[str, ...]
+    _state: _StoreState
+    _func: Any  # wasmtime_func_t, kept alive here
+    _addr: int  # its address
+    _nslots: int
+    _buf: ctypes.Array[ctypes.c_ubyte]  # args in, results out (wasmtime_val_raw_t slots)
+    _buf_addr: int
+    _params_struct: struct.Struct | None  # None: not callable from Python
+    _results_struct: struct.Struct | None
+    _trap: ctypes.c_void_p  # wasm_trap_t* out-cell, reset after each trap
+    _trap_addr: int
 
     def __init__(self) -> None:
         raise TypeError("CoreFunc objects come from instances or define_host_func()")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, func: ffi.FuncStruct) -> CoreFunc:
+    def _wrap(cls, store: EngineStore, func: Any) -> CoreFunc:
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
@@ -191,7 +205,9 @@ class CoreFunc:
             ps.pack_into(buf, 0, *args)
         except struct.error:
             ps.pack_into(buf, 0, *normalize(self.params, args, "call_raw"))
-        err = ffi.func_call_unchecked(ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr)
+        err = ffi.func_call_unchecked(
+            ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
+        )
         trap = self._trap.value
         if err or trap:
             self._trap.value = 0
@@ -206,7 +222,7 @@ class CoreFunc:
             f"({', '.join(self.results)}) from Python: only i32/i64/f32/f64 are supported"
         )
 
-    def _as_extern(self) -> ffi.Extern:
+    def _as_extern(self) -> Any:
         ext = ffi.Extern()
         ext.kind = ffi.EXTERN_FUNC
         ext.of.func = self._func
@@ -229,7 +245,7 @@ def _make_trampoline(
     def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
         # Every path returns an int: 0 for success, else an owned trap.
         try:
-            buf = from_address(addr)
+            buf = from_address(addr or 0)
             out = fn(ps.unpack_from(buf))
             try:
                 rs.pack_into(buf, 0, *out)
@@ -270,10 +286,10 @@ def define_host_func(
     return CoreFunc._wrap(store, func)
 
 
-def wrap_extern(store: EngineStore, ext: ffi.Extern) -> Extern:
+def wrap_extern(store: EngineStore, ext: Any) -> Extern:
     from ._memory import CoreGlobal, CoreTable, GuestMemory
 
-    kind = ext.kind
+    kind = int(ext.kind)
     if kind == ffi.EXTERN_FUNC:
         func = ffi.FuncStruct()
         ctypes.pointer(func)[0] = ext.of.func
@@ -292,16 +308,21 @@ class CoreInstance:
 
     __slots__ = ("_cache", "_instance", "module_name", "store")
 
+    store: EngineStore
+    module_name: str
+    _instance: Any  # wasmtime_instance_t
+    _cache: dict[str, Extern]
+
     def __init__(self) -> None:
         raise TypeError("use instantiate() to create a CoreInstance")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, instance: ffi.InstanceStruct, name: str) -> CoreInstance:
+    def _wrap(cls, store: EngineStore, instance: Any, name: str) -> CoreInstance:
         self = object.__new__(cls)
         self.store = store
         self._instance = instance
         self.module_name = name
-        self._cache: dict[str, Extern] = {}
+        self._cache = {}
         return self
 
     def get(self, name: str) -> Extern | None:
@@ -368,7 +389,9 @@ _EXTERN_KIND_NAMES = {
 }
 
 
-def check_imports(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> list[ffi.Extern]:
+def check_imports(
+    store: EngineStore, module: CoreModule, imports: Sequence[Extern]
+) -> list[Any]:
     """The ``wasmtime_extern_t`` of each import, after checking store and kinds."""
     if module.engine is not store.engine:
         raise ValueError(f"core module {module.name} was compiled for a different engine")
@@ -385,7 +408,7 @@ def check_imports(store: EngineStore, module: CoreModule, imports: Sequence[Exte
                 f"import {desc.module!r} {desc.name!r} of {module.name}: "
                 f"expected a core extern, got {type(imp).__name__}"
             )
-        if imp.store is not store:
+        if getattr(imp, "store", None) is not store:
             raise ValueError(
                 f"import {desc.module!r} {desc.name!r} of {module.name} belongs to another store"
             )

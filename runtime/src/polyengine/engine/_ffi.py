@@ -49,15 +49,17 @@ EXTERN_GLOBAL = 1
 EXTERN_TABLE = 2
 EXTERN_MEMORY = 3
 
-Extern = wffi.wasmtime_extern_t
-FuncStruct = wffi.wasmtime_func_t
-MemoryStruct = wffi.wasmtime_memory_t
-TableStruct = wffi.wasmtime_table_t
-GlobalStruct = wffi.wasmtime_global_t
-InstanceStruct = wffi.wasmtime_instance_t
-Val = wffi.wasmtime_val_t
-ByteVec = wffi.wasm_byte_vec_t
-Continuation = wffi.wasmtime_async_continuation_t
+# The C structures, typed loosely: their field annotations in the package's
+# bindings do not describe what ctypes returns.
+Extern: Any = wffi.wasmtime_extern_t
+FuncStruct: Any = wffi.wasmtime_func_t
+MemoryStruct: Any = wffi.wasmtime_memory_t
+TableStruct: Any = wffi.wasmtime_table_t
+GlobalStruct: Any = wffi.wasmtime_global_t
+InstanceStruct: Any = wffi.wasmtime_instance_t
+Val: Any = wffi.wasmtime_val_t
+ByteVec: Any = wffi.wasm_byte_vec_t
+Continuation: Any = wffi.wasmtime_async_continuation_t
 
 
 def _fn(name: str, restype: Any, *argtypes: Any) -> Any:

@@ -13,11 +13,12 @@ out-of-range pointers).
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 from . import _ffi as ffi
 from ._core import CoreFunc, wrap_extern
 from ._errors import CoreTrap, EngineError
-from ._store import EngineStore
+from ._store import EngineStore, _StoreState
 
 __all__ = ["CoreGlobal", "CoreTable", "GuestMemory"]
 
@@ -34,11 +35,18 @@ class GuestMemory:
 
     __slots__ = ("_addr", "_mem", "_state", "_view", "_view_size", "store")
 
+    store: EngineStore
+    _state: _StoreState
+    _mem: Any  # wasmtime_memory_t
+    _addr: int
+    _view: memoryview | None  # cached view, valid for _view_size bytes
+    _view_size: int
+
     def __init__(self) -> None:
         raise TypeError("GuestMemory objects come from instance exports")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, mem: ffi.MemoryStruct) -> GuestMemory:
+    def _wrap(cls, store: EngineStore, mem: Any) -> GuestMemory:
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
@@ -46,7 +54,7 @@ class GuestMemory:
         ctypes.pointer(m)[0] = mem
         self._mem = m
         self._addr = ctypes.addressof(m)
-        self._view: memoryview | None = None
+        self._view = None
         self._view_size = -1
         return self
 
@@ -112,7 +120,7 @@ class GuestMemory:
             return -1
         return int(prev.value)
 
-    def _as_extern(self) -> ffi.Extern:
+    def _as_extern(self) -> Any:
         ext = ffi.Extern()
         ext.kind = ffi.EXTERN_MEMORY
         ext.of.memory = self._mem
@@ -127,11 +135,16 @@ class CoreTable:
 
     __slots__ = ("_addr", "_state", "_table", "store")
 
+    store: EngineStore
+    _state: _StoreState
+    _table: Any  # wasmtime_table_t
+    _addr: int
+
     def __init__(self) -> None:
         raise TypeError("CoreTable objects come from instance exports")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, table: ffi.TableStruct) -> CoreTable:
+    def _wrap(cls, store: EngineStore, table: Any) -> CoreTable:
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
@@ -150,12 +163,14 @@ class CoreTable:
     def size(self) -> int:
         return int(ffi.table_size(self._ctx(), self._addr))
 
-    def _funcref(self, func: CoreFunc | None) -> ffi.Val:
+    def _funcref(self, func: CoreFunc | None) -> Any:
         val = ffi.Val()
         val.kind = 5  # WASMTIME_FUNCREF
         if func is not None:
             if not isinstance(func, CoreFunc):
-                raise TypeError(f"a funcref table holds CoreFunc or None, not {type(func).__name__}")
+                raise TypeError(
+                    f"a funcref table holds CoreFunc or None, not {type(func).__name__}"
+                )
             if func.store is not self.store:
                 raise ValueError("the function belongs to another store")
             val.of.funcref = func._func
@@ -167,7 +182,7 @@ class CoreTable:
         val = ffi.Val()
         if index < 0 or not ffi.table_get(ctx, self._addr, index, ctypes.addressof(val)):
             raise CoreTrap(f"table index {index} out of bounds", "table_out_of_bounds")
-        if val.kind != 5:
+        if int(val.kind) != 5:
             raise EngineError("only funcref tables are supported")
         if val.of.funcref.store_id == 0:
             return None
@@ -202,7 +217,7 @@ class CoreTable:
             return -1
         return int(prev.value)
 
-    def _as_extern(self) -> ffi.Extern:
+    def _as_extern(self) -> Any:
         ext = ffi.Extern()
         ext.kind = ffi.EXTERN_TABLE
         ext.of.table = self._table
@@ -217,11 +232,16 @@ class CoreGlobal:
 
     __slots__ = ("_addr", "_global", "_state", "store")
 
+    store: EngineStore
+    _state: _StoreState
+    _global: Any  # wasmtime_global_t
+    _addr: int
+
     def __init__(self) -> None:
         raise TypeError("CoreGlobal objects come from instance exports")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, glob: ffi.GlobalStruct) -> CoreGlobal:
+    def _wrap(cls, store: EngineStore, glob: Any) -> CoreGlobal:
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
@@ -237,10 +257,10 @@ class CoreGlobal:
             self._state.raise_closed()
         return ctx
 
-    def _read(self) -> ffi.Val:
+    def _read(self) -> Any:
         val = ffi.Val()
         ffi.global_get(self._ctx(), self._addr, ctypes.addressof(val))
-        if val.kind not in _GLOBAL_KINDS:
+        if int(val.kind) not in _GLOBAL_KINDS:
             raise EngineError("only numeric globals are supported")
         return val
 
@@ -279,7 +299,7 @@ class CoreGlobal:
         if err:
             raise EngineError(f"cannot set global: {ffi.take_error_message(err)}")
 
-    def _as_extern(self) -> ffi.Extern:
+    def _as_extern(self) -> Any:
         ext = ffi.Extern()
         ext.kind = ffi.EXTERN_GLOBAL
         ext.of.global_ = self._global
