@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from polyengine_protocol import ComponentException
 
+from polyengine_protocol import ComponentException
 from polyengine_wasi import WASI_EXIT_BRAND, ExitError, InputStream, OutputStream, wasi
 
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from polyengine_protocol import ComponentException, Trap
 
+from polyengine_protocol import ComponentException, Trap
 from polyengine_wasi import InputStream, IoError, OutputStream, Pollable, poll, wasi
 from polyengine_wasi._bytes import AsyncIterSource, BufferSink, BufferSource
 

@@ -1,0 +1,326 @@
+"""wasi:filesystem over a real temporary directory, including confinement."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polyengine_protocol import ComponentException
+from polyengine_wasi import Descriptor, wasi
+
+NOFOLLOW: dict[str, bool] = {}
+FOLLOW = {"symlink_follow": True}
+READ = {"read": True}
+WRITE = {"write": True}
+RW = {"read": True, "write": True}
+CREATE = {"create": True}
+
+
+def code(exc: pytest.ExceptionInfo[ComponentException]) -> object:
+    return exc.value.payload
+
+
+@pytest.fixture(name="tree")
+def tree_fixture(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "hello.txt").write_bytes(b"hello, world")
+    (root / "sub" / "inner.txt").write_bytes(b"inner")
+    (tmp_path / "outside.txt").write_bytes(b"secret")
+    return root
+
+
+def _preopen(tree: Path, readonly: bool = False) -> tuple[dict[str, Any], Descriptor]:
+    imports = wasi(preopens=[(tree, "/data", readonly)])
+    dirs = imports["wasi:filesystem/preopens@0.2"].get_directories()
+    assert len(dirs) == 1
+    descriptor, guest_path = dirs[0]
+    assert guest_path == "/data"
+    return imports, descriptor
+
+
+@pytest.fixture(name="root")
+def root_fixture(tree: Path) -> Descriptor:
+    return _preopen(tree)[1]
+
+
+def test_preopen_is_a_directory(root: Descriptor) -> None:
+    assert root.get_type() == "directory"
+    assert root.stat()["type"] == "directory"
+    flags = root.get_flags()
+    assert flags["read"] and flags["mutate_directory"] and not flags["write"]
+
+
+def test_read_file_via_stream(root: Descriptor, settle: Any) -> None:
+    f = root.open_at(NOFOLLOW, "hello.txt", {}, READ)
+    assert f.get_type() == "regular-file"
+    stream = f.read_via_stream(7)
+    assert settle(stream.blocking_read(100)) == b"world"
+    with pytest.raises(ComponentException):
+        stream.read(1)
+    assert f.read(5, 0) == (b"hello", False)
+    assert f.read(100, 7) == (b"world", True)
+    stream.close()
+    f.close()
+
+
+def test_write_file_via_stream_and_direct(root: Descriptor, tree: Path) -> None:
+    f = root.open_at(NOFOLLOW, "new.txt", CREATE, RW)
+    out = f.write_via_stream(0)
+    assert out.check_write() > 0
+    out.write(b"abc")
+    out.blocking_write_and_flush(b"def")
+    assert (tree / "new.txt").read_bytes() == b"abcdef"
+    assert f.write(b"XY", 1) == 2
+    app = f.append_via_stream()
+    app.blocking_write_and_flush(b"!")
+    assert (tree / "new.txt").read_bytes() == b"aXYdef!"
+    f.set_size(3)
+    assert f.stat()["size"] == 3
+    out.close()
+    app.close()
+    f.close()
+
+
+def test_stat_and_stat_at(root: Descriptor) -> None:
+    st = root.stat_at(NOFOLLOW, "hello.txt")
+    assert st["type"] == "regular-file"
+    assert st["size"] == len(b"hello, world")
+    assert st["link_count"] == 1
+    mtime = st["data_modification_timestamp"]
+    assert set(mtime) == {"seconds", "nanoseconds"} and mtime["seconds"] > 0
+    with pytest.raises(ComponentException) as missing:
+        root.stat_at(NOFOLLOW, "nope")
+    assert code(missing) == "no-entry"
+
+
+def test_readdir(root: Descriptor) -> None:
+    entries = root.read_directory()
+    seen = []
+    while (entry := entries.read_directory_entry()) is not None:
+        seen.append(entry)
+    assert seen == [
+        {"type": "regular-file", "name": "hello.txt"},
+        {"type": "directory", "name": "sub"},
+    ]
+    assert entries.read_directory_entry() is None
+    entries.close()
+
+
+def test_open_subdirectory_and_relative_paths(root: Descriptor) -> None:
+    sub = root.open_at(NOFOLLOW, "sub", {"directory": True}, READ)
+    assert sub.get_type() == "directory"
+    assert sub.stat_at(NOFOLLOW, "inner.txt")["size"] == 5
+    assert root.stat_at(NOFOLLOW, "sub/../hello.txt")["size"] == 12
+    assert root.stat_at(NOFOLLOW, "./sub//inner.txt")["size"] == 5
+    assert sub.is_same_object(root.open_at(NOFOLLOW, "sub/", {}, READ))
+    assert not sub.is_same_object(root)
+    assert root.metadata_hash() == root.metadata_hash_at(NOFOLLOW, ".")
+    assert root.metadata_hash() != root.metadata_hash_at(NOFOLLOW, "sub")
+
+
+def test_create_rename_link_remove(root: Descriptor, tree: Path) -> None:
+    root.create_directory_at("made")
+    assert (tree / "made").is_dir()
+    with pytest.raises(ComponentException) as exists:
+        root.create_directory_at("made")
+    assert code(exists) == "exist"
+    root.rename_at("hello.txt", root, "made/moved.txt")
+    assert (tree / "made" / "moved.txt").read_bytes() == b"hello, world"
+    root.link_at(NOFOLLOW, "made/moved.txt", root, "hard.txt")
+    assert root.stat_at(NOFOLLOW, "hard.txt")["link_count"] == 2
+    root.symlink_at("made/moved.txt", "soft")
+    assert root.readlink_at("soft") == "made/moved.txt"
+    assert root.stat_at(NOFOLLOW, "soft")["type"] == "symbolic-link"
+    assert root.stat_at(FOLLOW, "soft")["type"] == "regular-file"
+    root.unlink_file_at("soft")
+    root.unlink_file_at("hard.txt")
+    root.unlink_file_at("made/moved.txt")
+    root.remove_directory_at("made")
+    assert sorted(p.name for p in tree.iterdir()) == ["sub"]
+    with pytest.raises(ComponentException) as not_empty:
+        root.remove_directory_at("sub")
+    assert code(not_empty) == "not-empty"
+
+
+def test_open_flags(root: Descriptor) -> None:
+    with pytest.raises(ComponentException) as exists:
+        root.open_at(NOFOLLOW, "hello.txt", {"create": True, "exclusive": True}, WRITE)
+    assert code(exists) == "exist"
+    f = root.open_at(NOFOLLOW, "hello.txt", {"truncate": True}, WRITE)
+    assert f.stat()["size"] == 0
+    with pytest.raises(ComponentException) as not_dir:
+        root.open_at(NOFOLLOW, "sub/inner.txt", {"directory": True}, READ)
+    assert code(not_dir) == "not-directory"
+    with pytest.raises(ComponentException) as is_dir:
+        root.read_via_stream(0)
+    assert code(is_dir) == "is-directory"
+    with pytest.raises(ComponentException) as no_write:
+        root.open_at(NOFOLLOW, "sub/inner.txt", {}, READ).write(b"x", 0)
+    assert code(no_write) == "bad-descriptor"
+
+
+def test_set_times(root: Descriptor) -> None:
+    stamp = {"kind": "timestamp", "value": {"seconds": 1_000_000, "nanoseconds": 5}}
+    root.set_times_at(NOFOLLOW, "hello.txt", {"kind": "no-change"}, stamp)
+    st = root.stat_at(NOFOLLOW, "hello.txt")
+    assert st["data_modification_timestamp"] == {"seconds": 1_000_000, "nanoseconds": 5}
+
+
+# --- confinement ---------------------------------------------------------------
+
+
+def test_dotdot_escape_is_refused(root: Descriptor) -> None:
+    for path in ("..", "../outside.txt", "sub/../../outside.txt", "sub/../.."):
+        with pytest.raises(ComponentException) as refused:
+            root.stat_at(NOFOLLOW, path)
+        assert code(refused) == "not-permitted", path
+    with pytest.raises(ComponentException) as refused:
+        root.open_at(NOFOLLOW, "../outside.txt", {}, READ)
+    assert code(refused) == "not-permitted"
+
+
+def test_subdirectory_descriptor_cannot_climb_out(root: Descriptor) -> None:
+    sub = root.open_at(NOFOLLOW, "sub", {"directory": True}, READ)
+    with pytest.raises(ComponentException) as refused:
+        sub.stat_at(NOFOLLOW, "../hello.txt")
+    assert code(refused) == "not-permitted"
+
+
+def test_absolute_paths_are_refused(root: Descriptor, tmp_path: Path) -> None:
+    for path in ("/", "/etc/passwd", str(tmp_path / "outside.txt")):
+        with pytest.raises(ComponentException) as refused:
+            root.open_at(NOFOLLOW, path, {}, READ)
+        assert code(refused) == "not-permitted"
+
+
+def test_symlink_inside_is_followed(root: Descriptor, tree: Path, settle: Any) -> None:
+    os.symlink("sub/inner.txt", tree / "link")
+    os.symlink("../hello.txt", tree / "sub" / "up")
+    os.symlink("sub", tree / "dirlink")
+    f = root.open_at(FOLLOW, "link", {}, READ)
+    assert settle(f.read_via_stream(0).blocking_read(100)) == b"inner"
+    assert root.stat_at(FOLLOW, "sub/up")["size"] == 12
+    assert root.stat_at(NOFOLLOW, "dirlink/inner.txt")["size"] == 5
+    with pytest.raises(ComponentException) as loop:
+        root.open_at(NOFOLLOW, "link", {}, READ)  # the final link is not followed
+    assert code(loop) == "loop"
+
+
+def test_symlink_pointing_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+    os.symlink(tmp_path / "outside.txt", tree / "abs")
+    os.symlink("../outside.txt", tree / "rel")
+    os.symlink("..", tree / "parent")
+    for path in ("abs", "rel", "parent/outside.txt"):
+        with pytest.raises(ComponentException) as refused:
+            root.open_at(FOLLOW, path, {}, READ)
+        assert code(refused) == "not-permitted", path
+    with pytest.raises(ComponentException) as refused:
+        root.stat_at(FOLLOW, "rel")
+    assert code(refused) == "not-permitted"
+    # writing through an escaping link is refused too
+    with pytest.raises(ComponentException) as refused:
+        root.open_at(FOLLOW, "rel", {"truncate": True}, WRITE)
+    assert code(refused) == "not-permitted"
+    assert (tmp_path / "outside.txt").read_bytes() == b"secret"
+
+
+def test_symlink_loop_is_reported(root: Descriptor, tree: Path) -> None:
+    os.symlink("b", tree / "a")
+    os.symlink("a", tree / "b")
+    with pytest.raises(ComponentException) as loop:
+        root.stat_at(FOLLOW, "a")
+    assert code(loop) == "loop"
+
+
+def test_guest_cannot_create_an_absolute_symlink(root: Descriptor) -> None:
+    with pytest.raises(ComponentException) as refused:
+        root.symlink_at("/etc/passwd", "evil")
+    assert code(refused) == "not-permitted"
+
+
+def test_hard_link_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+    with pytest.raises(ComponentException) as refused:
+        root.link_at(NOFOLLOW, "../outside.txt", root, "stolen")
+    assert code(refused) == "not-permitted"
+    with pytest.raises(ComponentException) as refused:
+        root.link_at(NOFOLLOW, "hello.txt", root, "../leaked")
+    assert code(refused) == "not-permitted"
+    os.symlink("../outside.txt", tree / "rel")
+    with pytest.raises(ComponentException) as refused:
+        root.link_at(FOLLOW, "rel", root, "stolen")
+    assert code(refused) == "not-permitted"
+    assert not (tree / "stolen").exists() and not (tmp_path / "leaked").exists()
+
+
+def test_rename_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+    with pytest.raises(ComponentException) as refused:
+        root.rename_at("hello.txt", root, "../moved.txt")
+    assert code(refused) == "not-permitted"
+    with pytest.raises(ComponentException) as refused:
+        root.rename_at("../outside.txt", root, "in.txt")
+    assert code(refused) == "not-permitted"
+    os.symlink("..", tree / "parent")
+    with pytest.raises(ComponentException) as refused:
+        root.rename_at("hello.txt", root, "parent/moved.txt")
+    assert code(refused) == "not-permitted"
+    assert (tree / "hello.txt").exists() and not (tmp_path / "moved.txt").exists()
+
+
+def test_read_only_preopen_refuses_writes(tree: Path, settle: Any) -> None:
+    _, root = _preopen(tree, readonly=True)
+    assert not root.get_flags()["mutate_directory"]
+    f = root.open_at(NOFOLLOW, "hello.txt", {}, READ)
+    assert settle(f.read_via_stream(0).blocking_read(5)) == b"hello"
+    attempts = [
+        lambda: root.open_at(NOFOLLOW, "hello.txt", {}, WRITE),
+        lambda: root.open_at(NOFOLLOW, "new.txt", CREATE, READ),
+        lambda: root.open_at(NOFOLLOW, "hello.txt", {"truncate": True}, READ),
+        lambda: root.create_directory_at("d"),
+        lambda: root.unlink_file_at("hello.txt"),
+        lambda: root.remove_directory_at("sub"),
+        lambda: root.rename_at("hello.txt", root, "x.txt"),
+        lambda: root.link_at(NOFOLLOW, "hello.txt", root, "x.txt"),
+        lambda: root.symlink_at("hello.txt", "x"),
+        lambda: root.set_times_at(NOFOLLOW, "hello.txt", {"kind": "now"}, {"kind": "now"}),
+        lambda: f.write(b"x", 0),
+        lambda: f.write_via_stream(0),
+        lambda: f.set_size(0),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ComponentException) as refused:
+            attempt()
+        assert code(refused) in ("read-only", "not-permitted")
+    sub = root.open_at(NOFOLLOW, "sub", {"directory": True}, READ)
+    with pytest.raises(ComponentException) as refused:
+        sub.create_directory_at("deeper")
+    assert code(refused) == "read-only"
+    assert (tree / "hello.txt").read_bytes() == b"hello, world"
+    assert sorted(p.name for p in tree.iterdir()) == ["hello.txt", "sub"]
+
+
+def test_closed_descriptor_is_bad(root: Descriptor) -> None:
+    root.close()
+    root.close()
+    with pytest.raises(ComponentException) as bad:
+        root.stat()
+    assert code(bad) == "bad-descriptor"
+
+
+def test_bad_preopen_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot preopen"):
+        wasi(preopens=[(tmp_path / "missing", "/x")])
+    with pytest.raises(TypeError, match="preopen"):
+        wasi(preopens=["just-a-path"])  # type: ignore[list-item]
+
+
+def test_filesystem_error_code(tree: Path) -> None:
+    imports, _ = _preopen(tree)
+    types = imports["wasi:filesystem/types@0.2"]
+    assert types.Descriptor is Descriptor
+    err = imports["wasi:io/error@0.2"].Error("disk on fire", 5)
+    assert types.filesystem_error_code(err) == "io"
+    assert types.filesystem_error_code(imports["wasi:io/error@0.2"].Error("?")) is None
