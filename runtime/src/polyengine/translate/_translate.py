@@ -1,0 +1,204 @@
+"""``translate_component``: bytes in, a validated flat :class:`Plan` out.
+
+Reads the binary (``polyengine.binary``), walks the root component (which
+validates and inlines everything, see :mod:`._inline`), then renumbers the
+resource ids the walk used into the Plan's resource table and describes the
+root's imports and exports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from polyengine.binary.reader import read_component
+from polyengine.errors import TranslationError
+from polyengine.translate._inline import Translator, Walk
+from polyengine.translate._values import (
+    ComponentV,
+    CoreModuleV,
+    FuncV,
+    HostFunc,
+    InstanceV,
+    Sink,
+    TypeV,
+    Value,
+    ValueV,
+)
+from polyengine.translate.plan import (
+    Adapter,
+    Builtin,
+    ComponentDesc,
+    Export,
+    ExportedInstance,
+    ExportedModule,
+    ExportedType,
+    ExportItem,
+    ExternDesc,
+    FuncDesc,
+    Import,
+    ImportedItem,
+    InstanceDesc,
+    Lift,
+    LowerImport,
+    ModuleDesc,
+    Opaque,
+    Plan,
+    ResourceType,
+    Trampoline,
+    TypeDesc,
+    ValueDesc,
+)
+from polyengine.types.model import FuncType, ValType
+from polyengine.types.subtype import (
+    ComponentT,
+    CoreModuleT,
+    ExternT,
+    InstanceT,
+    ResourceT,
+    TypeT,
+    ValueT,
+    core_kind,
+    map_functype,
+    map_valtype,
+)
+
+
+def translate_component(data: bytes) -> Plan:
+    """Read, validate and flatten the component binary ``data``.
+
+    Raises :class:`TranslationError` (with a byte offset where one is known)
+    for malformed or invalid input, and for nothing else.
+    """
+    data = bytes(data)
+    try:
+        comp = read_component(data)
+        tr = Translator(data)
+        sink = tr.new_sink()
+        walk = Walk(tr, comp, None, None, sink, None, None, "")
+        walk.run()
+        return _Builder(tr, sink, walk).plan()
+    except TranslationError:
+        raise
+    except RecursionError:
+        raise TranslationError("component is nested too deeply") from None
+    except (ValueError, AssertionError, KeyError, IndexError, TypeError) as exc:
+        raise TranslationError(f"invalid component: {type(exc).__name__}: {exc}") from exc
+
+
+class _Builder:
+    def __init__(self, tr: Translator, sink: Sink, walk: Walk) -> None:
+        self.tr = tr
+        self.sink = sink
+        self.walk = walk
+        self.remap: dict[int, int] = {}
+        for rid, info in enumerate(tr.arena.resources):
+            if info.sink == sink.id:
+                self.remap[rid] = len(self.remap)
+
+    def rt(self, rid: int) -> int:
+        r = self.remap.get(rid)
+        if r is None:
+            # an abstract resource of a type that is only described (never instantiated)
+            return -1
+        return r
+
+    def vt(self, t: ValType) -> ValType:
+        return map_valtype(t, self.rt)
+
+    def ft(self, t: FuncType) -> FuncType:
+        return map_functype(t, self.rt)
+
+    def plan(self) -> Plan:
+        arena = self.tr.arena
+        resources = []
+        for rid in self.remap:
+            info = arena.resources[rid]
+            resources.append(
+                ResourceType(
+                    name=info.name,
+                    imported=info.imported,
+                    instance=info.instance,
+                    import_path=info.import_path,
+                    rep=info.rep,
+                    dtor=info.dtor,
+                )
+            )
+        return Plan(
+            modules=tuple(self.sink.modules),
+            core_instances=tuple(self.sink.core_instances),
+            trampolines=tuple(self.trampoline(t) for t in self.sink.trampolines),
+            resources=tuple(resources),
+            component_instances=tuple(self.sink.component_instances),
+            imports=tuple(Import(n, self.desc(t)) for n, t in self.walk.imports),
+            exports=tuple(self.export(n, v) for n, v in self.walk.exports.items()),
+        )
+
+    def lift(self, lf: Lift) -> Lift:
+        return dataclasses.replace(lf, type=self.ft(lf.type))
+
+    def trampoline(self, t: Trampoline) -> Trampoline:
+        match t:
+            case LowerImport():
+                return dataclasses.replace(t, type=self.ft(t.type))
+            case Adapter():
+                return dataclasses.replace(t, lift=self.lift(t.lift), type=self.ft(t.type))
+            case Builtin():
+                return dataclasses.replace(
+                    t,
+                    resource=None if t.resource is None else self.rt(t.resource),
+                    type=None if t.type is None else self.vt(t.type),
+                    results=None if t.results is None else tuple(map(self.vt, t.results)),
+                )
+
+    def desc(self, t: ExternT) -> ExternDesc:
+        match t:
+            case FuncType():
+                return FuncDesc(self.ft(t))
+            case InstanceT(exports):
+                return InstanceDesc(tuple((n, self.desc(e)) for n, e in exports))
+            case ComponentT(imports, exports):
+                return ComponentDesc(
+                    tuple((n, self.desc(e)) for n, e in imports),
+                    tuple((n, self.desc(e)) for n, e in exports),
+                )
+            case TypeT(d):
+                if isinstance(d, ResourceT):
+                    return TypeDesc(resource=self.rt(d.rid))
+                if isinstance(d, ValType):
+                    return TypeDesc(type=self.vt(d))
+                if isinstance(d, FuncType):
+                    return TypeDesc(func=self.ft(d))
+                return TypeDesc()
+            case CoreModuleT(imports, exports):
+                return ModuleDesc(
+                    tuple((m, n, core_kind(x)) for m, n, x in imports),
+                    tuple((n, core_kind(x)) for n, x in exports),
+                )
+            case ValueT(v):
+                return ValueDesc(self.vt(v))
+
+    def export(self, name: str, v: Value) -> Export:
+        from polyengine.translate._values import type_of
+
+        desc = self.desc(type_of(v))
+        item: ExportItem
+        match v:
+            case FuncV(_, src):
+                if isinstance(src, Lift):
+                    item = self.lift(src)
+                elif isinstance(src, HostFunc):
+                    item = ImportedItem(src.path)
+                else:
+                    item = Opaque("unavailable")
+            case InstanceV(exports):
+                item = ExportedInstance(tuple(self.export(n, x) for n, x in exports.items()))
+            case TypeV():
+                assert isinstance(desc, TypeDesc)
+                item = ExportedType(desc)
+            case CoreModuleV(_, ref):
+                item = ExportedModule(ref) if ref is not None else Opaque("module")
+            case ComponentV():
+                item = Opaque("component")
+            case ValueV():
+                item = Opaque("value")
+        return Export(name, desc, item)
+

@@ -1,0 +1,399 @@
+"""Type definitions in a scope: component, instance and core module types (Binary.md §"Type Definitions").
+
+Component and instance type declarators are validated in a fresh scope whose
+parent is the enclosing one (for ``outer`` aliases). ``(sub resource)``
+bounds introduce fresh abstract resource ids: those of imports are bound at
+instantiation, those of exports are made fresh each time the type is
+instantiated or imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from polyengine.binary import ast
+from polyengine.binary.ast import Sort
+from polyengine.translate._scope import Fail, Scope
+from polyengine.translate._values import (
+    Arena,
+    ComponentV,
+    CoreModuleV,
+    FuncV,
+    InstanceV,
+    ResourceInfo,
+    TypeV,
+    Unavailable,
+    Value,
+    ValueV,
+)
+from polyengine.types.model import FuncType, ValType
+from polyengine.types.subtype import (
+    ComponentT,
+    CoreExternT,
+    CoreFuncT,
+    CoreGlobalT,
+    CoreMemoryT,
+    CoreModuleT,
+    CoreTableT,
+    CoreTagT,
+    DefType,
+    ExternT,
+    InstanceT,
+    ResourceT,
+    TypeT,
+    ValueT,
+    map_valtype,
+)
+from polyengine.validate.names import NameError_, NameSet, parse_extern_name
+from polyengine.validate.typedefs import TypeRuleError, ValTypeBuilder
+
+# -- core types --------------------------------------------------------------------------
+
+
+def core_valtype(v: ast.CoreValType) -> str:
+    if isinstance(v, ast.CoreNumType):
+        return v.name.lower()
+    heap = f"${v.heap}" if isinstance(v.heap, int) else v.heap.name.lower()
+    if v.nullable and not v.shared and heap in ("func", "extern"):
+        return f"{heap}ref"
+    return f"(ref {'null ' if v.nullable else ''}{'shared ' if v.shared else ''}{heap})"
+
+
+def core_functype(f: ast.CoreFuncType) -> CoreFuncT:
+    return CoreFuncT(tuple(map(core_valtype, f.params)), tuple(map(core_valtype, f.results)))
+
+
+def core_deftypes(d: ast.CoreDefType, scope: Scope, arena: Arena) -> list[CoreFuncT | CoreModuleT | None]:
+    """The core type index entries a ``core:type`` adds (several for a ``rec`` group)."""
+    match d:
+        case ast.CoreRecType(subtypes):
+            return [_core_sub(s) for s in subtypes]
+        case ast.CoreSubType():
+            return [_core_sub(d)]
+        case ast.CoreModuleType(decls):
+            return [core_module_type(decls, scope, arena)]
+    raise Fail(f"unknown core type {d!r}")
+
+
+def _core_sub(s: ast.CoreSubType) -> CoreFuncT | None:
+    return core_functype(s.comptype) if isinstance(s.comptype, ast.CoreFuncType) else None
+
+
+def core_externtype(t: ast.CoreExternType, scope: Scope) -> CoreExternT:
+    match t:
+        case ast.CoreFuncExternType(i):
+            ft = scope.get(Sort.CORE_TYPE, i)
+            if not isinstance(ft, CoreFuncT):
+                raise Fail(f"core type index {i} is not a function type")
+            return ft
+        case ast.CoreTableType(elem, lim):
+            return CoreTableT(core_valtype(elem), lim.min, lim.max, lim.is64, lim.shared)
+        case ast.CoreMemoryType(lim):
+            return CoreMemoryT(lim.min, lim.max, lim.shared, lim.is64, lim.page_size_log2)
+        case ast.CoreGlobalType(vt, mut, shared):
+            return CoreGlobalT(core_valtype(vt), mut, shared)
+        case ast.CoreTagType(i):
+            ft = scope.get(Sort.CORE_TYPE, i)
+            if not isinstance(ft, CoreFuncT):
+                raise Fail(f"core type index {i} is not a function type")
+            return CoreTagT(ft)
+    raise Fail(f"unknown core extern type {t!r}")
+
+
+def core_module_type(decls: tuple[ast.CoreModuleDecl, ...], parent: Scope, arena: Arena) -> CoreModuleT:
+    """Validate a ``core:moduletype`` (each with an initially empty type index space)."""
+    s = Scope(parent, is_component=False)
+    imports: list[tuple[str, str, CoreExternT]] = []
+    exports: list[tuple[str, CoreExternT]] = []
+    seen_imports: set[tuple[str, str]] = set()
+    for d in decls:
+        match d:
+            case ast.CoreImport(module, name, t):
+                if (module, name) in seen_imports:
+                    raise Fail(f"duplicate import name `{module}:{name}`")
+                seen_imports.add((module, name))
+                imports.append((module, name, core_externtype(t, s)))
+            case ast.CoreTypeDef(t):
+                if isinstance(t, ast.CoreModuleType):
+                    raise Fail("core module types cannot be nested")
+                for e in core_deftypes(t, s, arena):
+                    s.add(Sort.CORE_TYPE, e)
+            case ast.CoreOuterAlias(count, index):
+                v, _ = s.outer(count, Sort.CORE_TYPE, index)
+                if isinstance(v, CoreModuleT):
+                    raise Fail("outer alias of a core module type in a module type")
+                s.add(Sort.CORE_TYPE, v)
+            case ast.CoreExportDecl(name, t):
+                if any(n == name for n, _ in exports):
+                    raise Fail(f"export name `{name}` already defined")
+                exports.append((name, core_externtype(t, s)))
+    return CoreModuleT(tuple(imports), tuple(exports))
+
+
+# -- component types ---------------------------------------------------------------------
+
+
+class TypeContext:
+    """What type conversion needs from the enclosing walk."""
+
+    __slots__ = ("arena", "builder_weights")
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.builder_weights: dict[int, int] = {}
+
+    def builder(self, scope: Scope) -> ValTypeBuilder:
+        def lookup(i: int) -> DefType:
+            v = scope.get(Sort.TYPE, i)
+            assert isinstance(v, TypeV)
+            return v.t
+
+        b = ValTypeBuilder(lookup)
+        b.weights = self.builder_weights
+        return b
+
+    def deftype(self, d: ast.DefType, scope: Scope) -> DefType:
+        """A ``deftype`` other than a resource type."""
+        try:
+            match d:
+                case ast.FuncType():
+                    return self.builder(scope).functype(d)
+                case ast.ComponentType(decls):
+                    return self.declarators(decls, scope, is_component=True)
+                case ast.InstanceType(decls):
+                    return self.declarators(decls, scope, is_component=False)
+                case ast.ResourceType():
+                    raise Fail("resources can only be defined within a concrete component")
+            return self.builder(scope).defvaltype(d)
+        except TypeRuleError as exc:
+            raise Fail(str(exc)) from None
+
+    def externtype(self, et: ast.ExternType, scope: Scope, new_rid: Callable[[], int]) -> ExternT:
+        match et:
+            case ast.CoreModuleExternType(i):
+                t = scope.get(Sort.CORE_TYPE, i)
+                if not isinstance(t, CoreModuleT):
+                    raise Fail(f"core type index {i} is not a module type")
+                return t
+            case ast.FuncExternType(i):
+                t = scope.get(Sort.TYPE, i).t
+                if not isinstance(t, FuncType):
+                    raise Fail(f"type index {i} is not a function type")
+                return t
+            case ast.ValueExternType(bound):
+                if isinstance(bound, ast.ValueEqBound):
+                    v = scope.get(Sort.VALUE, bound.value_index)
+                    assert isinstance(v, ValueV)
+                    return v.t
+                try:
+                    return ValueT(self.builder(scope).valtype(bound))
+                except TypeRuleError as exc:
+                    raise Fail(str(exc)) from None
+            case ast.TypeExternType(ast.EqBound(i)):
+                return TypeT(scope.get(Sort.TYPE, i).t)
+            case ast.TypeExternType(ast.SubResourceBound()):
+                return TypeT(ResourceT(new_rid()))
+            case ast.ComponentExternType(i):
+                t = scope.get(Sort.TYPE, i).t
+                if not isinstance(t, ComponentT):
+                    raise Fail(f"type index {i} is not a component type")
+                return t
+            case ast.InstanceExternType(i):
+                t = scope.get(Sort.TYPE, i).t
+                if not isinstance(t, InstanceT):
+                    raise Fail(f"type index {i} is not an instance type")
+                return t
+        raise Fail(f"unknown extern type {et!r}")
+
+    def declarators(
+        self, decls: tuple[ast.ComponentDecl, ...], parent: Scope, *, is_component: bool
+    ) -> ComponentT | InstanceT:
+        s = Scope(parent, is_component=False)
+        imports: list[tuple[str, ExternT]] = []
+        exports: list[tuple[str, ExternT]] = []
+        imported: list[int] = []
+        exported: list[int] = []
+        import_names = NameSet("import")
+        export_names = NameSet("export")
+        resource_names: dict[str, int] = {}
+        for d in decls:
+            match d:
+                case ast.CoreTypeDef(t):
+                    for e in core_deftypes(t, s, self.arena):
+                        s.add(Sort.CORE_TYPE, e)
+                case ast.TypeDef(t):
+                    s.add(Sort.TYPE, TypeV(self.deftype(t, s)))
+                case ast.AliasExport(sort, inst, name):
+                    if sort not in (Sort.TYPE, Sort.INSTANCE):
+                        raise Fail("export aliases in types may only refer to types or instances")
+                    s.add(sort, alias_export(s, sort, inst, name))
+                case ast.AliasCoreExport():
+                    raise Fail("core export aliases are not valid in a type")
+                case ast.AliasOuter(sort, count, index):
+                    if sort not in (Sort.TYPE, Sort.CORE_TYPE):
+                        raise Fail("outer aliases in types may only refer to types or core types")
+                    s.add(sort, outer_alias(s, sort, count, index))
+                case ast.ImportDecl(name, et) | ast.ExportDecl(name, et):
+                    is_import = isinstance(d, ast.ImportDecl)
+                    if is_import and not is_component:
+                        raise Fail("instance types cannot have imports")
+                    created = imported if is_import else exported
+                    parsed = check_name(name, import_names if is_import else export_names)
+
+                    def new_rid(text: str = name.name, created: list[int] = created) -> int:
+                        rid = self.arena.new_resource(ResourceInfo(None, is_import, text))
+                        created.append(rid)
+                        return rid
+
+                    t = self.externtype(et, s, new_rid)
+                    check_annotated(parsed.kind, parsed.resource, parsed.label, t, resource_names)
+                    if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
+                        resource_names[name.name] = t.t.rid
+                    (imports if is_import else exports).append((name.name, t))
+                    add_typed_value(s, t, named=True)
+        if is_component:
+            return ComponentT(tuple(imports), tuple(exports), tuple(imported), tuple(exported))
+        return InstanceT(tuple(exports), tuple(exported))
+
+
+def check_name(name: ast.ExternName, names: NameSet) -> ParsedName:
+    try:
+        parsed = parse_extern_name(name.name)
+        names.add(parsed)
+    except NameError_ as exc:
+        raise Fail(str(exc)) from None
+    return ParsedName(parsed.kind, parsed.resource, parsed.label)
+
+
+class ParsedName:
+    __slots__ = ("kind", "label", "resource")
+
+    def __init__(self, kind: str, resource: str, label: str) -> None:
+        self.kind = kind
+        self.resource = resource
+        self.label = label
+
+
+def check_annotated(
+    kind: str, resource: str, label: str, t: ExternT, resources: dict[str, int]
+) -> None:
+    """The type rules of ``[constructor]``/``[method]``/``[static]`` names (Explainer.md §"Import and Export Definitions")."""
+    if kind not in ("constructor", "method", "static"):
+        return
+    if not isinstance(t, FuncType):
+        raise Fail(f"`[{kind}]{resource}` is not a func")
+    rid = resources.get(resource)
+    if rid is None:
+        if kind == "static":
+            raise Fail(f"static resource name is not known in this context: `{resource}`")
+        raise Fail(f"function does not match expected resource name `{resource}`")
+    from polyengine.types.model import Borrow, Own, Result
+
+    if kind == "constructor":
+        r = t.result
+        ok = isinstance(r, Own) and r.rt == rid
+        if isinstance(r, Result) and isinstance(r.ok, Own) and r.ok.rt == rid:
+            ok = True
+        if not ok:
+            raise Fail("function should return `(own $T)` or `(result (own $T))`")
+    elif kind == "method":
+        if not t.params:
+            raise Fail("function should have at least one argument")
+        pname, ptype = t.params[0]
+        if pname != "self":
+            raise Fail("function should have a first argument called `self`")
+        if not (isinstance(ptype, Borrow) and ptype.rt == rid):
+            raise Fail("function should take a first argument of `(borrow $T)`")
+
+
+def value_from_type(t: ExternT, path: tuple[str, ...] | None) -> Value:
+    """A value standing for an item of type ``t`` that is not defined here."""
+    from polyengine.translate._values import HostFunc
+    from polyengine.translate.plan import ImportedModule
+
+    match t:
+        case FuncType():
+            return FuncV(t, HostFunc(path) if path is not None else Unavailable("declared only"))
+        case InstanceT(exports):
+            return InstanceV(
+                {n: value_from_type(e, None if path is None else (*path, n)) for n, e in exports},
+                path,
+            )
+        case ComponentT():
+            return ComponentV(t, path=path)
+        case TypeT(d):
+            return TypeV(d, named=True)
+        case CoreModuleT():
+            return CoreModuleV(t, None if path is None else ImportedModule(path))
+        case ValueT():
+            return ValueV(t)
+
+
+_SORT_OF = {
+    FuncType: Sort.FUNC,
+    InstanceT: Sort.INSTANCE,
+    ComponentT: Sort.COMPONENT,
+    TypeT: Sort.TYPE,
+    CoreModuleT: Sort.CORE_MODULE,
+    ValueT: Sort.VALUE,
+}
+
+
+def sort_of_type(t: ExternT) -> Sort:
+    return _SORT_OF[type(t)]
+
+
+def add_typed_value(s: Scope, t: ExternT, *, named: bool) -> None:
+    v = value_from_type(t, None)
+    if isinstance(v, TypeV):
+        v = TypeV(v.t, named=named)
+    s.add(sort_of_type(t), v)
+
+
+_VALUE_SORT = {
+    FuncV: Sort.FUNC,
+    TypeV: Sort.TYPE,
+    InstanceV: Sort.INSTANCE,
+    ComponentV: Sort.COMPONENT,
+    CoreModuleV: Sort.CORE_MODULE,
+    ValueV: Sort.VALUE,
+}
+
+
+def sort_of_value(v: Value) -> Sort:
+    return _VALUE_SORT[type(v)]
+
+
+def alias_export(s: Scope, sort: Sort, inst: int, name: str) -> Value:
+    iv = s.get(Sort.INSTANCE, inst)
+    assert isinstance(iv, InstanceV)
+    v = iv.exports.get(name)
+    if v is None:
+        raise Fail(f"instance {inst} has no export named `{name}`")
+    if sort_of_value(v) is not sort:
+        raise Fail(f"export `{name}` for instance {inst} is not a {sort.text}")
+    return v
+
+
+def outer_alias(s: Scope, sort: Sort, count: int, index: int) -> object:
+    v, crossed = s.outer(count, sort, index)
+    if crossed and sort is Sort.TYPE and isinstance(v, TypeV) and _has_resources(v.t):
+        raise Fail("canonical outer alias of a type that transitively refers to resources")
+    return v
+
+
+def _has_resources(t: DefType) -> bool:
+    found: list[int] = []
+    match t:
+        case ResourceT():
+            return True
+        case FuncType():
+            for p in (*t.param_types(), *t.result_types()):
+                map_valtype(p, lambda r: (found.append(r), r)[1])
+        case InstanceT() | ComponentT():
+            from polyengine.types.subtype import map_extern
+
+            map_extern(t, lambda r: (found.append(r), r)[1])
+        case ValType():
+            map_valtype(t, lambda r: (found.append(r), r)[1])
+    return bool(found)

@@ -1,0 +1,191 @@
+"""What the index spaces of a component hold during translation (Explainer.md §"Index Spaces").
+
+Each definition of a component appends one *value* to the index space of its
+sort. A value carries its type (for validation) and where it comes from (for
+the Plan): a core item names a core instance export or a trampoline, a
+component function is a lift or a root import, an instance is a bag of
+named values. The :class:`Sink` collects the Plan's flat lists while a
+component is walked; a throw-away sink is used when a nested component
+definition is only being validated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from polyengine.binary import ast
+from polyengine.translate.plan import (
+    ComponentInstance,
+    CoreDef,
+    CoreInstance,
+    CoreModule,
+    Lift,
+    ModuleRef,
+    Trampoline,
+    TrampolineRef,
+)
+from polyengine.types.model import FuncType
+from polyengine.types.subtype import (
+    ComponentT,
+    CoreExternT,
+    CoreFuncT,
+    CoreModuleT,
+    DefType,
+    ExternT,
+    InstanceT,
+    TypeT,
+    ValueT,
+)
+
+# -- core values -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CoreItem:
+    """A core func/table/memory/global/tag: its type and where it lives (None when abstract)."""
+
+    kind: str
+    t: CoreExternT
+    ref: CoreDef | None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreModuleV:
+    t: CoreModuleT
+    ref: ModuleRef | None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreInstanceV:
+    exports: dict[str, CoreItem]
+
+
+CoreTypeV: TypeAlias = CoreFuncT | CoreModuleT | None  # None: a GC struct/array type
+
+
+# -- component values --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HostFunc:
+    """A function reached through a root import at ``path``."""
+
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A function that cannot run (it comes from an imported component type)."""
+
+    why: str
+
+
+FuncSrc: TypeAlias = HostFunc | Lift | Unavailable
+
+
+@dataclass(frozen=True, slots=True)
+class FuncV:
+    t: FuncType
+    src: FuncSrc
+
+
+@dataclass(frozen=True, slots=True)
+class TypeV:
+    """A type index entry; ``named`` marks an import/export-introduced (externally visible) index."""
+
+    t: DefType
+    named: bool = False
+
+
+@dataclass(slots=True)
+class InstanceV:
+    exports: dict[str, Value]
+    path: tuple[str, ...] | None = None  # set when the instance is (part of) a root import
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentV:
+    """A component: a definition to walk (``ast`` and its enclosing ``scope``) or an imported type."""
+
+    t: ComponentT | None
+    ast: ast.Component | None = None
+    scope: object = None  # the defining Scope (kept untyped to avoid a cycle)
+    path: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ValueV:
+    t: ValueT
+
+
+Value: TypeAlias = FuncV | TypeV | InstanceV | ComponentV | ValueV | CoreModuleV
+
+
+def type_of(v: Value) -> ExternT:
+    """The extern type of a component-level value."""
+    match v:
+        case FuncV():
+            return v.t
+        case TypeV():
+            return TypeT(v.t)
+        case InstanceV():
+            return InstanceT(tuple((n, type_of(x)) for n, x in v.exports.items()))
+        case ComponentV():
+            assert v.t is not None
+            return v.t
+        case ValueV():
+            return v.t
+        case CoreModuleV():
+            return v.t
+
+
+# -- resources ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ResourceInfo:
+    """Arena entry of one resource id; ``sink`` is the sink that created it (None: a type)."""
+
+    sink: int | None
+    imported: bool
+    name: str = ""
+    instance: int | None = None
+    import_path: tuple[str, ...] | None = None
+    rep: str = "i32"
+    dtor: CoreDef | None = None
+
+
+@dataclass(slots=True)
+class Arena:
+    """Global state of one translation: resource ids and caches."""
+
+    resources: list[ResourceInfo] = field(default_factory=list)
+    module_sigs: dict[int, CoreModuleT] = field(default_factory=dict)
+    next_sink: int = 0
+    fuel: int = 0
+
+    def new_resource(self, info: ResourceInfo) -> int:
+        self.resources.append(info)
+        return len(self.resources) - 1
+
+
+@dataclass(slots=True)
+class Sink:
+    """The Plan's flat lists under construction."""
+
+    id: int
+    modules: list[CoreModule] = field(default_factory=list)
+    module_index: dict[int, int] = field(default_factory=dict)
+    core_instances: list[CoreInstance] = field(default_factory=list)
+    trampolines: list[Trampoline] = field(default_factory=list)
+    component_instances: list[ComponentInstance] = field(default_factory=list)
+
+    def add_trampoline(self, t: Trampoline) -> TrampolineRef:
+        self.trampolines.append(t)
+        return TrampolineRef(len(self.trampolines) - 1)
+
+    def new_instance(self, parent: int | None, path: str) -> int:
+        i = len(self.component_instances)
+        self.component_instances.append(ComponentInstance(i, parent, path))
+        return i

@@ -1,0 +1,95 @@
+"""Translation artifacts and the translation envelope (python-mapping.md §7, amendment A4).
+
+An :class:`Artifacts` pairs a component binary with its :class:`Plan`. The
+envelope is the JSON document ``polyengine translate`` writes: the format
+name and version, the component's sha-256 and the plan. Reading an envelope
+back needs the same component bytes; a mismatched pair is refused loudly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan, plan_from_json, plan_to_json
+from polyengine.types.model import Json
+
+ENVELOPE_FORMAT = "polyengine.translation-envelope"
+ENVELOPE_VERSION = PLAN_FORMAT_VERSION
+
+
+class Artifacts:
+    """A translated component: the bytes, their sha-256 and the Plan."""
+
+    __slots__ = ("_bytes", "_plan", "_sha256")
+
+    def __init__(self, plan: Plan, component_bytes: bytes, sha256: str | None = None) -> None:
+        digest = hashlib.sha256(component_bytes).hexdigest()
+        if sha256 is not None and sha256 != digest:
+            raise ValueError(
+                f"component sha-256 {digest} does not match the expected {sha256}"
+            )
+        self._plan = plan
+        self._bytes = bytes(component_bytes)
+        self._sha256 = digest
+
+    @property
+    def plan(self) -> Plan:
+        return self._plan
+
+    @property
+    def component_bytes(self) -> bytes:
+        return self._bytes
+
+    @property
+    def sha256(self) -> str:
+        """Hex sha-256 of the component binary."""
+        return self._sha256
+
+    def module_bytes(self, index: int) -> bytes:
+        """The bytes of core module ``plan.modules[index]``."""
+        m = self._plan.modules[index]
+        return self._bytes[m.offset : m.offset + m.length]
+
+    def to_envelope(self) -> dict[str, Json]:
+        """The translation envelope: JSON-ready, deterministic under ``sort_keys``."""
+        return {
+            "format": ENVELOPE_FORMAT,
+            "version": ENVELOPE_VERSION,
+            "component_sha256": self._sha256,
+            "plan": plan_to_json(self._plan),
+        }
+
+    def __repr__(self) -> str:
+        return f"<Artifacts sha256={self._sha256[:12]} modules={len(self._plan.modules)}>"
+
+
+def artifacts_from_envelope(envelope: dict[str, Json], component_bytes: bytes) -> Artifacts:
+    """Rebuild :class:`Artifacts` from an envelope and the component it was made from.
+
+    Raises ``ValueError`` for an unknown format or version, and for a
+    component whose sha-256 differs from the envelope's (naming both hashes).
+    """
+    if not isinstance(envelope, dict) or envelope.get("format") != ENVELOPE_FORMAT:
+        got = envelope.get("format") if isinstance(envelope, dict) else type(envelope).__name__
+        raise ValueError(f"not a translation envelope (format {got!r}, expected {ENVELOPE_FORMAT!r})")
+    version = envelope.get("version")
+    if version != ENVELOPE_VERSION:
+        raise ValueError(
+            f"unsupported translation envelope version {version!r} "
+            f"(this polyengine reads version {ENVELOPE_VERSION})"
+        )
+    expected = envelope.get("component_sha256")
+    actual = hashlib.sha256(component_bytes).hexdigest()
+    if expected != actual:
+        raise ValueError(
+            f"translation envelope is for component sha-256 {expected}, "
+            f"but the component bytes given have sha-256 {actual}"
+        )
+    plan_json = envelope.get("plan")
+    if not isinstance(plan_json, dict):
+        raise ValueError("translation envelope has no plan")
+    plan = plan_from_json(plan_json)
+    for m in plan.modules:
+        if m.offset < 0 or m.offset + m.length > len(component_bytes):
+            raise ValueError("translation envelope names a core module outside the component")
+    return Artifacts(plan, component_bytes, actual)

@@ -1,0 +1,449 @@
+"""The Plan: a component flattened into what execution needs (Explainer.md §"Component definitions").
+
+Translation inlines every nested component instantiation of the root
+component, so the Plan has no nesting left: a list of core modules (byte
+ranges of the component binary), core instances in instantiation order whose
+imports are resolved to *core definitions*, trampolines (the core functions the
+``canon`` definitions make: lowered imports, adapters between two inner
+component instances, and the canonical built-ins), the resource types table
+that ``Own.rt``/``Borrow.rt`` index, the flattened component instances that
+own per-instance state, and the root's imports and exports with full types.
+
+Ordering contract: ``core_instances`` must be instantiated in order. A
+trampoline may name, in its options, a memory or realloc of a core instance
+that comes *later* than an instance importing the trampoline (the usual
+shim/fixup table pattern), so options are resolved when the trampoline is
+called, never when it is created.
+
+Every class is a frozen dataclass made of ints, strs, bools, tuples, ``None``
+and the value types of :mod:`polyengine.types.model`; :func:`plan_to_json`
+and :func:`plan_from_json` convert losslessly and deterministically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from polyengine.types.model import (
+    FuncType,
+    Json,
+    ValType,
+    functype_from_json,
+    functype_to_json,
+    valtype_from_json,
+    valtype_to_json,
+)
+
+PLAN_FORMAT_VERSION = 1
+
+
+# -- core definitions -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CoreModule:
+    """A core module embedded in the component: ``data[offset:offset+length]``."""
+
+    offset: int
+    length: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoreExport:
+    """The export ``name`` (of kind ``kind``) of ``Plan.core_instances[instance]``."""
+
+    instance: int
+    name: str
+    kind: str = "func"
+
+
+@dataclass(frozen=True, slots=True)
+class TrampolineRef:
+    """The core function ``Plan.trampolines[index]``."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedCore:
+    """A core item supplied by the host through a root import (rarely used)."""
+
+    path: tuple[str, ...]
+    kind: str
+
+
+CoreDef: TypeAlias = CoreExport | TrampolineRef | ImportedCore
+
+
+@dataclass(frozen=True, slots=True)
+class CoreArg:
+    """One import of a core instantiation: ``(import "module" "name")`` bound to ``item``."""
+
+    module: str
+    name: str
+    kind: str
+    item: CoreDef
+
+
+@dataclass(frozen=True, slots=True)
+class StaticModule:
+    """``Plan.modules[index]``."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedModule:
+    """A core module the root component imports (``path`` names the import)."""
+
+    path: tuple[str, ...]
+
+
+ModuleRef: TypeAlias = StaticModule | ImportedModule
+
+
+@dataclass(frozen=True, slots=True)
+class CoreInstance:
+    """A core instantiation, owned by flattened component instance ``component_instance``.
+
+    ``args`` lists the module's imports in the module's import order.
+    """
+
+    module: ModuleRef
+    args: tuple[CoreArg, ...]
+    component_instance: int
+
+
+# -- canonical definitions ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CanonOptions:
+    """Canonical ABI options (CanonicalABI.md §"Canonical ABI Options").
+
+    ``instance`` is the flattened component instance whose core code the
+    options belong to (its handle tables, ``may_leave`` and poisoning apply).
+    """
+
+    instance: int
+    string_encoding: str = "utf8"
+    memory: CoreDef | None = None
+    realloc: CoreDef | None = None
+    post_return: CoreDef | None = None
+    is_async: bool = False
+    callback: CoreDef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lift:
+    """``canon lift``: the core function ``func`` presented as a component function."""
+
+    func: CoreDef
+    type: FuncType
+    options: CanonOptions
+
+
+@dataclass(frozen=True, slots=True)
+class LowerImport:
+    """``canon lower`` of a root import: calls the host function at ``path``."""
+
+    path: tuple[str, ...]
+    type: FuncType
+    options: CanonOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """``canon lower`` of a function lifted by another (or the same) component instance."""
+
+    lift: Lift
+    type: FuncType
+    options: CanonOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A canonical built-in (CanonicalABI.md §"Canonical definitions").
+
+    ``kind`` is the text-format name (``resource.new``, ``stream.read``,
+    ``waitable-set.wait``, ``task.return``, ...). Only the fields relevant to
+    the kind are set: ``resource`` (resource.*), ``type`` (stream.* and
+    future.*: the ``Stream``/``Future`` type itself), ``results`` (task.return),
+    ``options`` (task.return, stream/future read/write, error-context.new and
+    debug-message), ``is_async`` (the cancel built-ins), ``cancellable``
+    (waitable-set.wait/poll, thread.*), ``memory`` (waitable-set.wait/poll),
+    ``context_type``/``index`` (context.get/set), ``table``/``core_type``
+    (thread.new-indirect).
+    """
+
+    kind: str
+    instance: int
+    resource: int | None = None
+    type: ValType | None = None
+    results: tuple[ValType, ...] | None = None
+    options: CanonOptions | None = None
+    is_async: bool = False
+    cancellable: bool = False
+    memory: CoreDef | None = None
+    context_type: str | None = None
+    index: int | None = None
+    table: CoreDef | None = None
+    core_type: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+
+Trampoline: TypeAlias = LowerImport | Adapter | Builtin
+
+
+# -- resources and instances ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    """One entry of the resource table (Explainer.md §"Resource types").
+
+    A defined resource belongs to the flattened component instance
+    ``instance`` that defined it (a new one per instantiation); an imported one
+    comes from the host through the root import ``import_path``.
+    """
+
+    name: str
+    imported: bool
+    instance: int | None = None
+    import_path: tuple[str, ...] | None = None
+    rep: str = "i32"
+    dtor: CoreDef | None = None
+    dtor_async: bool = False
+    dtor_callback: CoreDef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentInstance:
+    """A flattened component instance (0 is the root); ``path`` names how it was reached."""
+
+    id: int
+    parent: int | None
+    path: str
+
+
+# -- types of imports and exports -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FuncDesc:
+    type: FuncType
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDesc:
+    """An exported/imported type: a value type, or a resource (``resource`` indexes the table)."""
+
+    type: ValType | None = None
+    resource: int | None = None
+    func: FuncType | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceDesc:
+    exports: tuple[tuple[str, ExternDesc], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentDesc:
+    imports: tuple[tuple[str, ExternDesc], ...]
+    exports: tuple[tuple[str, ExternDesc], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleDesc:
+    """A core module type: imports as (module, name, kind), exports as (name, kind)."""
+
+    imports: tuple[tuple[str, str, str], ...]
+    exports: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ValueDesc:
+    type: ValType
+
+
+ExternDesc: TypeAlias = FuncDesc | TypeDesc | InstanceDesc | ComponentDesc | ModuleDesc | ValueDesc
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """A root import, by its full name (``wasi:cli/stdout@0.2.0``, ``f``, ...)."""
+
+    name: str
+    desc: ExternDesc
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedItem:
+    """An export that re-exports (part of) a root import."""
+
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedInstance:
+    items: tuple[Export, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedType:
+    desc: TypeDesc
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedModule:
+    module: ModuleRef
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """An export execution cannot use directly (a component definition)."""
+
+    kind: str
+
+
+ExportItem: TypeAlias = Lift | ImportedItem | ExportedInstance | ExportedType | ExportedModule | Opaque
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    name: str
+    desc: ExternDesc
+    item: ExportItem
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A component flattened for execution (see the module docstring)."""
+
+    modules: tuple[CoreModule, ...]
+    core_instances: tuple[CoreInstance, ...]
+    trampolines: tuple[Trampoline, ...]
+    resources: tuple[ResourceType, ...]
+    component_instances: tuple[ComponentInstance, ...]
+    imports: tuple[Import, ...]
+    exports: tuple[Export, ...]
+
+    def uses_async(self) -> bool:
+        """True when anything in the plan needs the async machinery."""
+        for tr in self.trampolines:
+            if isinstance(tr, Builtin):
+                if tr.kind not in _SYNC_BUILTINS:
+                    return True
+            elif tr.options.is_async or tr.type.is_async:
+                return True
+        return any(
+            isinstance(e.item, Lift) and (e.item.options.is_async or e.item.type.is_async)
+            for e in _walk_exports(self.exports)
+        )
+
+
+_SYNC_BUILTINS = frozenset({"resource.new", "resource.drop", "resource.rep"})
+
+
+def _walk_exports(exports: tuple[Export, ...]) -> list[Export]:
+    out: list[Export] = []
+    for e in exports:
+        out.append(e)
+        if isinstance(e.item, ExportedInstance):
+            out.extend(_walk_exports(e.item.items))
+    return out
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+_CLASSES: dict[str, type[Any]] = {
+    cls.__name__: cls
+    for cls in (
+        CoreModule,
+        CoreExport,
+        TrampolineRef,
+        ImportedCore,
+        CoreArg,
+        StaticModule,
+        ImportedModule,
+        CoreInstance,
+        CanonOptions,
+        Lift,
+        LowerImport,
+        Adapter,
+        Builtin,
+        ResourceType,
+        ComponentInstance,
+        FuncDesc,
+        TypeDesc,
+        InstanceDesc,
+        ComponentDesc,
+        ModuleDesc,
+        ValueDesc,
+        Import,
+        ImportedItem,
+        ExportedInstance,
+        ExportedType,
+        ExportedModule,
+        Opaque,
+        Export,
+        Plan,
+    )
+}
+
+
+def _to_json(v: object) -> Json:
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, tuple):
+        return [_to_json(x) for x in v]
+    if isinstance(v, FuncType):
+        return {"$functype": functype_to_json(v)}
+    if isinstance(v, ValType):
+        return {"$valtype": valtype_to_json(v)}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        out: dict[str, Json] = {"$": type(v).__name__}
+        for f in dataclasses.fields(v):
+            out[f.name] = _to_json(getattr(v, f.name))
+        return out
+    raise AssertionError(f"not plan data: {v!r}")
+
+
+def _from_json(j: Json) -> Any:
+    if j is None or isinstance(j, bool | int | str):
+        return j
+    if isinstance(j, list):
+        return tuple(_from_json(x) for x in j)
+    if not isinstance(j, dict):
+        raise ValueError(f"unexpected JSON value in plan: {j!r}")
+    if "$functype" in j:
+        return functype_from_json(j["$functype"])
+    if "$valtype" in j:
+        return valtype_from_json(j["$valtype"])
+    name = j.get("$")
+    cls = _CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"unknown plan node {name!r}")
+    kwargs = {k: _from_json(v) for k, v in j.items() if k != "$"}
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"malformed plan node {name!r}: {exc}") from None
+
+
+def plan_to_json(plan: Plan) -> dict[str, Json]:
+    """The JSON form of ``plan`` (dicts, lists, strs, ints, bools, ``None``)."""
+    out = _to_json(plan)
+    assert isinstance(out, dict)
+    return out
+
+
+def plan_from_json(d: dict[str, Json]) -> Plan:
+    """Inverse of :func:`plan_to_json`; raises ``ValueError`` on malformed input."""
+    plan = _from_json(d)
+    if not isinstance(plan, Plan):
+        raise ValueError("JSON document is not a plan")
+    return plan

@@ -1,0 +1,515 @@
+"""Component and core extern types, resource substitution and subtyping.
+
+Explainer.md §"Type Definitions" and §"Subtyping": these are the types the
+validator assigns to every definition of every index space. Resource types
+are identified by integers ("resource ids"); instantiating a component type
+substitutes the resources it imports by the ones supplied and replaces the
+ones it exports (abstractly) by fresh ids. Value types are the structural
+dataclasses of :mod:`polyengine.types.model` with ``Own.rt``/``Borrow.rt``
+holding resource ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from polyengine.types.model import (
+    Borrow,
+    Case,
+    Enum,
+    Field,
+    Flags,
+    FuncType,
+    Future,
+    List,
+    Map,
+    Option,
+    Own,
+    Record,
+    Result,
+    Stream,
+    Tuple,
+    ValType,
+    Variant,
+)
+
+# -- core types --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CoreFuncT:
+    """A core function type; value types are spelled as in the text format (``i32``...)."""
+
+    params: tuple[str, ...]
+    results: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"[{' '.join(self.params)}] -> [{' '.join(self.results)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CoreTableT:
+    elem: str
+    min: int
+    max: int | None
+    is64: bool = False
+    shared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CoreMemoryT:
+    min: int
+    max: int | None
+    shared: bool = False
+    is64: bool = False
+    page_size_log2: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreGlobalT:
+    valtype: str
+    mutable: bool
+    shared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CoreTagT:
+    func: CoreFuncT
+
+
+CoreExternT: TypeAlias = CoreFuncT | CoreTableT | CoreMemoryT | CoreGlobalT | CoreTagT
+
+
+def core_kind(t: CoreExternT) -> str:
+    match t:
+        case CoreFuncT():
+            return "func"
+        case CoreTableT():
+            return "table"
+        case CoreMemoryT():
+            return "memory"
+        case CoreGlobalT():
+            return "global"
+        case CoreTagT():
+            return "tag"
+
+
+@dataclass(frozen=True, slots=True)
+class CoreModuleT:
+    imports: tuple[tuple[str, str, CoreExternT], ...]
+    exports: tuple[tuple[str, CoreExternT], ...]
+
+    def export(self, name: str) -> CoreExternT | None:
+        for n, t in self.exports:
+            if n == name:
+                return t
+        return None
+
+
+# -- component types ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceT:
+    """A resource type, by resource id."""
+
+    rid: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceT:
+    """An instance type; ``abstract`` lists the resource ids its type exports introduce."""
+
+    exports: tuple[tuple[str, ExternT], ...]
+    abstract: tuple[int, ...] = ()
+
+    def export(self, name: str) -> ExternT | None:
+        for n, t in self.exports:
+            if n == name:
+                return t
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentT:
+    """A component type; ``imported``/``exported`` are the abstract resource ids it binds."""
+
+    imports: tuple[tuple[str, ExternT], ...]
+    exports: tuple[tuple[str, ExternT], ...]
+    imported: tuple[int, ...] = ()
+    exported: tuple[int, ...] = ()
+
+
+DefType: TypeAlias = ValType | ResourceT | FuncType | InstanceT | ComponentT | CoreModuleT | CoreFuncT
+
+
+@dataclass(frozen=True, slots=True)
+class TypeT:
+    """The extern type of a ``type`` import/export: the type it is bound to."""
+
+    t: DefType
+
+
+@dataclass(frozen=True, slots=True)
+class ValueT:
+    t: ValType
+
+
+ExternT: TypeAlias = FuncType | InstanceT | ComponentT | TypeT | CoreModuleT | ValueT
+
+
+def extern_kind(t: ExternT) -> str:
+    match t:
+        case FuncType():
+            return "func"
+        case InstanceT():
+            return "instance"
+        case ComponentT():
+            return "component"
+        case TypeT():
+            return "type"
+        case CoreModuleT():
+            return "module"
+        case ValueT():
+            return "value"
+
+
+# -- substitution ------------------------------------------------------------------------
+
+
+def map_valtype(t: ValType, f: Callable[[int], int]) -> ValType:
+    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
+    match t:
+        case Own(rt):
+            return Own(f(rt))
+        case Borrow(rt):
+            return Borrow(f(rt))
+        case List(et, n):
+            return List(map_valtype(et, f), n)
+        case Record(fields):
+            return Record(tuple(Field(x.label, map_valtype(x.t, f)) for x in fields))
+        case Tuple(ts):
+            return Tuple(tuple(map_valtype(x, f) for x in ts))
+        case Variant(cases):
+            return Variant(
+                tuple(Case(c.label, None if c.t is None else map_valtype(c.t, f)) for c in cases)
+            )
+        case Option(ot):
+            return Option(map_valtype(ot, f))
+        case Result(ok, err):
+            return Result(
+                None if ok is None else map_valtype(ok, f),
+                None if err is None else map_valtype(err, f),
+            )
+        case Map(k, v):
+            return Map(map_valtype(k, f), map_valtype(v, f))
+        case Stream(st):
+            return Stream(None if st is None else map_valtype(st, f))
+        case Future(ft):
+            return Future(None if ft is None else map_valtype(ft, f))
+    return t
+
+
+def map_functype(t: FuncType, f: Callable[[int], int]) -> FuncType:
+    return FuncType(
+        tuple((n, map_valtype(p, f)) for n, p in t.params),
+        None if t.result is None else map_valtype(t.result, f),
+        t.is_async,
+    )
+
+
+def _map_def(t: DefType, f: Callable[[int], int]) -> DefType:
+    match t:
+        case ResourceT(rid):
+            return ResourceT(f(rid))
+        case FuncType():
+            return map_functype(t, f)
+        case InstanceT() | ComponentT():
+            return map_extern(t, f)  # type: ignore[return-value]
+        case CoreModuleT() | CoreFuncT():
+            return t
+    assert isinstance(t, ValType)
+    return map_valtype(t, f)
+
+
+def map_extern(t: ExternT, f: Callable[[int], int]) -> ExternT:
+    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
+    match t:
+        case FuncType():
+            return map_functype(t, f)
+        case InstanceT(exports, abstract):
+            return InstanceT(tuple((n, map_extern(e, f)) for n, e in exports), tuple(map(f, abstract)))
+        case ComponentT(imports, exports, imported, exported):
+            return ComponentT(
+                tuple((n, map_extern(e, f)) for n, e in imports),
+                tuple((n, map_extern(e, f)) for n, e in exports),
+                tuple(map(f, imported)),
+                tuple(map(f, exported)),
+            )
+        case TypeT(d):
+            return TypeT(_map_def(d, f))
+        case ValueT(v):
+            return ValueT(map_valtype(v, f))
+        case CoreModuleT():
+            return t
+
+
+def substitute(t: ExternT, mapping: Mapping[int, int]) -> ExternT:
+    if not mapping:
+        return t
+    return map_extern(t, lambda r: mapping.get(r, r))
+
+
+def resources_of_valtype(t: ValType, out: set[int]) -> None:
+    map_valtype(t, lambda r: (out.add(r), r)[1])
+
+
+# -- subtyping ---------------------------------------------------------------------------
+
+
+class Mismatch(Exception):
+    """A subtyping check failed; the message names the first difference."""
+
+
+def _describe(t: object) -> str:
+    if isinstance(t, ValType):
+        name = type(t).__name__.lower()
+        return {"s8": "s8", "errorcontext": "error-context"}.get(name, name)
+    return type(t).__name__
+
+
+_PRIMS = ("Bool", "S8", "U8", "S16", "U16", "S32", "U32", "S64", "U64", "F32", "F64", "Char",
+          "String", "ErrorContext")
+
+
+def check_valtype(a: ValType, b: ValType, bind: dict[int, int] | None = None) -> None:
+    """Require value type ``a`` to be a subtype of (here: equal to) ``b``."""
+    if a == b:
+        return
+    if bind:
+        b = map_valtype(b, lambda r: bind.get(r, r))
+        if a == b:
+            return
+    an, bn = type(a).__name__, type(b).__name__
+    if an != bn:
+        if an in _PRIMS and bn in _PRIMS:
+            raise Mismatch(f"expected primitive `{_describe(b)}` found primitive `{_describe(a)}`")
+        if bn in _PRIMS:
+            raise Mismatch(f"expected primitive, found {_describe(a)}")
+        raise Mismatch(f"expected {_describe(b)}, found {_describe(a)}")
+    match a, b:
+        case Record(fa), Record(fb):
+            if len(fa) != len(fb):
+                raise Mismatch(f"expected {len(fb)} fields, found {len(fa)}")
+            for x, y in zip(fa, fb, strict=True):
+                if x.label != y.label:
+                    raise Mismatch(f"expected field name `{y.label}`, found `{x.label}`")
+                _nested(x.t, y.t, bind, f"type mismatch in record field `{x.label}`")
+        case Tuple(ta), Tuple(tb):
+            if len(ta) != len(tb):
+                raise Mismatch(f"expected {len(tb)} types, found {len(ta)}")
+            for i, (x, y) in enumerate(zip(ta, tb, strict=True)):
+                _nested(x, y, bind, f"type mismatch in tuple field {i}")
+        case Variant(ca), Variant(cb):
+            if len(ca) != len(cb):
+                raise Mismatch(f"expected {len(cb)} cases, found {len(ca)}")
+            for x, y in zip(ca, cb, strict=True):
+                if x.label != y.label:
+                    raise Mismatch(f"expected case named `{y.label}`, found `{x.label}`")
+                if x.t is None and y.t is not None:
+                    raise Mismatch(f"expected case `{x.label}` to have a type, found none")
+                if x.t is not None and y.t is None:
+                    raise Mismatch(f"expected case `{x.label}` to have no type")
+                if x.t is not None and y.t is not None:
+                    _nested(x.t, y.t, bind, f"type mismatch in variant case `{x.label}`")
+        case Enum(la), Enum(lb):
+            if la != lb:
+                raise Mismatch("mismatch in enum elements")
+        case Flags(la), Flags(lb):
+            if la != lb:
+                raise Mismatch("mismatch in flags elements")
+        case Result(oa, ea), Result(ob, eb):
+            _opt(oa, ob, bind, "ok")
+            _opt(ea, eb, bind, "err")
+        case Option(x), Option(y):
+            _nested(x, y, bind, "type mismatch in option")
+        case List(x, n), List(y, m):
+            if n != m:
+                raise Mismatch("mismatch in list length")
+            _nested(x, y, bind, "type mismatch in list element")
+        case (Own(x), Own(y)) | (Borrow(x), Borrow(y)):
+            if x != y:
+                raise Mismatch("resource types are not the same")
+        case _:
+            raise Mismatch(f"expected {_describe(b)}, found {_describe(a)}")
+
+
+def _nested(a: ValType, b: ValType, bind: dict[int, int] | None, context: str) -> None:
+    try:
+        check_valtype(a, b, bind)
+    except Mismatch as exc:
+        raise Mismatch(f"{context}: {exc}") from None
+
+
+def _opt(a: ValType | None, b: ValType | None, bind: dict[int, int] | None, what: str) -> None:
+    if a is None and b is not None:
+        raise Mismatch(f"expected {what} type, but found none")
+    if a is not None and b is None:
+        raise Mismatch(f"expected {what} type to not be present")
+    if a is not None and b is not None:
+        _nested(a, b, bind, f"type mismatch in {what} variant")
+
+
+def check_functype(a: FuncType, b: FuncType, bind: dict[int, int] | None = None) -> None:
+    """Require component function type ``a`` to be a subtype of ``b``."""
+    if a.is_async != b.is_async:
+        raise Mismatch("mismatch in async attribute of function")
+    if len(a.params) != len(b.params):
+        raise Mismatch(f"expected {len(b.params)} parameters, found {len(a.params)}")
+    for (na, ta), (nb, tb) in zip(a.params, b.params, strict=True):
+        if na != nb:
+            raise Mismatch(f"expected parameter named `{nb}`, found `{na}`")
+        _nested(ta, tb, bind, f"type mismatch in function parameter `{na}`")
+    if a.result is None and b.result is not None:
+        raise Mismatch("expected a result, found none")
+    if a.result is not None and b.result is None:
+        raise Mismatch("expected no result, found one")
+    if a.result is not None and b.result is not None:
+        _nested(a.result, b.result, bind, "type mismatch with result type")
+
+
+def check_core_extern(a: CoreExternT, b: CoreExternT) -> None:
+    """Require core extern type ``a`` to match ``b`` (core spec §"Import subtyping")."""
+    ka, kb = core_kind(a), core_kind(b)
+    if ka != kb:
+        raise Mismatch(f"expected {kb}, found {ka}")
+    match a, b:
+        case CoreFuncT(), CoreFuncT():
+            if a != b:
+                raise Mismatch(f"expected: (func {b}), found (func {a})")
+        case CoreTableT(), CoreTableT():
+            if a.elem != b.elem:
+                raise Mismatch(f"expected table element type {b.elem}, found {a.elem}")
+            if a.is64 != b.is64 or not _limits_ok(a.min, a.max, b.min, b.max):
+                raise Mismatch("mismatch in table limits")
+        case CoreMemoryT(), CoreMemoryT():
+            if a.shared != b.shared:
+                raise Mismatch("mismatch in the shared flag for memories")
+            if a.is64 != b.is64 or a.page_size_log2 != b.page_size_log2:
+                raise Mismatch("mismatch in index type used for memories")
+            if not _limits_ok(a.min, a.max, b.min, b.max):
+                raise Mismatch("mismatch in memory limits")
+        case CoreGlobalT(), CoreGlobalT():
+            if a.mutable != b.mutable:
+                raise Mismatch("global types differ in mutability")
+            if a.valtype != b.valtype:
+                raise Mismatch(f"expected global type {b.valtype}, found {a.valtype}")
+        case CoreTagT(), CoreTagT():
+            if a.func != b.func:
+                raise Mismatch("tag types differ")
+
+
+def _limits_ok(amin: int, amax: int | None, bmin: int, bmax: int | None) -> bool:
+    if amin < bmin:
+        return False
+    if bmax is None:
+        return True
+    return amax is not None and amax <= bmax
+
+
+def check_module(a: CoreModuleT, b: CoreModuleT) -> None:
+    """Require core module type ``a`` to be a subtype of ``b``."""
+    bimports = {(m, n): t for m, n, t in b.imports}
+    for m, n, t in a.imports:
+        bt = bimports.get((m, n))
+        if bt is None:
+            raise Mismatch(f"missing expected import `{m}::{n}`")
+        try:
+            check_core_extern(bt, t)
+        except Mismatch as exc:
+            raise Mismatch(f"type mismatch in import `{m}::{n}`: {exc}") from None
+    for n, t in b.exports:
+        at = a.export(n)
+        if at is None:
+            raise Mismatch(f"missing expected export `{n}`")
+        try:
+            check_core_extern(at, t)
+        except Mismatch as exc:
+            raise Mismatch(f"type mismatch in export `{n}`: {exc}") from None
+
+
+def check_extern(a: ExternT, b: ExternT, bind: dict[int, int], bindable: set[int]) -> None:
+    """Require ``a`` to be a subtype of ``b``.
+
+    Resource ids of ``b`` in ``bindable`` that ``bind`` does not map yet are
+    bound to the corresponding resources of ``a`` as they are met (type
+    imports of a component being instantiated).
+    """
+    ka, kb = extern_kind(a), extern_kind(b)
+    if ka != kb:
+        raise Mismatch(f"expected {kb}, found {ka}")
+    match a, b:
+        case FuncType(), FuncType():
+            check_functype(a, b, bind)
+        case TypeT(da), TypeT(db):
+            _check_deftype(da, db, bind, bindable)
+        case InstanceT(), InstanceT():
+            for n, tb in b.exports:
+                ta = a.export(n)
+                if ta is None:
+                    raise Mismatch(f"missing expected export `{n}`")
+                try:
+                    check_extern(ta, tb, bind, bindable)
+                except Mismatch as exc:
+                    raise Mismatch(f"type mismatch in instance export `{n}`: {exc}") from None
+        case ComponentT(), ComponentT():
+            _check_component(a, b, bind, bindable)
+        case CoreModuleT(), CoreModuleT():
+            check_module(a, b)
+        case ValueT(va), ValueT(vb):
+            check_valtype(va, vb, bind)
+
+
+def _check_deftype(a: DefType, b: DefType, bind: dict[int, int], bindable: set[int]) -> None:
+    if isinstance(b, ResourceT):
+        if not isinstance(a, ResourceT):
+            raise Mismatch("expected resource, found defined type")
+        if b.rid in bindable and b.rid not in bind:
+            bind[b.rid] = a.rid
+            return
+        if bind.get(b.rid, b.rid) != a.rid:
+            raise Mismatch("resource types are not the same")
+        return
+    if isinstance(a, ResourceT):
+        raise Mismatch("expected defined type, found resource")
+    if isinstance(a, ValType) and isinstance(b, ValType):
+        check_valtype(a, b, bind)
+    elif isinstance(a, FuncType) and isinstance(b, FuncType):
+        check_functype(a, b, bind)
+    elif isinstance(a, InstanceT | ComponentT) and isinstance(b, InstanceT | ComponentT):
+        check_extern(a, b, bind, bindable)
+    elif isinstance(a, CoreModuleT) and isinstance(b, CoreModuleT):
+        check_module(a, b)
+    elif type(a) is not type(b):
+        raise Mismatch(f"expected {_describe(b)}, found {_describe(a)}")
+    elif a != b:
+        raise Mismatch("type mismatch")
+
+
+def _check_component(a: ComponentT, b: ComponentT, bind: dict[int, int], bindable: set[int]) -> None:
+    # Everything a imports must be provided by b's imports (contravariant).
+    bimports = dict(b.imports)
+    inner_bind: dict[int, int] = {}
+    for n, ta in a.imports:
+        tb = bimports.get(n)
+        if tb is None:
+            raise Mismatch(f"missing expected import `{n}`")
+        check_extern(tb, ta, inner_bind, set(a.imported))
+    aexports = dict(a.exports)
+    for n, tb in b.exports:
+        ta = aexports.get(n)
+        if ta is None:
+            raise Mismatch(f"missing expected export `{n}`")
+        check_extern(substitute(ta, inner_bind), tb, bind, bindable | set(b.exported))
