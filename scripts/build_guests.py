@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Build the real guest components of the test suite into the guest cache.
+
+Usage: ``scripts/build_guests.py [--only NAME]... [--force] [--list]``
+
+Each guest is built only when the cache (``$POLYENGINE_GUEST_CACHE`` or
+``~/.cache/polyengine/guests``) has no artifact for its current inputs. A guest
+whose toolchain is missing is reported as skipped; the exit status is non-zero
+only when a build fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+BUILD_MODULE = Path(__file__).resolve().parents[1] / "runtime" / "tests" / "guests" / "_build.py"
+
+
+def load_build_module() -> ModuleType:
+    """Import ``runtime/tests/guests/_build.py`` by path (the test folders are not packages)."""
+    name = "polyengine_guest_build"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BUILD_MODULE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    guests = load_build_module()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        choices=sorted(guests.GUESTS),
+        help="build only this guest (repeatable)",
+    )
+    parser.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    parser.add_argument("--list", action="store_true", help="list the guests and exit")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for name, spec in guests.GUESTS.items():
+            print(f"{name:16} {spec.toolchain:17} {spec.description}")
+        return 0
+
+    names = args.only or list(guests.GUESTS)
+    failed = 0
+    print(f"cache: {guests.cache_dir()}")
+    for name in names:
+        start = time.monotonic()
+        try:
+            path = guests.build(name, force=args.force, log=lambda msg: print("  " + msg))
+        except guests.ToolchainMissing as exc:
+            print(f"{name:16} skipped: {exc.reason}")
+            continue
+        except guests.GuestBuildError as exc:
+            failed += 1
+            print(f"{name:16} FAILED: {exc}")
+            continue
+        size = path.stat().st_size
+        print(f"{name:16} ok  {size / 1e6:6.1f} MB  {time.monotonic() - start:5.1f}s  {path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
