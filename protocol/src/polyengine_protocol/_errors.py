@@ -254,7 +254,8 @@ class SuspensionUnavailable(RuntimeError):
 
 
 def _is_branded_exception(value: object, key: str) -> bool:
-    return isinstance(value, BaseException) and has_brand(value, key)
+    # type() rather than isinstance(): a proxy's __class__ is never consulted.
+    return issubclass(type(value), BaseException) and has_brand(value, key)
 
 
 def is_component_exception(value: object) -> bool:
@@ -263,7 +264,12 @@ def is_component_exception(value: object) -> bool:
     A branded exception without a ``payload`` attribute is not one: its err
     value would be unreadable.
     """
-    return _is_branded_exception(value, COMPONENT_EXCEPTION) and hasattr(value, "payload")
+    if not _is_branded_exception(value, COMPONENT_EXCEPTION):
+        return False
+    try:
+        return hasattr(value, "payload")
+    except Exception:  # a payload property that raises is no readable payload
+        return False
 
 
 def is_trap(value: object) -> bool:

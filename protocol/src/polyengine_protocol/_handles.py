@@ -344,7 +344,7 @@ def define_realm_local(target: T) -> T:
 
 def is_realm_local(value: object) -> bool:
     """Whether ``value`` carries the realm-local pill (on its class or itself)."""
-    if isinstance(value, type):
+    if issubclass(type(value), type):
         return False
     try:
         if getattr(type(value), REALM_LOCAL_ATTRIBUTE, None) == REALM_LOCAL:
