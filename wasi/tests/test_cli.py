@@ -200,3 +200,13 @@ def test_bad_stdio_values_are_refused() -> None:
         wasi(stdin=3.5)
     with pytest.raises(TypeError, match="cannot write bytes"):
         wasi(stdout="text")
+
+
+def test_exit_error_is_recognized_by_brand_and_crosses_processes() -> None:
+    from polyengine_protocol import from_cloneable, is_wasi_exit, to_cloneable
+
+    error = ExitError(7)
+    assert is_wasi_exit(error)
+    back = from_cloneable(pickle.loads(pickle.dumps(to_cloneable(error))))
+    assert is_wasi_exit(back)
+    assert back.code == 7 and back.ok is False

@@ -233,3 +233,12 @@ def test_closed_streams_refuse_use() -> None:
     out.close()
     with pytest.raises(ComponentException):
         out.check_write()
+
+
+def test_pollable_carries_the_pollable_brand() -> None:
+    from polyengine_protocol import is_pollable, is_realm_local
+
+    clock = wasi()["wasi:clocks/monotonic-clock@0.2"]
+    pollable = clock.subscribe_duration(0)
+    assert is_pollable(pollable)
+    assert is_realm_local(pollable)

@@ -8,9 +8,11 @@ successfully and ``code`` is the process exit status it asked for.
 
 from __future__ import annotations
 
+from polyengine_protocol import WASI_EXIT, is_wasi_exit
+
 __all__ = ["ExitError", "WASI_EXIT_BRAND", "is_exit_error"]
 
-WASI_EXIT_BRAND = "polyengine.wasiExit/1"
+WASI_EXIT_BRAND = WASI_EXIT
 
 
 class ExitError(Exception):
@@ -21,7 +23,8 @@ class ExitError(Exception):
     def __init__(self, code: int, message: str | None = None) -> None:
         if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code <= 255:
             raise ValueError(f"exit status must be an int in 0..255, got {code!r}")
-        super().__init__(message or f"the guest exited with status {code}")
+        self.message = message or f"the guest exited with status {code}"
+        super().__init__(self.message)
         self.code = code
         self.ok = code == 0
 
@@ -31,6 +34,4 @@ class ExitError(Exception):
 
 def is_exit_error(value: object) -> bool:
     """Whether ``value`` carries the wasi exit brand (any copy, any class)."""
-    return getattr(type(value), "__polyengine_brand__", None) == WASI_EXIT_BRAND or (
-        getattr(value, "__polyengine_brand__", None) == WASI_EXIT_BRAND
-    )
+    return is_wasi_exit(value)

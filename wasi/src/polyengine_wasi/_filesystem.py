@@ -89,11 +89,11 @@ _FLAG_NAMES = ("read", "write", "file_integrity_sync", "data_integrity_sync",
                "requested_write_sync", "mutate_directory")
 
 
-def _fail(code: str, message: str) -> ComponentException:
+def _fail(code: str, message: str) -> ComponentException[str]:
     return ComponentException(code, message)
 
 
-def _from_os(op: str, exc: OSError) -> ComponentException:
+def _from_os(op: str, exc: OSError) -> ComponentException[str]:
     code = ERRNO_CODES.get(exc.errno or 0, "io")
     return ComponentException(code, f"{op}: {exc.strerror or exc}")
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NoReturn
 
-from polyengine_protocol import Trap, define_realm_local, suspending
+from polyengine_protocol import POLLABLE, Trap, define_realm_local, suspending
 
 __all__ = [
     "Pollable",
@@ -35,23 +34,23 @@ __all__ = [
     "monotonic_now",
 ]
 
-POLLABLE_BRAND = "polyengine.pollable/1"
-
-
 def monotonic_now() -> int:
     """The host's monotonic clock in nanoseconds (wasi:clocks monotonic-clock)."""
     return time.monotonic_ns()
 
 
+@define_realm_local
 class Pollable:
     """``wasi:io/poll.pollable``: readiness plus a way to wait for it.
+
+    Branded ``polyengine.pollable/1`` and realm-local (pickling refuses).
 
     ``ready`` is a zero-argument callable answering whether the event has
     happened; ``wait`` is a zero-argument callable returning an awaitable that
     completes at the next event that may have changed the answer.
     """
 
-    __polyengine_brand__ = POLLABLE_BRAND
+    __polyengine_brand__ = POLLABLE
 
     def __init__(
         self, ready: Callable[[], bool], wait: Callable[[], Awaitable[object]]
@@ -60,7 +59,6 @@ class Pollable:
             raise TypeError("Pollable(ready, wait) takes two callables")
         self._ready_fn = ready
         self._wait_fn = wait
-        define_realm_local(self)
 
     def ready(self) -> bool:
         """WIT ``[method]pollable.ready``: whether the event has happened."""
@@ -80,16 +78,6 @@ class Pollable:
     async def _block(self) -> None:
         while not self.ready():
             await self.wait()
-
-    def __reduce_ex__(self, protocol: object) -> NoReturn:
-        raise TypeError(
-            "a Pollable is realm-local and cannot be pickled; "
-            "proxy the interface across processes, not the handle"
-        )
-
-
-async def _never() -> None:
-    await asyncio.get_running_loop().create_future()
 
 
 async def _nothing() -> None:

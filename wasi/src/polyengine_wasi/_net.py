@@ -56,11 +56,11 @@ NETWORK_ERRNO: dict[int, str] = {
 }
 
 
-def socket_error(code: str, message: str) -> ComponentException:
+def socket_error(code: str, message: str) -> ComponentException[str]:
     return ComponentException(code, message)
 
 
-def from_os(op: str, exc: OSError) -> ComponentException:
+def from_os(op: str, exc: OSError) -> ComponentException[str]:
     return socket_error(NETWORK_ERRNO.get(exc.errno or 0, "unknown"),
                         f"{op}: {exc.strerror or exc}")
 

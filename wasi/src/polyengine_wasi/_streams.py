@@ -59,11 +59,11 @@ class IoError:
 _len = len  # the WIT parameter ``len`` shadows the builtin inside methods
 
 
-def _closed() -> ComponentException:
+def _closed() -> ComponentException[dict[str, object]]:
     return ComponentException({"kind": "closed"}, "the stream is closed")
 
 
-def _failed(exc: OSError) -> ComponentException:
+def _failed(exc: OSError) -> ComponentException[dict[str, object]]:
     err = IoError.from_os_error(exc)
     return ComponentException(
         {"kind": "last-operation-failed", "value": err}, err.to_debug_string()
