@@ -34,7 +34,9 @@ from __future__ import annotations
 import ctypes
 import inspect
 import itertools
+import sys
 from collections.abc import Awaitable, Callable, Sequence
+from types import FrameType
 from typing import Any, Protocol, TypeAlias
 
 from polyengine.errors import LinkError
@@ -374,13 +376,37 @@ class _FutureCall:
         return list(val_struct(func.results, with_kind=False).unpack_from(self.results))
 
 
+# Stack a Python recursion level may take on a fiber, counted generously
+# (measured: a level of ``repr`` recursion takes well under 1 KiB on CPython
+# 3.11).  The recursion limit on a fiber is clamped so that host Python
+# raises RecursionError (a trap) before it can overflow the fiber's stack.
+_BYTES_PER_LEVEL = 4096
+
+
+def _frame_depth() -> int:
+    depth = 0
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
+
+
 def _poll_future(state: _StoreState, fut: int, current: ParkableCall | None) -> bool:
+    """Poll one call future; the guest (and its host functions) run on its fiber."""
     prev = state.current_call
     state.current_call = current
     state.depth += 1
+    limit = sys.getrecursionlimit()
+    budget = state.fiber_budget
+    clamped = limit > budget
+    if clamped:
+        sys.setrecursionlimit(min(limit, _frame_depth() + budget))
     try:
         return bool(ffi.call_future_poll(fut))
     finally:
+        if clamped:
+            sys.setrecursionlimit(limit)
         state.depth -= 1
         state.current_call = prev
 

@@ -44,6 +44,7 @@ class _StoreState:
         "current_call",
         "depth",
         "engine",
+        "fiber_budget",
         "futures",
         "host_errors",
         "keepalive",
@@ -71,6 +72,9 @@ class _StoreState:
         self.current_call: Any = None
         # How many call futures of this store are being polled right now.
         self.depth = 0
+        # Python recursion levels that fit on a fiber next to the guest's stack.
+        config = engine.config
+        self.fiber_budget = max(50, (config.fiber_stack_size - config.max_wasm_stack) // 4096)
         self.owner_thread = threading.get_ident()
 
     def token(self) -> int:
