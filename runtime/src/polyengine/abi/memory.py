@@ -44,13 +44,14 @@ class BytearrayMemory:
     is caught by tests. ``realloc`` records every call in :attr:`calls` as
     ``(old_ptr, old_size, align, new_size, result)``.
 
-    ``realloc`` never reuses freed space: a shrink or grow returns a fresh
+    Addresses below ``heap_base`` are never handed out (tests use them as
+    scratch space). ``realloc`` never reuses freed space: a shrink or grow returns a fresh
     block at the bump pointer with the old block's bytes copied over (up to
     the smaller of the two sizes). ``max_pages`` bounds growth; past it
     ``realloc`` raises ``MemoryError`` (a trap in a real guest).
     """
 
-    def __init__(self, size: int = PAGE_SIZE, *, heap_base: int = 8, max_pages: int = 1 << 14):
+    def __init__(self, size: int = PAGE_SIZE, *, heap_base: int = 1024, max_pages: int = 1 << 14):
         self.buf = bytearray(size)
         self.next = heap_base
         self.max_pages = max_pages
