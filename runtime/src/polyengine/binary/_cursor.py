@@ -86,13 +86,21 @@ class Cursor:
             self.eof(what)
         return self.buf[self.pos]
 
-    def skip(self, n: int, what: str) -> int:
-        """Skip ``n`` bytes, returning the offset of the first one."""
+    def skip(self, n: int, what: str, length_offset: int | None = None) -> int:
+        """Skip ``n`` bytes, returning the offset of the first one. When they
+        run past ``end``, the error points at ``length_offset`` (the length
+        field that promised them) if given."""
         pos = self.pos
         if n > self.end - pos:
-            self.eof(what, self.end)
+            self._short(n, what, pos if length_offset is None else length_offset)
         self.pos = pos + n
         return pos
+
+    def _short(self, n: int, what: str, offset: int) -> NoReturn:
+        self.fail(
+            f"unexpected end-of-file: {what} of {n} bytes but only {self.end - self.pos} remain",
+            offset,
+        )
 
     def flag(self, what: str) -> bool:
         """A ``0x00``/``0x01`` boolean immediate (``async?``, ``cancel?``, ``sh?``)."""
@@ -199,7 +207,7 @@ class Cursor:
     def name(self, what: str = "a name") -> str:
         """A ``core:name``: a ``u32`` byte length and that many bytes of UTF-8."""
         buf = self.buf
-        pos = self.pos
+        start = pos = self.pos
         end = self.end
         if pos < end and buf[pos] < 0x80:
             n = buf[pos]
@@ -208,7 +216,8 @@ class Cursor:
             n = self._uleb(32, what)
             pos = self.pos
         if n > end - pos:
-            self.eof(what, end)
+            self.pos = pos
+            self._short(n, what, start)
         self.pos = pos + n
         try:
             return str(buf[pos : pos + n], "utf-8")

@@ -152,7 +152,11 @@ def _scan_core_module(c: Cursor) -> None:
         size = c.u32("a core section size")
         content = c.pos
         if size > end - content:
-            c.eof(f"core section {sid} (size {size})", end)
+            c.fail(
+                f"unexpected end-of-file: core section {sid} of {size} bytes but only "
+                f"{end - content} remain",
+                pos + 1,
+            )
         if sid == 0:
             saved_end = c.end
             c.end = content + size
@@ -363,8 +367,9 @@ def _sec_value(c: Cursor, defs: list[ast.Definition]) -> None:
     for _ in range(_vec(c, "values")):
         pos = c.pos
         t = read_valtype(c)
+        lpos = c.pos
         n = c.u32("a value length")
-        vpos = c.skip(n, "a value")
+        vpos = c.skip(n, "a value", lpos)
         defs.append(ast.Value(t, vpos, n, offset=pos))
 
 
