@@ -18,9 +18,9 @@ from .driver import HostCall as HostCall
 from .driver import run_to_completion as run_to_completion
 from .driver import start_host_call as start_host_call
 from .lift import CallbackCode as CallbackCode
+from .lift import CanonLift as CanonLift
+from .lift import CanonLower as CanonLower
 from .lift import CoreFunc as CoreFunc
-from .lift import LiftedFunc as LiftedFunc
-from .lift import LoweredFunc as LoweredFunc
 from .lift import canon_lift as canon_lift
 from .lift import canon_lower as canon_lower
 from .lift import lift_func as lift_func
@@ -31,7 +31,6 @@ from .sched import SchedulePolicy as SchedulePolicy
 from .store import HandleTable as HandleTable
 from .store import InstanceState as InstanceState
 from .store import Store as Store
-from .store import Table as Table
 from .streams import CopyResult as CopyResult
 from .streams import CopyState as CopyState
 from .streams import ReadableFutureEnd as ReadableFutureEnd
@@ -54,3 +53,4 @@ from .traps import TrapCode as TrapCode
 from .waitable import EventCode as EventCode
 from .waitable import Waitable as Waitable
 from .waitable import WaitableSet as WaitableSet
+from .values import TaskModelHooks as TaskModelHooks

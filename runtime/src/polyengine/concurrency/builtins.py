@@ -18,9 +18,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from polyengine.abi.memory import Memory
 from polyengine.types.model import ValType
 
-from .buffers import Memory
 from .lift import CoreFunc
 from .task import Subtask, Task
 from .thread import CoreVal, Suspends, Thread, run_activation

@@ -2,19 +2,21 @@
 
 Same calling convention as :mod:`.builtins`: ``canon_<name>(thread,
 *immediates, *flat_args)``. The immediates of a copy are the stream or
-future type and a :class:`CopyOptions` (``async``, the memory, and the
-element codec that the canonical ABI layer specializes for the element type
-and the built-in's options).
+future type and a :class:`CopyOptions`: the built-in's canonical options
+(``async``, ``memory``, ``realloc``, string encoding) and the element
+type's codec compiled for those options by the canonical ABI layer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
+from polyengine.abi.compile import Codec
+from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.types.model import Future, Stream
 
-from .buffers import MAX_LENGTH, ElemCodec, Memory, ReadableGuestBuffer, WritableGuestBuffer
+from .buffers import MAX_LENGTH, ReadableGuestBuffer, WritableGuestBuffer
 from .builtins import BLOCKED, get_handle
 from .streams import (
     CopyEnd,
@@ -53,11 +55,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class CopyOptions:
-    """Static options of a ``stream``/``future`` ``read``/``write`` built-in."""
+    """Static options of a ``stream``/``future`` ``read``/``write`` built-in.
 
-    async_: bool = False
-    memory: Memory | None = None
-    codec: ElemCodec | None = None
+    ``codec`` is ``None`` exactly for the element-less ``stream``/``future``.
+    """
+
+    opts: CanonicalOptions = field(default_factory=CanonicalOptions)
+    codec: Codec | None = None
+
+    @property
+    def async_(self) -> bool:
+        return self.opts.is_async
 
 
 def canon_stream_new(thread: Thread, stream_t: Stream) -> list[CoreVal]:
@@ -123,11 +131,12 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
 ) -> Suspends[list[CoreVal]]:
     what = "readable stream end" if end_t is ReadableStreamEnd else "writable stream end"
     e = _copy_prologue(thread, end_t, what, stream_t, opts.async_, i)
+    cx = LiftLowerContext(opts.opts, thread.inst.ci, None)
     buffer: ReadableGuestBuffer | WritableGuestBuffer
     if end_t is ReadableStreamEnd:
-        buffer = WritableGuestBuffer(stream_t.t, opts.codec, opts.memory, ptr, n)
+        buffer = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
     else:
-        buffer = ReadableGuestBuffer(stream_t.t, opts.codec, opts.memory, ptr, n)
+        buffer = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
 
     def stream_event(result: CopyResult, reclaim_buffer: ReclaimBuffer) -> EventTuple:
         reclaim_buffer()
@@ -198,11 +207,12 @@ def _future_copy(  # noqa: PLR0917 - the spec's parameter list
 ) -> Suspends[list[CoreVal]]:
     what = "readable future end" if end_t is ReadableFutureEnd else "writable future end"
     e = _copy_prologue(thread, end_t, what, future_t, opts.async_, i)
+    cx = LiftLowerContext(opts.opts, thread.inst.ci, None)
     buffer: ReadableGuestBuffer | WritableGuestBuffer
     if end_t is ReadableFutureEnd:
-        buffer = WritableGuestBuffer(future_t.t, opts.codec, opts.memory, ptr, 1)
+        buffer = WritableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
     else:
-        buffer = ReadableGuestBuffer(future_t.t, opts.codec, opts.memory, ptr, 1)
+        buffer = ReadableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
 
     def future_event(result: CopyResult) -> EventTuple:
         assert (buffer.remain() == 0) == (result is CopyResult.COMPLETED)

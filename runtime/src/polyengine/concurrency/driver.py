@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from .lift import LiftedFunc, start_task
+from .lift import CanonLift, start_task
 from .store import Store
 from .task import Task
 from .traps import Trap, TrapCode, ctrap, ctrap_if
@@ -84,7 +84,7 @@ class HostCall:
             inst.leave_to(None)
 
 
-def start_host_call(lf: LiftedFunc, args: list[Any]) -> HostCall:
+def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
     """Start a host→guest call of ``lf`` with lifted ``args``; run it until it blocks.
 
     Traps with "cannot enter component instance" when the instance is
@@ -127,7 +127,7 @@ def _tick_all(store: Store, limit: int | None = None) -> int:
     return n
 
 
-def run_to_completion(lf: LiftedFunc, args: list[Any]) -> list[Any] | None:
+def run_to_completion(lf: CanonLift, args: list[Any]) -> list[Any] | None:
     """Call ``lf`` from the host and drive the store until the call resolves.
 
     Returns the results (``None`` if the call was cancelled); raises the
@@ -177,7 +177,7 @@ class Driver:
 
     # -- calls ------------------------------------------------------------------
 
-    def call(self, lf: LiftedFunc, args: list[Any]) -> asyncio.Future[list[Any] | None]:
+    def call(self, lf: CanonLift, args: list[Any]) -> asyncio.Future[list[Any] | None]:
         """Start a host→guest call; the future gets its results or its trap."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Any] | None] = loop.create_future()
@@ -199,7 +199,7 @@ class Driver:
         self._ensure_runner()
         return fut
 
-    async def run(self, lf: LiftedFunc, args: list[Any]) -> list[Any] | None:
+    async def run(self, lf: CanonLift, args: list[Any]) -> list[Any] | None:
         """``await`` a host→guest call to completion."""
         return await self.call(lf, args)
 

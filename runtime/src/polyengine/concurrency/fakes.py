@@ -4,8 +4,8 @@ A *Python guest function* is a generator function ``fn(thread, flat_args)``
 that may ``yield from`` blocking built-ins and returns its flat results; it
 stands for a core wasm function. :func:`py_core` turns it into a
 :data:`~.lift.CoreFunc` (an activation per call, parking on each block, as
-the engine's wasmtime fibers do). :class:`FakeMemory` is a ``bytearray``
-with the ``view()`` interface of a guest memory.
+the engine's wasmtime fibers do). Guest memory in tests is the canonical ABI
+layer's :class:`~polyengine.abi.memory.BytearrayMemory`.
 """
 
 from __future__ import annotations
@@ -15,26 +15,14 @@ from typing import Any
 
 from polyengine.types.model import FuncType, ValType
 
-from .lift import CoreFunc, LiftedFunc, LoweredFunc, lift_func
+from .lift import CanonLift, CanonLower, CoreFunc, lift_func
 from .store import InstanceState
 from .task import FuncInst, Subtask, Task
 from .thread import CoreVal, GeneratorActivation, Suspends, Thread
 
-__all__ = ["FakeMemory", "PyCore", "py_core", "py_lifted", "py_lowered", "returns"]
+__all__ = ["PyCore", "py_core", "py_lifted", "py_lowered", "returns"]
 
 PyCore = Callable[[Thread, list[CoreVal]], Suspends[list[CoreVal]]]
-
-
-class FakeMemory:
-    """A linear memory backed by a ``bytearray`` (``view()`` like the engine's)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, size: int = 65536) -> None:
-        self.data = bytearray(size)
-
-    def view(self) -> memoryview:
-        return memoryview(self.data)
 
 
 def returns(*vals: CoreVal) -> Suspends[list[CoreVal]]:
@@ -70,10 +58,10 @@ def py_lifted(
     async_: bool = False,
     callback: PyCore | None = None,
     post_return: PyCore | None = None,
-) -> LiftedFunc:
+) -> CanonLift:
     """A lifted function over numeric flat values (values pass through as ints)."""
     ft = FuncType(tuple((f"p{i}", t) for i, t in enumerate(params)), result, is_async)
-    return LiftedFunc(
+    return CanonLift(
         ft=ft,
         inst=inst,
         callee=py_core(fn),
@@ -87,18 +75,18 @@ def py_lifted(
 
 
 def py_lowered(
-    callee: FuncInst | LiftedFunc,
+    callee: FuncInst | CanonLift,
     *,
     async_: bool = False,
     ft: FuncType | None = None,
     results: list[list[Any]] | None = None,
-) -> LoweredFunc:
+) -> CanonLower:
     """A lowered function passing numeric values through.
 
     For an async lower, results cannot go through an out-pointer here; they
     are appended to ``results`` when the subtask returns.
     """
-    if isinstance(callee, LiftedFunc):
+    if isinstance(callee, CanonLift):
         ft = callee.ft
         fi = lift_func(callee)
     else:
@@ -116,6 +104,6 @@ def py_lowered(
             return []
         return [int(v) for v in vs]
 
-    return LoweredFunc(
+    return CanonLower(
         callee=fi, ft=ft, lift_params=lift_params, lower_results=lower_results, async_=async_
     )

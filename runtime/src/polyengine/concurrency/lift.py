@@ -3,7 +3,7 @@
 
 The per-function static parts (types, options, and the value lifters and
 lowerers that the canonical ABI layer specializes once per type) are bundled
-in :class:`LiftedFunc` and :class:`LoweredFunc`; the dynamic parts are the
+in :class:`CanonLift` and :class:`CanonLower`; the dynamic parts are the
 spec's ``on_start``/``on_resolve`` callbacks. Core functions are started
 through :data:`CoreFunc`, which the engine implements by starting a
 parkable wasmtime call on the given thread.
@@ -27,8 +27,8 @@ from .waitable import EventCode, EventTuple, WaitableSet
 __all__ = [
     "CallbackCode",
     "CoreFunc",
-    "LiftedFunc",
-    "LoweredFunc",
+    "CanonLift",
+    "CanonLower",
     "canon_lift",
     "canon_lower",
     "lift_func",
@@ -58,7 +58,7 @@ def unpack_callback_result(packed: int) -> tuple[CallbackCode, int]:
 
 
 @dataclass(slots=True)
-class LiftedFunc:
+class CanonLift:
     """A lifted function: core callee plus what ``canon lift`` fixed statically.
 
     ``lower_args(task, values)`` lowers the arguments into the callee
@@ -79,7 +79,7 @@ class LiftedFunc:
 
 
 def start_task(
-    lf: LiftedFunc,
+    lf: CanonLift,
     on_start: OnStart,
     on_resolve: OnResolve,
     caller: InstanceState | None,
@@ -181,13 +181,13 @@ def _single_i32(flat: list[CoreVal]) -> int:
 
 
 def canon_lift(
-    lf: LiftedFunc, on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None
+    lf: CanonLift, on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None
 ) -> OnCancel:
     """``canon lift`` (§``canon lift``): start the call, return its cancel request."""
     return start_task(lf, on_start, on_resolve, caller).request_cancellation
 
 
-def lift_func(lf: LiftedFunc) -> FuncInst:
+def lift_func(lf: CanonLift) -> FuncInst:
     """The callable component function of ``lf`` (§Embedding ``Store.lift``).
 
     Guards Component Invariant #2 (no reentrance: "cannot enter component
@@ -212,7 +212,7 @@ def lift_func(lf: LiftedFunc) -> FuncInst:
 
 
 @dataclass(slots=True)
-class LoweredFunc:
+class CanonLower:
     """A lowered function: the callee plus what ``canon lower`` fixed statically.
 
     ``lift_params(subtask, flat_args)`` lifts the arguments out of the
@@ -229,7 +229,7 @@ class LoweredFunc:
 
 
 def canon_lower(
-    lf: LoweredFunc, thread: Thread, flat_args: list[CoreVal]
+    lf: CanonLower, thread: Thread, flat_args: list[CoreVal]
 ) -> Suspends[list[CoreVal]]:
     """``canon lower`` (§``canon lower``): call ``lf.callee`` from ``thread``.
 

@@ -11,18 +11,18 @@ handle table is passed in, so both layers index one table).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from polyengine.abi.resources import ComponentInstance, Table
 
 from .sched import SchedulePolicy
-from .traps import Trap, TrapCode, ctrap, ctrap_if
+from .traps import Trap, TrapCode, ctrap_if
 
 if TYPE_CHECKING:
     from .thread import Thread
 
-__all__ = ["HandleTable", "InstanceState", "Store", "Table"]
-
-E = TypeVar("E")
+__all__ = ["HandleTable", "InstanceState", "Store"]
 
 
 class HandleTable(Protocol):
@@ -35,129 +35,100 @@ class HandleTable(Protocol):
     def remove(self, i: int) -> object: ...
 
 
-class Table(Generic[E]):
-    """A slot table with index 0 reserved and freed slots reused (§Table State)."""
-
-    MAX_LENGTH = 2**28 - 1
-
-    __slots__ = ("array", "free")
-
-    def __init__(self) -> None:
-        self.array: list[E | None] = [None]
-        self.free: list[int] = []
-
-    def __iter__(self) -> Iterator[E]:
-        return (e for e in list(self.array) if e is not None)
-
-    def __len__(self) -> int:
-        return len(self.array) - 1 - len(self.free)
-
-    def get(self, i: int) -> E:
-        ctrap_if(not 0 <= i < len(self.array), TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
-        e = self.array[i]
-        if e is None:
-            ctrap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
-        return e
-
-    def add(self, e: E) -> int:
-        if self.free:
-            i = self.free.pop()
-            assert self.array[i] is None
-            self.array[i] = e
-        else:
-            i = len(self.array)
-            ctrap_if(i > Table.MAX_LENGTH, TrapCode.INVALID_HANDLE, "handle table full")
-            self.array.append(e)
-        return i
-
-    def remove(self, i: int) -> E:
-        e = self.get(i)
-        self.array[i] = None
-        self.free.append(i)
-        return e
-
-
 class InstanceState:
     """Concurrency state of one component instance (§Component Instances).
 
-    ``may_enter``/``may_leave`` guard Component Invariant #2 and the
-    no-leave windows (realloc, post-return); ``backpressure`` is the
-    ``backpressure.inc``/``dec`` counter; ``exclusive_thread`` holds the
-    implicit lock taken by sync-lifted and callback-lifted async exports;
-    ``poisoned`` is the trap that escaped this instance, after which it can
-    no longer be entered.
+    Wraps the canonical ABI's :class:`~polyengine.abi.resources.ComponentInstance`
+    (``ci``: the handle table shared by resources and waitables, and the
+    ``may_enter``/``may_leave`` flags) and adds the task-model fields:
+    ``threads`` (the thread table), ``backpressure`` (the
+    ``backpressure.inc``/``dec`` counter), ``num_waiting_to_enter``,
+    ``exclusive_thread`` (the implicit lock taken by sync-lifted and
+    callback-lifted async exports) and ``poisoned`` (the trap that escaped
+    this instance, after which it can no longer be entered).
     """
 
     __slots__ = (
         "backpressure",
+        "ci",
         "exclusive_thread",
-        "handles",
-        "may_enter",
-        "may_leave",
-        "name",
         "num_waiting_to_enter",
-        "parent",
         "poisoned",
         "store",
         "threads",
     )
 
     store: Store
-    parent: InstanceState | None
+    ci: ComponentInstance
 
     def __init__(
         self,
         store: Store,
-        handles: HandleTable | None = None,
+        ci: ComponentInstance | None = None,
+        *,
         parent: InstanceState | None = None,
         name: str = "",
     ) -> None:
-        assert parent is None or parent.store is store
+        if ci is None:
+            ci = ComponentInstance(parent.ci if parent is not None else None, name)
+        else:
+            assert parent is None or ci.parent is parent.ci
+        assert ci not in store.states, "instance registered twice"
         self.store = store
-        self.parent = parent
-        self.name = name
-        self.handles: HandleTable = handles if handles is not None else Table[object]()
+        self.ci = ci
         self.threads: Table[Thread] = Table()
-        self.may_enter = True
-        self.may_leave = True
         self.backpressure = 0
         self.num_waiting_to_enter = 0
         self.exclusive_thread: Thread | None = None
         self.poisoned: Trap | None = None
-        store.instances.append(self)
+        store.states[ci] = self
 
     def __repr__(self) -> str:
-        return f"<InstanceState {self.name or hex(id(self))}>"
+        return f"<InstanceState {self.ci.name or hex(id(self))}>"
 
-    def self_and_ancestors(self) -> set[InstanceState]:
-        s = {self}
-        a = self.parent
-        while a is not None:
-            s.add(a)
-            a = a.parent
-        return s
+    @property
+    def handles(self) -> HandleTable:
+        return self.ci.handles
 
-    def entering_set(self, caller: InstanceState | None) -> set[InstanceState]:
-        if caller is not None:
-            return self.self_and_ancestors() - caller.self_and_ancestors()
-        return self.self_and_ancestors()
+    @property
+    def may_leave(self) -> bool:
+        return self.ci.may_leave
+
+    @may_leave.setter
+    def may_leave(self, v: bool) -> None:
+        self.ci.may_leave = v
+
+    @property
+    def may_enter(self) -> bool:
+        return self.ci.may_enter
+
+    @property
+    def parent(self) -> InstanceState | None:
+        p = self.ci.parent
+        return None if p is None else self.store.states.get(p)
+
+    def _entering(self, caller: InstanceState | None) -> set[ComponentInstance]:
+        return self.ci.entering_set(caller.ci if caller is not None else None)
 
     def may_enter_from(self, caller: InstanceState | None) -> bool:
-        return all(i.may_enter and i.poisoned is None for i in self.entering_set(caller))
+        states = self.store.states
+        for ci in self._entering(caller):
+            if not ci.may_enter:
+                return False
+            st = states.get(ci)
+            if st is not None and st.poisoned is not None:
+                return False
+        return True
 
     def enter_from(self, caller: InstanceState | None) -> None:
-        for i in self.entering_set(caller):
-            assert i.may_enter
-            i.may_enter = False
+        self.ci.enter_from(caller.ci if caller is not None else None)
 
     def leave_to(self, caller: InstanceState | None) -> None:
-        for i in self.entering_set(caller):
-            assert not i.may_enter
-            i.may_enter = True
+        self.ci.leave_to(caller.ci if caller is not None else None)
 
     def check_may_leave(self) -> None:
         """``trap_if(not inst.may_leave)`` at the top of every built-in."""
-        ctrap_if(not self.may_leave, TrapCode.CANNOT_LEAVE)
+        ctrap_if(not self.ci.may_leave, TrapCode.CANNOT_LEAVE)
         ctrap_if(self.poisoned is not None, TrapCode.POISONED, "component instance is poisoned")
 
 
@@ -177,11 +148,11 @@ class Store:
     __slots__ = (
         "current",
         "host_pending",
-        "instances",
         "nesting_depth",
         "on_poison",
         "on_wake",
         "policy",
+        "states",
         "waiting",
     )
 
@@ -191,7 +162,7 @@ class Store:
         self.current: Thread | None = None
         self.nesting_depth = 0
         self.host_pending = 0
-        self.instances: list[InstanceState] = []
+        self.states: dict[ComponentInstance, InstanceState] = {}
         self.on_wake: Callable[[], None] | None = None
         self.on_poison: list[Callable[[InstanceState, Trap], None]] = []
 

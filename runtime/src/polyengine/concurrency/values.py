@@ -1,0 +1,80 @@
+"""``stream``, ``future`` and ``error-context`` values crossing the ABI
+(CanonicalABI.md §Loading ``lift_stream``/``lift_future``/``lift_async_value``/
+``lift_error_context``, §Storing ``lower_stream``/``lower_future``/
+``lower_error_context``).
+
+:class:`TaskModelHooks` implements the canonical ABI compiler's
+:class:`~polyengine.abi.compile.AsyncValueHooks`: lifting takes the readable
+end out of the handle table and yields its shared object (the value that
+travels); lowering puts a fresh readable end for a shared object into the
+receiving instance's table.
+"""
+
+from __future__ import annotations
+
+from polyengine.abi.errors import LowerTypeError
+from polyengine.abi.options import LiftLowerContext
+from polyengine.types.model import Future, Stream
+
+from .builtins import ErrorContext
+from .streams import (
+    CopyEnd,
+    CopyState,
+    ReadableFutureEnd,
+    ReadableStreamEnd,
+    SharedFutureImpl,
+    SharedStreamImpl,
+)
+from .traps import TrapCode, ctrap_if
+
+__all__ = ["TaskModelHooks"]
+
+
+def _lift_async_value(
+    end_t: type[CopyEnd], what: str, cx: LiftLowerContext, i: int, t: Stream | Future
+) -> SharedStreamImpl | SharedFutureImpl:
+    e = cx.inst.handles.remove(i)
+    ctrap_if(not isinstance(e, end_t), TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
+    assert isinstance(e, CopyEnd)
+    ctrap_if(e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
+    ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, f"{what} {i} is busy or done")
+    ctrap_if(e.in_waitable_set(), TrapCode.WAITABLE_SET, f"{what} {i} is in a waitable set")
+    return e.shared
+
+
+class TaskModelHooks:
+    """The concurrency layer's :class:`~polyengine.abi.compile.AsyncValueHooks`."""
+
+    __slots__ = ()
+
+    def lift_stream(self, cx: LiftLowerContext, i: int, t: Stream) -> object:
+        return _lift_async_value(ReadableStreamEnd, "readable stream end", cx, i, t)
+
+    def lift_future(self, cx: LiftLowerContext, i: int, t: Future) -> object:
+        return _lift_async_value(ReadableFutureEnd, "readable future end", cx, i, t)
+
+    def lower_stream(self, cx: LiftLowerContext, v: object, t: Stream) -> int:
+        if not isinstance(v, SharedStreamImpl):
+            raise LowerTypeError(f"expected a stream, got {type(v).__name__}")
+        assert v.t == t.t
+        return cx.inst.handles.add(ReadableStreamEnd(v))
+
+    def lower_future(self, cx: LiftLowerContext, v: object, t: Future) -> int:
+        if not isinstance(v, SharedFutureImpl):
+            raise LowerTypeError(f"expected a future, got {type(v).__name__}")
+        assert v.t == t.t
+        return cx.inst.handles.add(ReadableFutureEnd(v))
+
+    def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:
+        e = cx.inst.handles.get(i)
+        ctrap_if(
+            not isinstance(e, ErrorContext),
+            TrapCode.HANDLE_TYPE_MISMATCH,
+            f"handle {i} is not an error-context",
+        )
+        return e
+
+    def lower_error_context(self, cx: LiftLowerContext, v: object) -> int:
+        if not isinstance(v, ErrorContext):
+            raise LowerTypeError(f"expected an error-context, got {type(v).__name__}")
+        return cx.inst.handles.add(v)
