@@ -47,9 +47,13 @@ MAX_STRING_BYTE_LENGTH = (1 << 28) - 1
 USV_ERRORS = "polyengine.usv"
 
 
-def _replace_surrogates(exc: UnicodeError) -> tuple[str, int]:
-    if isinstance(exc, UnicodeEncodeError):
-        return ("\ufffd" * (exc.end - exc.start), exc.end)
+_REPLACEMENT = {"utf-8": "\ufffd".encode(), "utf-16-le": "\ufffd".encode("utf-16-le")}
+
+
+def _replace_surrogates(exc: UnicodeError) -> tuple[bytes, int]:
+    # The UTF encoders take only bytes (or ASCII) back from an error handler.
+    if isinstance(exc, UnicodeEncodeError) and exc.encoding in _REPLACEMENT:
+        return (_REPLACEMENT[exc.encoding] * (exc.end - exc.start), exc.end)
     raise exc
 
 
