@@ -1,0 +1,132 @@
+"""Compilation and the module cache."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import wasmtime
+
+from polyengine.engine import (
+    CompileError,
+    CoreModule,
+    EngineConfig,
+    compile_module,
+    get_engine,
+    module_cache_dir,
+)
+
+
+def _fresh_module() -> bytes:
+    # A unique export name makes a module no earlier test compiled.
+    return wasmtime.wat2wasm(f'(module (func (export "f-{uuid.uuid4().hex}")))')
+
+
+def test_get_engine_is_process_wide() -> None:
+    assert get_engine() is get_engine()
+    assert get_engine(EngineConfig()) is get_engine()
+    other = get_engine(EngineConfig(fiber_stack_size=4 * 1024 * 1024))
+    assert other is not get_engine()
+    assert other.config.fiber_stack_size == 4 * 1024 * 1024
+
+
+def test_engine_config_rejects_fiber_smaller_than_wasm_stack() -> None:
+    with pytest.raises(ValueError, match="fiber_stack_size"):
+        EngineConfig(fiber_stack_size=64 * 1024, max_wasm_stack=512 * 1024)
+
+
+def test_features_real_guests_need_compile() -> None:
+    text = """(module
+      (memory 1) (memory 1)
+      (table 1 funcref) (table 1 externref)
+      (global i32 (i32.add (i32.const 1) (i32.const 2)))
+      (func $g (result i32 i64) i32.const 1 i64.const 2)
+      (func (export "f") (param i32) (result i32)
+        i32.const 0 i32.const 0 i32.const 0 memory.copy 1 0
+        local.get 0 return_call $h)
+      (func $h (param i32) (result i32) local.get 0)
+    )"""
+    module = compile_module(wasmtime.wat2wasm(text), "features")
+    assert module.export_names == ("f",)
+
+
+def test_in_process_cache_returns_same_module() -> None:
+    data = _fresh_module()
+    a = compile_module(data, "a")
+    b = compile_module(memoryview(data), "b")
+    assert a is b
+    assert len(a.sha256) == 64
+
+
+def test_disk_cache_written_and_reused(tmp_path: Path) -> None:
+    engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c1")))
+    data = _fresh_module()
+    module = compile_module(data, engine=engine)
+    cache_dir = module_cache_dir(engine)
+    assert cache_dir is not None and cache_dir.parent == tmp_path / "c1"
+    files = list(cache_dir.iterdir())
+    assert len(files) == 1 and files[0].name.startswith(module.sha256)
+    # A second engine with the same directory (a "new process") reads the entry.
+    engine2 = get_engine(EngineConfig(cache_dir=str(tmp_path / "c1"), consume_fuel=True))
+    assert engine2 is not engine
+    # consume_fuel changes the code, so the entry is keyed apart.
+    compile_module(data, engine=engine2)
+    assert len(list(cache_dir.iterdir())) == 2
+
+
+def test_corrupted_cache_entry_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    data = _fresh_module()
+    engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c2")))
+    module = compile_module(data, engine=engine)
+    cache_dir = module_cache_dir(engine)
+    assert cache_dir is not None
+    (entry,) = cache_dir.iterdir()
+    good = entry.read_bytes()
+    entry.write_bytes(good[: len(good) // 2] + b"garbage" * 10)
+    # Another engine (another in-process cache) sharing the directory.
+    engine2 = get_engine(EngineConfig(cache_dir=str(tmp_path / "c2"), max_wasm_stack=500_000))
+    entry2_name = f"{module.sha256}-{engine2.config.code_fingerprint()}"
+    (cache_dir / entry2_name).write_bytes(b"not a cache entry")
+    module2 = compile_module(data, engine=engine2)
+    assert module2.export_names == module.export_names
+    assert (cache_dir / entry2_name).read_bytes() != b"not a cache entry"
+    assert (cache_dir / entry2_name).read_bytes().startswith(b"polyengine-module")
+
+
+def test_disk_cache_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYENGINE_CACHE_DIR", "off")
+    assert module_cache_dir(get_engine()) is None
+    engine = get_engine(EngineConfig(module_cache=False))
+    assert module_cache_dir(engine) is None
+    compile_module(_fresh_module(), engine=engine)
+
+
+def test_compile_error_names_the_module() -> None:
+    bad = wasmtime.wat2wasm("(module (func (result i32)))")[:-3] + b"\x00\x00\x00"
+    with pytest.raises(CompileError, match="core module mymod") as info:
+        compile_module(bad, "mymod")
+    assert info.value.module == "mymod"
+    with pytest.raises(CompileError, match="bad magic"):
+        compile_module(b"hello world", "text")
+    with pytest.raises(CompileError, match="sha256:"):
+        compile_module(b"\0asm\x01\0\0\0\x7f")
+
+
+def test_compile_rejects_non_bytes() -> None:
+    with pytest.raises(TypeError, match="expects bytes"):
+        compile_module("(module)")  # type: ignore[arg-type]
+
+
+def test_module_imports_are_described(wat: Callable[..., CoreModule]) -> None:
+    module = wat(
+        """(module (import "a" "f" (func)) (import "a" "m" (memory 1))
+           (import "b" "t" (table 1 funcref)) (import "b" "g" (global i32)))"""
+    )
+    assert [(i.module, i.name, i.kind) for i in module.imports] == [
+        ("a", "f", "func"),
+        ("a", "m", "memory"),
+        ("b", "t", "table"),
+        ("b", "g", "global"),
+    ]
