@@ -196,7 +196,7 @@ def test_host_strings_replace_surrogates(enc: StringEncoding) -> None:
 
 
 def test_host_string_too_long(monkeypatch: pytest.MonkeyPatch) -> None:
-    import polyengine.abi.strings as strings
+    from polyengine.abi import strings
 
     monkeypatch.setattr(strings, "MAX_STRING_BYTE_LENGTH", 4)
     enc = make_string_encoder("utf8")
@@ -297,6 +297,6 @@ def test_string_flat_pointer_pair_memory64() -> None:
     cx, mem = make_cx("latin1+utf16", ptr_type="i64")
     c = Compiler("latin1+utf16", "i64").codec(String())
     c.store(cx, "\u4e2d", 16)
-    ptr, tagged = struct.unpack("<QQ", mem.read(16, 16))
+    _, tagged = struct.unpack("<QQ", mem.read(16, 16))
     assert tagged == 1 | (1 << 63)
     assert c.load(cx, 16) == "\u4e2d"
