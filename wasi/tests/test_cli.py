@@ -210,3 +210,37 @@ def test_exit_error_is_recognized_by_brand_and_crosses_processes() -> None:
     back = from_cloneable(pickle.loads(pickle.dumps(to_cloneable(error))))
     assert is_wasi_exit(back)
     assert back.code == 7 and back.ok is False
+
+
+def test_stdout_p3_abandons_the_producer_on_failure() -> None:
+    closed: list[bool] = []
+
+    class Broken(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: object) -> int:
+            raise OSError(5, "Input/output error")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                yield b"x"
+        finally:
+            closed.append(True)
+
+    stdout = wasi(stdout=Broken())["wasi:cli/stdout@0.3"]
+
+    async def main() -> object:
+        return await stdout.write_via_stream(chunks())
+
+    assert asyncio.run(main()) == {"kind": "err", "value": "io"}
+    assert closed == [True]
+
+
+def test_stdin_from_a_regular_file(tmp_path: Any, settle: Any) -> None:
+    path = tmp_path / "input.bin"
+    path.write_bytes(b"file input")
+    with path.open("rb") as f:
+        stdin = wasi(stdin=f)["wasi:cli/stdin@0.2"].get_stdin()
+        assert settle(stdin.blocking_read(100)) == b"file input"

@@ -324,3 +324,19 @@ def test_filesystem_error_code(tree: Path) -> None:
     err = imports["wasi:io/error@0.2"].Error("disk on fire", 5)
     assert types.filesystem_error_code(err) == "io"
     assert types.filesystem_error_code(imports["wasi:io/error@0.2"].Error("?")) is None
+
+
+def test_opening_a_fifo_does_not_hang(root: Descriptor, tree: Path) -> None:
+    os.mkfifo(tree / "pipe")
+    f = root.open_at(NOFOLLOW, "pipe", {}, READ)
+    assert f.get_type() == "fifo"
+    f.close()
+
+
+def test_huge_offsets_are_invalid_not_a_crash(root: Descriptor) -> None:
+    f = root.open_at(NOFOLLOW, "hello.txt", {}, READ)
+    with pytest.raises(ComponentException) as bad:
+        f.read(10, (1 << 64) - 1)
+    assert code(bad) == "invalid"
+    data, at_end = f.read((1 << 64) - 1, 0)
+    assert data == b"hello, world" and at_end

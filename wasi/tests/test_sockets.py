@@ -182,11 +182,24 @@ def test_name_lookup_localhost() -> None:
     stream = lookup.resolve_addresses(network, "127.0.0.1")
     assert stream.resolve_next_address() == {"kind": "ipv4", "value": LOOPBACK}
     assert stream.resolve_next_address() is None
-    found = []
-    stream = lookup.resolve_addresses(network, "localhost")
-    while (address := stream.resolve_next_address()) is not None:
-        found.append(address)
-    assert {"kind": "ipv4", "value": LOOPBACK} in found
+
+    async def resolve(name: str) -> list[Any]:
+        stream = lookup.resolve_addresses(network, name)
+        found = []
+        while True:
+            try:
+                address = stream.resolve_next_address()
+            except ComponentException as exc:
+                if exc.payload != "would-block":
+                    raise
+                await done(stream.subscribe().block())
+                continue
+            if address is None:
+                return found
+            found.append(address)
+
+    assert {"kind": "ipv4", "value": LOOPBACK} in asyncio.run(resolve("localhost"))
+    assert asyncio.run(resolve("::1")) == [{"kind": "ipv6", "value": (0,) * 7 + (1,)}]
     with pytest.raises(ComponentException) as bad:
         lookup.resolve_addresses(network, "")
     assert bad.value.payload == "invalid-argument"
@@ -196,3 +209,39 @@ def test_network_error_code() -> None:
     imports = wasi()
     err = imports["wasi:io/error@0.2"].Error("refused", 111)
     assert imports["wasi:sockets/network@0.2"].network_error_code(err) == "connection-refused"
+
+
+def test_udp_connected_stream_filters_and_defaults() -> None:
+    imports = wasi(network=True)
+    network = imports["wasi:sockets/instance-network@0.2"].instance_network()
+    create = imports["wasi:sockets/udp-create-socket@0.2"].create_udp_socket
+
+    async def main() -> list[bytes]:
+        a, b, c = create("ipv4"), create("ipv4"), create("ipv4")
+        try:
+            for s in (a, b, c):
+                s.start_bind(network, v4(0))
+                s.finish_bind()
+            b_in, _ = b.stream(a.local_address())  # b only listens to a
+            assert b.remote_address() == a.local_address()
+            _, a_out = a.stream(b.local_address())
+            _, c_out = c.stream(None)
+            c_out.check_send()
+            assert c_out.send([{"data": b"from c", "remote_address": b.local_address()}]) == 1
+            a_out.check_send()
+            assert a_out.send([{"data": b"from a", "remote_address": None}]) == 1
+            got: list[bytes] = []
+            while not got:
+                await done(b_in.subscribe().block())
+                got += [d["data"] for d in b_in.receive(10)]
+            with pytest.raises(ComponentException) as stale:
+                a_out2 = a_out
+                a.stream(None)
+                a_out2.check_send()
+            assert stale.value.payload == "invalid-state"
+            return got
+        finally:
+            for s in (a, b, c):
+                s.close()
+
+    assert asyncio.run(main()) == [b"from a"]

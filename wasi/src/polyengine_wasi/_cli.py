@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -138,8 +139,20 @@ async def _drain_into(sink: ByteSink, data: AsyncIterable[bytes]) -> Result:
             await sink.wait()
             sink.flush()
     except OSError as exc:
+        await _abandon(data)
         return {"kind": "err", "value": _error_code(exc)}
     return {"kind": "ok"}
+
+
+async def _abandon(data: object) -> None:
+    """Tell a producer we stopped reading (A13: async generators, handles)."""
+    for name in ("aclose", "drop", "close"):
+        method = getattr(data, name, None)
+        if callable(method):
+            result = method()
+            if inspect.isawaitable(result):
+                await result
+            return
 
 
 def _start(coro: Coroutine[Any, Any, Result]) -> Awaitable[Result]:
@@ -153,12 +166,20 @@ def _start(coro: Coroutine[Any, Any, Result]) -> Awaitable[Result]:
 
 
 class _StdinReader:
-    """One ``read-via-stream`` call's stream and completion future."""
+    """One ``read-via-stream`` call: its chunk stream and completion future.
+
+    The completion is an ``asyncio.Future`` when a loop is running (so that a
+    guest that never reads it leaves nothing un-awaited), otherwise a
+    coroutine awaiting the end of the stream.
+    """
 
     def __init__(self, source: ByteSource) -> None:
         self._source = source
         self._outcome: Result | None = None
         self._ended: asyncio.Event | None = None
+        self._future: asyncio.Future[Result] | None = None
+        with contextlib.suppress(RuntimeError):
+            self._future = asyncio.get_running_loop().create_future()
 
     def _event(self) -> asyncio.Event:
         if self._ended is None:
@@ -182,14 +203,19 @@ class _StdinReader:
             outcome = {"kind": "err", "value": _error_code(exc)}
         finally:
             self._outcome = outcome
+            if self._future is not None and not self._future.done():
+                self._future.set_result(outcome)
             with contextlib.suppress(RuntimeError):
                 self._event().set()
 
-    async def done(self) -> Result:
+    async def _wait_done(self) -> Result:
         if self._outcome is None:
             await self._event().wait()
         assert self._outcome is not None
         return self._outcome
+
+    def done(self) -> Awaitable[Result]:
+        return self._future if self._future is not None else self._wait_done()
 
 
 def stdio_p3(

@@ -34,7 +34,7 @@ from typing import Any
 from polyengine_protocol import ComponentException
 
 from ._bytes import PreadSource, PwriteSink
-from ._streams import InputStream, IoError, OutputStream
+from ._streams import READ_LIMIT, InputStream, IoError, OutputStream
 
 __all__ = ["Descriptor", "DirectoryEntryStream", "Preopen", "types_provider",
            "preopens_provider", "ERRNO_CODES"]
@@ -104,6 +104,8 @@ def _os_errors(op: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise _from_os(op, exc) from exc
+    except OverflowError as exc:  # an offset or size beyond what the host takes
+        raise _fail("invalid", f"{op}: {exc}") from exc
 
 
 def _flag(flags: Mapping[str, object] | None, name: str) -> bool:
@@ -356,8 +358,9 @@ class Descriptor:
     def read(self, length: int, offset: int) -> tuple[bytes, bool]:
         fd = self._file_fd("read", write=False)
         with _os_errors("read"):
-            data = os.pread(fd, length, offset)
-        return data, len(data) < length
+            data = os.pread(fd, min(length, READ_LIMIT), offset)
+            at_end = not data or offset + len(data) >= os.fstat(fd).st_size
+        return data, at_end
 
     def write(self, buffer: bytes, offset: int) -> int:
         fd = self._file_fd("write", write=True)
@@ -421,7 +424,8 @@ class Descriptor:
             self._live_fd()
             raise _fail("read-only", f"open-at {path!r}: the directory is read-only")
         mode = os.O_RDWR if want_read and want_write else os.O_WRONLY if want_write else os.O_RDONLY
-        oflags = mode | os.O_NOFOLLOW | os.O_CLOEXEC
+        # O_NONBLOCK: opening a FIFO must not hang the host; cleared below.
+        oflags = mode | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         if create:
             oflags |= os.O_CREAT
         if _flag(open_flags, "exclusive"):
@@ -433,6 +437,8 @@ class Descriptor:
         follow = _flag(path_flags, "symlink_follow")
         with self._at("open-at", path, follow=follow) as (d, n):
             fd = os.open(n, oflags, 0o666, dir_fd=d)
+            if _stat.S_ISREG(os.fstat(fd).st_mode) or _stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.set_blocking(fd, True)
         return Descriptor(fd, readable=want_read or not want_write, writable=want_write,
                           mutable=self._mutable, name=path)
 

@@ -11,9 +11,13 @@ creation, bind, connect and lookup are refused with ``access-denied``
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import errno as _errno
 import select
 import socket
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -266,16 +270,67 @@ class TcpSocket:
 
 
 class ResolveAddressStream:
-    """``wasi:sockets/ip-name-lookup.resolve-address-stream``."""
+    """``wasi:sockets/ip-name-lookup.resolve-address-stream``.
 
-    def __init__(self, addresses: list[dict[str, Any]]) -> None:
-        self._addresses = addresses
+    The lookup runs on a thread: ``resolve-next-address`` answers
+    ``would-block`` until it is done, and ``subscribe`` waits for it.
+    """
+
+    def __init__(self, name: str, known: list[dict[str, Any]] | None = None) -> None:
+        self._future: concurrent.futures.Future[list[dict[str, Any]]] = (
+            concurrent.futures.Future()
+        )
+        if known is not None:
+            self._future.set_result(list(known))
+        else:
+            threading.Thread(
+                target=self._lookup, args=(name,), name="polyengine-wasi-lookup", daemon=True
+            ).start()
+        self._addresses: list[dict[str, Any]] | None = None
+
+    def _lookup(self, name: str) -> None:
+        try:
+            infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        except socket.gaierror as exc:
+            code = "temporary-resolver-failure" if exc.errno == socket.EAI_AGAIN else \
+                "name-unresolvable"
+            self._future.set_exception(socket_error(code, f"resolve-addresses {name!r}: {exc}"))
+            return
+        except (OSError, UnicodeError) as exc:
+            self._future.set_exception(
+                socket_error("name-unresolvable", f"resolve-addresses {name!r}: {exc}"))
+            return
+        found: list[dict[str, Any]] = []
+        for _, _, _, _, sockaddr in infos:
+            value = ip_address_value(str(sockaddr[0]))
+            if value not in found:
+                found.append(value)
+        self._future.set_result(found)
 
     def resolve_next_address(self) -> dict[str, Any] | None:
+        if self._addresses is None:
+            if not self._future.done():
+                raise socket_error("would-block", "resolve-next-address: still resolving")
+            self._addresses = self._future.result()  # raises the lookup's error
         return self._addresses.pop(0) if self._addresses else None
 
     def subscribe(self) -> Pollable:
-        return ready_pollable()
+        async def wait() -> None:
+            loop = asyncio.get_running_loop()
+            woken: asyncio.Future[None] = loop.create_future()
+
+            def settle() -> None:
+                if not woken.done():
+                    woken.set_result(None)
+
+            def wake(_: object) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(settle)
+
+            self._future.add_done_callback(wake)
+            await woken
+
+        return Pollable(self._future.done, wait)
 
     def close(self) -> None:
         self._addresses = []
@@ -307,21 +362,9 @@ def ip_name_lookup_provider() -> SimpleNamespace:
         if not isinstance(name, str) or not name or "\0" in name:
             raise socket_error("invalid-argument", f"resolve-addresses: bad name {name!r}")
         try:
-            return ResolveAddressStream([ip_address_value(name)])
+            return ResolveAddressStream(name, [ip_address_value(name)])
         except ValueError:
-            pass
-        try:
-            infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
-        except socket.gaierror as exc:
-            code = "temporary-resolver-failure" if exc.errno == socket.EAI_AGAIN else \
-                "name-unresolvable"
-            raise socket_error(code, f"resolve-addresses {name!r}: {exc}") from exc
-        seen: list[dict[str, Any]] = []
-        for _, _, _, _, sockaddr in infos:
-            value = ip_address_value(str(sockaddr[0]))
-            if value not in seen:
-                seen.append(value)
-        return ResolveAddressStream(seen)
+            return ResolveAddressStream(name)
 
     return SimpleNamespace(ResolveAddressStream=ResolveAddressStream,
                            resolve_addresses=resolve_addresses)

@@ -23,10 +23,12 @@ from polyengine_protocol import ComponentException, Trap, suspending
 from ._bytes import ByteSink, ByteSource
 from ._kernel import Pollable
 
-__all__ = ["IoError", "InputStream", "OutputStream", "BLOCKING_WRITE_LIMIT"]
+__all__ = ["IoError", "InputStream", "OutputStream", "BLOCKING_WRITE_LIMIT", "READ_LIMIT"]
 
 #: The most bytes a ``blocking-write-and-flush`` may carry (wasi:io/streams).
 BLOCKING_WRITE_LIMIT = 4096
+#: The most bytes one read hands out (a stream may always return fewer).
+READ_LIMIT = 1 << 20
 
 
 class IoError:
@@ -89,7 +91,7 @@ class InputStream:
         if self._done or self._source is None:
             raise _closed()
         try:
-            chunk = self._source.read_now(n)
+            chunk = self._source.read_now(min(n, READ_LIMIT))
         except OSError as exc:
             self._done = True
             raise _failed(exc) from exc

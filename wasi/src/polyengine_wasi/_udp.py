@@ -8,7 +8,7 @@ connected to a fixed remote address. Datagrams are records:
 
 from __future__ import annotations
 
-import contextlib
+import ipaddress
 import select
 import socket
 from collections.abc import Mapping, Sequence
@@ -34,6 +34,14 @@ __all__ = ["UdpSocket", "IncomingDatagramStream", "OutgoingDatagramStream", "udp
 MAX_DATAGRAM = 65507
 #: How many datagrams ``check-send`` admits at once.
 SEND_PERMITS = 64
+
+
+def _same_peer(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return bool(
+        ipaddress.ip_address(str(a[0]).split("%", 1)[0])
+        == ipaddress.ip_address(str(b[0]).split("%", 1)[0])
+        and a[1] == b[1]
+    )
 
 
 class UdpSocket:
@@ -71,26 +79,22 @@ class UdpSocket:
     def stream(
         self, remote_address: SocketAddress | None
     ) -> tuple[IncomingDatagramStream, OutgoingDatagramStream]:
-        """WIT ``%stream``: (re)connect or disconnect, and hand out new streams."""
+        """WIT ``%stream``: set (or clear) the remote address, hand out new streams.
+
+        The remote address is applied by these streams (incoming datagrams
+        from elsewhere are dropped, outgoing ones default to it) rather than
+        by connecting the host socket, so that clearing it is exact.
+        """
         if self._state != "bound":
             raise socket_error("invalid-state", "stream: the socket is not bound")
         if remote_address is None:
-            if self._remote is not None:
-                # Python cannot connect to AF_UNSPEC; a connect to the
-                # unspecified address is the best-effort disconnect.
-                with contextlib.suppress(OSError):
-                    self._sock.connect(("", 0) if self._family == "ipv4" else ("::", 0))
-                self._remote = None
+            self._remote = None
         else:
             family, _, sockaddr = to_host_address(remote_address)
             if family != self._family:
                 raise socket_error("invalid-argument", "stream: address family mismatch")
             if sockaddr[1] == 0 or is_unspecified(sockaddr[0]):
                 raise socket_error("invalid-argument", "stream: not a remote address")
-            try:
-                self._sock.connect(sockaddr)
-            except OSError as exc:
-                raise from_os("stream", exc) from exc
             self._remote = sockaddr
         self._generation += 1
         return (IncomingDatagramStream(self, self._generation),
@@ -104,7 +108,7 @@ class UdpSocket:
     def remote_address(self) -> SocketAddress:
         if self._remote is None:
             raise socket_error("invalid-state", "remote-address: the socket is not connected")
-        return from_host_address(self._sock.getpeername())
+        return from_host_address(self._remote)
 
     def address_family(self) -> str:
         return self._family
@@ -180,6 +184,9 @@ class IncomingDatagramStream:
                 if out:
                     break
                 raise from_os("receive", exc) from exc
+            remote = self._owner._remote
+            if remote is not None and not _same_peer(sender, remote):
+                continue  # not from the connected peer
             out.append({"data": data, "remote_address": from_host_address(sender)})
         return out
 
@@ -227,12 +234,13 @@ class OutgoingDatagramStream:
                 if target is None:
                     if self._owner._remote is None:
                         raise socket_error("invalid-argument", "send: no remote address")
-                    sock.send(data)
+                    sock.sendto(data, self._owner._remote)
                 else:
                     family, _, sockaddr = to_host_address(target)
                     if family != self._owner._family:
                         raise socket_error("invalid-argument", "send: address family mismatch")
-                    if self._owner._remote is not None and sockaddr[:2] != self._owner._remote[:2]:
+                    remote = self._owner._remote
+                    if remote is not None and not _same_peer(sockaddr, remote):
                         raise socket_error("invalid-argument", "send: not the connected address")
                     if sockaddr[1] == 0 or is_unspecified(sockaddr[0]):
                         raise socket_error("invalid-argument", "send: not a remote address")
