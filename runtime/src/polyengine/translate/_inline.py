@@ -11,6 +11,7 @@ component type is known.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 from polyengine.binary import ast
@@ -23,6 +24,8 @@ from polyengine.translate._typescope import (
     TypeContext,
     alias_export,
     check_annotated,
+    check_attributes,
+    freshen_instance,
     check_name,
     core_deftypes,
     outer_alias,
@@ -49,12 +52,29 @@ from polyengine.translate._values import (
 )
 from polyengine.translate.plan import (
     CoreArg,
+    Lift,
     CoreExport,
     CoreInstance,
     CoreModule,
     StaticModule,
 )
-from polyengine.types.model import FuncType
+from polyengine.types.model import (
+    Borrow,
+    Enum,
+    Flags,
+    FuncType,
+    Future,
+    List,
+    Map,
+    Option,
+    Own,
+    Record,
+    Result,
+    Stream,
+    Tuple,
+    ValType,
+    Variant,
+)
 from polyengine.types.subtype import (
     ComponentT,
     CoreFuncT,
@@ -230,8 +250,8 @@ class Walk:
             case ast.Component():
                 cv = ComponentV(None, d, (s, s.lens()))
                 # validate the definition now, even if it is never instantiated
-                self.tr.component_type(cv)
-                s.add(Sort.COMPONENT, cv)
+                ct = self.tr.component_type(cv)
+                s.add(Sort.COMPONENT, ComponentV(ct, d, cv.scope))
             case ast.Instantiate(component, args):
                 s.add(Sort.INSTANCE, self.instantiate(component, args))
             case ast.InstanceExports(exports):
@@ -241,7 +261,9 @@ class Walk:
                     check_name(ie.name, names)
                     if ie.sort.is_core and ie.sort is not Sort.CORE_MODULE:
                         raise Fail(f"{ie.sort.text} is not valid to be used as an instance export")
-                    bag2[ie.name.name] = s.get(ie.sort, ie.index)
+                    item2 = s.get(ie.sort, ie.index)
+                    check_attributes(ie.name, type_of(item2))
+                    bag2[ie.name.name] = item2
                 s.add(Sort.INSTANCE, InstanceV(bag2))
             case ast.AliasExport(sort, inst, name):
                 s.add(sort, alias_export(s, sort, inst, name))
@@ -393,7 +415,12 @@ class Walk:
             return rid
 
         t = self.tr.types.externtype(d.type, s, new_rid)
+        if isinstance(t, InstanceT):
+            t = freshen_instance(t, new_rid)
+        check_attributes(d.name, t)
         check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
+        if not _visible_extern(arena, t, _IMPORTED):
+            raise Fail(f"{_kind_text(t)} not valid to be used as import")
         if self.args is None:
             value, t = self.abstract_import(name, t, created)
         else:
@@ -411,8 +438,7 @@ class Walk:
         if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
             self.resource_names[name] = t.t.rid
         self.imports.append((name, t))
-        if isinstance(value, TypeV):
-            value = TypeV(value.t, named=True)
+        value = _named_copy(arena, value, "import")
         s.add(sort_of_type(t) if not isinstance(value, ComponentV) else Sort.COMPONENT, value)
 
     def abstract_import(self, name: str, t: ExternT, created: list[int]) -> tuple[Value, ExternT]:
@@ -454,22 +480,115 @@ class Walk:
             want = self.tr.types.externtype(d.type, s, new_rid)
             bind: dict[int, int] = {}
             try:
-                check_extern(type_of(v), want, bind, set(created) | _abstract_rids(want))
+                check_extern(type_of(v), want, bind, set(_abstract_rids(want)))
             except Mismatch as exc:
                 raise Fail(f"ascribed type of export is not compatible with item's type: {exc}") from None
             if isinstance(v, FuncV) and isinstance(want, FuncType):
-                v = FuncV(substitute(want, bind), v.src)  # type: ignore[arg-type]
+                v = FuncV(want, v.src)
+            elif isinstance(v, TypeV) and isinstance(want, TypeT) and isinstance(want.t, ResourceT):
+                # `(sub resource)` ascription: a new abstract type for the outside
+                old_info = arena.resources[v.t.rid] if isinstance(v.t, ResourceT) else None
+                if old_info is not None and created:
+                    new_info = arena.resources[created[0]]
+                    new_info.sink, new_info.imported = old_info.sink, old_info.imported
+                    new_info.instance, new_info.dtor = old_info.instance, old_info.dtor
+                    new_info.import_path = old_info.import_path
+                v = TypeV(want.t, named=True)
         t = type_of(v)
+        check_attributes(d.name, t)
         check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
-        if isinstance(v, TypeV):
-            v = TypeV(v.t, named=True)
-            if isinstance(v.t, ResourceT):
-                self.resource_names[name] = v.t.rid
-                info = self.tr.arena.resources[v.t.rid]
-                if not info.name:
-                    info.name = name
+        if not _visible_value(self.tr.arena, v):
+            raise Fail(f"{_kind_text(t)} not valid to be used as export")
+        v = _named_copy(self.tr.arena, v)
+        if isinstance(v, TypeV) and isinstance(v.t, ResourceT):
+            self.resource_names[name] = v.t.rid
+            info = self.tr.arena.resources[v.t.rid]
+            if not info.name:
+                info.name = name
         self.exports[name] = v
         s.add(sort_of_value(v), v)
+
+
+_IMPORTED = frozenset({"import"})
+_EXPORTED = frozenset({"import", "export"})
+
+
+def _copy_type(t: object) -> object:
+    """A new object equal to ``t``, so that it can carry its own visibility."""
+    if isinstance(t, ResourceT):
+        return ResourceT(t.rid)
+    if isinstance(t, ValType) and dataclasses.fields(t):
+        return dataclasses.replace(t)
+    return t
+
+
+def _named_copy(arena: Arena, v: Value, how: str = "export") -> Value:
+    """The value behind a new export index: its types (and those of an exported
+    instance, transitively) become externally visible names."""
+    match v:
+        case TypeV():
+            out = TypeV(_copy_type(v.t), named=True)
+            arena.name_type(out.t, how)
+            return out
+        case InstanceV():
+            return InstanceV(
+                {n: _named_copy(arena, x, how) for n, x in v.exports.items()}, v.path
+            )
+    return v
+
+
+def _kind_text(t: ExternT) -> str:
+    return {FuncType: "func", InstanceT: "instance", TypeT: "type"}.get(type(t), "item")
+
+
+def _visible(arena: Arena, t: ValType, allowed: frozenset[str]) -> bool:
+    how = arena.named.get(id(t))
+    if how is not None:
+        return how in allowed
+    if isinstance(t, Record | Variant | Enum | Flags | Own | Borrow):
+        return False
+    return all(_visible(arena, c, allowed) for c in _kids(t))
+
+
+def _kids(t: ValType) -> list[ValType]:
+    match t:
+        case Record(fields):
+            return [f.t for f in fields]
+        case Variant(cases):
+            return [c.t for c in cases if c.t is not None]
+        case Tuple(ts):
+            return list(ts)
+        case List(et, _) | Option(et):
+            return [et]
+        case Result(ok, err):
+            return [x for x in (ok, err) if x is not None]
+        case Map(k, v):
+            return [k, v]
+        case Stream(et) | Future(et):
+            return [] if et is None else [et]
+    return []
+
+
+def _visible_extern(arena: Arena, t: ExternT, allowed: frozenset[str]) -> bool:
+    """External visibility of the types an import or export mentions."""
+    match t:
+        case FuncType():
+            return all(_visible(arena, x, allowed) for x in (*t.param_types(), *t.result_types()))
+        case TypeT(ValType() as vt):
+            return all(_visible(arena, c, allowed) for c in _kids(vt))
+    return True
+
+
+def _visible_value(arena: Arena, v: Value) -> bool:
+    """External visibility for an export: lifted functions, types, and instances of them."""
+    match v:
+        case FuncV(t, Lift()):
+            return _visible_extern(arena, t, _EXPORTED)
+        case TypeV(ValType() as vt):
+            return _visible_extern(arena, TypeT(vt), _EXPORTED)
+        case InstanceV(exports):
+            return all(_visible_value(arena, x, ) for x in exports.values())
+    return True
 
 
 def _abstract_rids(t: ExternT) -> set[int]:

@@ -43,6 +43,7 @@ from polyengine.types.subtype import (
     TypeT,
     ValueT,
     map_valtype,
+    substitute,
 )
 from polyengine.validate.names import NameError_, NameSet, parse_extern_name
 from polyengine.validate.typedefs import TypeRuleError, ValTypeBuilder
@@ -148,7 +149,7 @@ class TypeContext:
             assert isinstance(v, TypeV)
             return v.t
 
-        b = ValTypeBuilder(lookup)
+        b = ValTypeBuilder(lookup, self.arena.derive)
         b.weights = self.builder_weights
         return b
 
@@ -246,6 +247,9 @@ class TypeContext:
                         return rid
 
                     t = self.externtype(et, s, new_rid)
+                    if isinstance(t, InstanceT):
+                        t = freshen_instance(t, new_rid)
+                    check_attributes(name, t)
                     check_annotated(parsed.kind, parsed.resource, parsed.label, t, resource_names)
                     if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
                         resource_names[name.name] = t.t.rid
@@ -254,6 +258,51 @@ class TypeContext:
         if is_component:
             return ComponentT(tuple(imports), tuple(exports), tuple(imported), tuple(exported))
         return InstanceT(tuple(exports), tuple(exported))
+
+
+def freshen_instance(t: InstanceT, new_rid: Callable[[], int]) -> InstanceT:
+    """``t`` with the abstract resources of its (nested) instance types made fresh."""
+    rids: set[int] = set()
+
+    def visit(x: ExternT) -> None:
+        if isinstance(x, InstanceT):
+            rids.update(x.abstract)
+            for _, e in x.exports:
+                visit(e)
+
+    visit(t)
+    if not rids:
+        return t
+    mapping = {r: new_rid() for r in sorted(rids)}
+    out = substitute(t, mapping)
+    assert isinstance(out, InstanceT)
+    return out
+
+
+def check_attributes(name: ast.ExternName, t: ExternT) -> None:
+    """Rules of the ``implements`` name attribute (Explainer.md §"Import and Export Definitions")."""
+    impls = [a for a in name.attributes if isinstance(a, ast.ImplementsAttribute)]
+    if not impls:
+        return
+    if len(impls) > 1:
+        raise Fail("duplicate 'implements' option in name")
+    target = impls[0].interface
+    if target == "":
+        raise Fail("`` is not a valid name for `implements`")
+    try:
+        parsed = parse_extern_name(target)
+    except NameError_ as exc:
+        raise Fail(f"`implements` value must be an interface name: {exc}") from None
+    if not parsed.is_interface:
+        raise Fail(f"`implements` value `{target}` must be an interface name")
+    if not isinstance(t, InstanceT):
+        raise Fail("only instances can have an `implements` attribute")
+    try:
+        own = parse_extern_name(name.name)
+    except NameError_ as exc:
+        raise Fail(str(exc)) from None
+    if own.kind != "plain":
+        raise Fail(f"name `{name.name}` is not valid with `implements`")
 
 
 def check_name(name: ast.ExternName, names: NameSet) -> ParsedName:

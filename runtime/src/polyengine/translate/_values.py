@@ -163,11 +163,23 @@ class Arena:
     resources: list[ResourceInfo] = field(default_factory=list)
     module_sigs: dict[int, CoreModuleT] = field(default_factory=dict)
     next_sink: int = 0
-    fuel: int = 0
+    # External visibility (Explainer.md §"External Visibility of Types"): type
+    # objects introduced by an import ("import") or an export ("export"), by id.
+    named: dict[int, str] = field(default_factory=dict)
+    keep: list[object] = field(default_factory=list)
 
     def new_resource(self, info: ResourceInfo) -> int:
         self.resources.append(info)
         return len(self.resources) - 1
+
+    def name_type(self, t: object, how: str) -> None:
+        self.named[id(t)] = how
+        self.keep.append(t)
+
+    def derive(self, src: object, new: object) -> None:
+        how = self.named.get(id(src))
+        if how is not None:
+            self.name_type(new, how)
 
 
 @dataclass(slots=True)

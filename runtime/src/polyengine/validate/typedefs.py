@@ -54,11 +54,15 @@ class ValTypeBuilder:
     of types doubling in size cannot make translation explode.
     """
 
-    __slots__ = ("lookup", "weights")
+    __slots__ = ("derive", "lookup", "weights")
 
-    def __init__(self, lookup: TypeLookup) -> None:
+    def __init__(
+        self, lookup: TypeLookup, derive: Callable[[object, m.ValType], None] | None = None
+    ) -> None:
         self.lookup = lookup
         self.weights: dict[int, int] = {}
+        # called with (resource type object, handle type built from it)
+        self.derive = derive
 
     def _weight(self, t: m.ValType) -> int:
         w = self.weights.get(id(t))
@@ -72,11 +76,18 @@ class ValTypeBuilder:
             raise TypeRuleError(f"type index {v} is not a defined type")
         return t
 
-    def resource(self, i: int) -> int:
+    def resource(self, i: int) -> ResourceT:
         t = self.lookup(i)
         if not isinstance(t, ResourceT):
             raise TypeRuleError(f"type index {i} is not a resource type")
-        return t.rid
+        return t
+
+    def handle(self, i: int, cls: type[m.Own] | type[m.Borrow]) -> m.ValType:
+        r = self.resource(i)
+        h = cls(r.rid)
+        if self.derive is not None:
+            self.derive(r, h)
+        return h
 
     def defvaltype(self, d: ast.DefValType) -> m.ValType:
         t = self._defvaltype(d)
@@ -137,9 +148,9 @@ class ValTypeBuilder:
                         None if err is None else self.valtype(err),
                     )
                 case ast.OwnType(i):
-                    return m.Own(self.resource(i))
+                    return self.handle(i, m.Own)
                 case ast.BorrowType(i):
-                    return m.Borrow(self.resource(i))
+                    return self.handle(i, m.Borrow)
                 case ast.StreamType(e):
                     et = None if e is None else self.valtype(e)
                     if isinstance(et, m.Char):
