@@ -1,0 +1,146 @@
+"""Memories, tables and globals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from polyengine.engine import (
+    CoreModule,
+    CoreTrap,
+    EngineError,
+    EngineStore,
+    StoreClosedError,
+    instantiate,
+)
+
+Wat = Callable[..., CoreModule]
+
+MODULE = """(module
+  (memory (export "mem") 1 4)
+  (memory (export "mem2") 0)
+  (table (export "tab") 2 funcref)
+  (global (export "g32") (mut i32) (i32.const 7))
+  (global (export "g64") (mut i64) (i64.const -1))
+  (global (export "gf") (mut f64) (f64.const 1.5))
+  (global (export "const") i32 (i32.const 3))
+  (type $bin (func (param i32 i32) (result i32)))
+  (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
+  (func (export "sub") (param i32 i32) (result i32) local.get 0 local.get 1 i32.sub)
+  (func (export "indirect") (param i32 i32 i32) (result i32)
+    local.get 1 local.get 2 local.get 0 call_indirect (type $bin))
+  (func (export "load") (param i32) (result i32) local.get 0 i32.load)
+  (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)
+)"""
+
+
+def test_view_read_write_share_guest_bytes(wat: Wat) -> None:
+    with EngineStore() as store:
+        inst = instantiate(store, wat(MODULE), [])
+        mem = inst.memory("mem")
+        assert mem.size() == 65536 and mem.page_size() == 65536
+        view = mem.view()
+        assert view.format == "B" and not view.readonly and len(view) == 65536
+        view[16:20] = (0x01020304).to_bytes(4, "little")
+        assert inst.func("load").call_raw([16]) == [0x01020304]
+        mem.write(100, b"hello")
+        assert mem.read(99, 7) == b"\0hello\0"
+        assert bytes(view[100:105]) == b"hello"
+        mem.write(200, memoryview(b"abc"))
+        assert mem.read(200, 3) == b"abc"
+        assert mem.view() is view  # unchanged size: the same view
+
+
+def test_out_of_bounds_access_traps(wat: Wat) -> None:
+    with EngineStore() as store:
+        mem = instantiate(store, wat(MODULE), []).memory("mem")
+        for ptr, n in [(65535, 2), (-1, 1), (0, 65537), (2**40, 1)]:
+            with pytest.raises(CoreTrap) as info:
+                mem.read(ptr, n)
+            assert info.value.code == "memory_out_of_bounds"
+        with pytest.raises(CoreTrap):
+            mem.write(65534, b"abc")
+        with pytest.raises(CoreTrap):
+            mem.check(65000, 1000)
+        mem.check(65000, 536)
+        assert mem.read(65536, 0) == b""
+
+
+def test_view_is_rederived_after_growth(wat: Wat) -> None:
+    with EngineStore() as store:
+        inst = instantiate(store, wat(MODULE), [])
+        mem = inst.memory("mem")
+        old = mem.view()
+        old[0] = 42
+        assert inst.func("grow").call_raw([1]) == [1]
+        new = mem.view()
+        assert len(new) == 2 * 65536 and new[0] == 42
+        new[70000] = 7
+        assert mem.read(70000, 1) == b"\x07"
+        assert len(old) == 65536 and old[0] == 42  # still valid: memories never move
+        assert mem.grow(1) == 2 and mem.size() == 3 * 65536
+        assert mem.grow(5) == -1  # beyond the maximum
+        with pytest.raises(ValueError, match="negative"):
+            mem.grow(-1)
+        empty = inst.memory("mem2")
+        assert len(empty.view()) == 0 and empty.size() == 0
+
+
+def test_table_funcrefs_for_indirect_calls(wat: Wat) -> None:
+    with EngineStore() as store, EngineStore() as other:
+        inst = instantiate(store, wat(MODULE), [])
+        tab = inst.table("tab")
+        assert tab.size() == 2 and tab.get(0) is None
+        tab.set(0, inst.func("add"))
+        tab.set(1, inst.func("sub"))
+        indirect = inst.func("indirect")
+        assert indirect.call_raw([0, 5, 3]) == [8]
+        assert indirect.call_raw([1, 5, 3]) == [2]
+        got = tab.get(1)
+        assert got is not None and got.call_raw([9, 4]) == [5]
+        tab.set(1, None)
+        with pytest.raises(CoreTrap) as info:
+            indirect.call_raw([1, 5, 3])
+        assert info.value.code == "indirect_call_to_null"
+        assert tab.grow(2, inst.func("add")) == 2 and tab.size() == 4
+        assert indirect.call_raw([3, 1, 1]) == [2]
+        with pytest.raises(CoreTrap, match="out of bounds"):
+            tab.get(4)
+        with pytest.raises(CoreTrap, match="out of bounds"):
+            tab.set(10, None)
+        foreign = instantiate(other, wat(MODULE), []).func("add")
+        with pytest.raises(ValueError, match="another store"):
+            tab.set(0, foreign)
+        with pytest.raises(TypeError, match="CoreFunc or None"):
+            tab.set(0, "add")  # type: ignore[arg-type]
+
+
+def test_globals(wat: Wat) -> None:
+    with EngineStore() as store:
+        inst = instantiate(store, wat(MODULE), [])
+        g32, g64, gf = inst.global_("g32"), inst.global_("g64"), inst.global_("gf")
+        assert (g32.get(), g64.get(), gf.get()) == (7, 2**64 - 1, 1.5)
+        assert (g32.valtype, g64.valtype, gf.valtype) == ("i32", "i64", "f64")
+        g32.set(-1)
+        assert g32.get() == 0xFFFF_FFFF
+        g32.set(0x8000_0000)
+        assert g32.get() == 0x8000_0000
+        g64.set(2**63)
+        assert g64.get() == 2**63
+        gf.set(2)
+        assert gf.get() == 2.0
+        with pytest.raises(EngineError, match="cannot set global"):
+            inst.global_("const").set(1)
+        with pytest.raises(ValueError, match="does not fit"):
+            g32.set(2**32)
+
+
+def test_memory_use_after_close_is_refused(wat: Wat) -> None:
+    store = EngineStore()
+    inst = instantiate(store, wat(MODULE), [])
+    mem, tab, glob = inst.memory("mem"), inst.table("tab"), inst.global_("g32")
+    store.close()
+    for op in (mem.view, mem.size, tab.size, glob.get, lambda: mem.read(0, 1)):
+        with pytest.raises(StoreClosedError):
+            op()
