@@ -1,0 +1,381 @@
+"""The suspension seam: parkable calls and async host functions (architecture.md §4)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from polyengine.engine import (
+    CallCancelled,
+    CoreFunc,
+    CoreInstance,
+    CoreModule,
+    CoreTrap,
+    CoreValue,
+    EngineError,
+    EngineStore,
+    ParkableCall,
+    define_async_host_func,
+    define_host_func,
+    instantiate,
+    start,
+    wait,
+)
+
+Wat = Callable[..., CoreModule]
+
+GUEST = """(module
+  (import "h" "wait" (func $wait (param i32) (result i32)))
+  (import "h" "sync" (func $sync (param i32) (result i32)))
+  (memory (export "mem") 1)
+  (func (export "run") (param i32) (result i32) local.get 0 call $wait i32.const 1 i32.add)
+  (func (export "twice") (param i32) (result i32)
+    local.get 0 call $wait local.get 0 i32.const 1000 i32.add call $wait i32.add)
+  (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
+  (func (export "viasync") (param i32) (result i32) local.get 0 call $sync)
+  (func (export "boom") (param i32) (result i32) local.get 0 call $wait drop unreachable)
+  (func $deep (export "deep") (param i32) (result i32)
+    local.get 0 i32.eqz
+    if (result i32)
+      i32.const 0 call $wait
+    else
+      local.get 0 i32.const 1 i32.sub call $deep
+    end)
+  (func $r (export "rec") (param i32) (result i32)
+    local.get 0 call $wait drop local.get 0 call $r)
+  (func (export "store") (param i32 i32) (result i32)
+    local.get 0 local.get 1 i32.store local.get 0 call $wait)
+)"""
+
+
+class Host:
+    """An async host `wait(key)` that parks until the test settles `key`."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, asyncio.Future[list[CoreValue]]] = {}
+        self.sync: Callable[[Sequence[CoreValue]], Sequence[CoreValue]] = lambda a: [a[0]]
+
+    def wait(self, args: Sequence[CoreValue]) -> asyncio.Future[list[CoreValue]]:
+        key = args[0]
+        assert isinstance(key, int)
+        fut: asyncio.Future[list[CoreValue]] = asyncio.get_running_loop().create_future()
+        self.pending[key] = fut
+        return fut
+
+    def settle(self, key: int, value: int) -> None:
+        self.pending.pop(key).set_result([value])
+
+
+def setup(store: EngineStore, wat: Wat, host: Host) -> CoreInstance:
+    w = define_async_host_func(store, ["i32"], ["i32"], host.wait)
+    s = define_host_func(store, ["i32"], ["i32"], lambda a: host.sync(a))
+    return instantiate(store, wat(GUEST), [w, s])
+
+
+def test_a_call_parks_and_resumes(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("twice"), [5])
+            assert not call.done() and store.live_calls == 1
+            with pytest.raises(EngineError, match="parked"):
+                call.result()
+            host.settle(5, 10)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            assert not call.done() and 1005 in host.pending
+            host.settle(1005, 20)
+            assert await wait(call) == [30]
+            assert store.live_calls == 0
+            assert call.poll() is True  # polling a finished call is a no-op
+
+    asyncio.run(main())
+
+
+def test_parked_calls_resume_in_any_order_and_others_run_meanwhile(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            calls = {k: start(inst.func("run"), [k]) for k in (1, 2, 3)}
+            # Calls into the same instance while the others are parked.
+            assert inst.func("add").call_raw([2, 3]) == [5]
+            assert inst.func("viasync").call_raw([77]) == [77]
+            quick = start(inst.func("add"), [40, 2])
+            assert quick.done() and quick.result() == [42]
+            for k in (3, 1, 2):
+                host.settle(k, k * 100)
+                assert await wait(calls[k]) == [k * 100 + 1]
+                assert all(not calls[j].done() for j in calls if j > k and j != 3)
+
+    asyncio.run(main())
+
+
+def test_a_thousand_parked_calls_resumed_in_random_order(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            run = inst.func("run")
+            calls = [start(run, [k]) for k in range(1000)]
+            assert store.live_calls == 1000
+            keys = list(host.pending)
+            random.Random(1234).shuffle(keys)
+            for k in keys:
+                host.settle(k, 3 * k)
+            results = await asyncio.gather(*(wait(c) for c in calls))
+            assert results == [[3 * k + 1] for k in range(1000)]
+            assert store.live_calls == 0
+
+    asyncio.run(main())
+
+
+def test_traps_and_stack_overflow_in_parked_calls_stay_traps(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            boom = start(inst.func("boom"), [1])
+            rec = start(inst.func("rec"), [2])
+            deep = start(inst.func("deep"), [2000])  # parks 2000 guest frames deep
+            host.settle(1, 0)
+            with pytest.raises(CoreTrap) as info:
+                await wait(boom)
+            assert info.value.code == "unreachable"
+            while not rec.done():
+                host.settle(2, 0)
+                await asyncio.sleep(0)
+            with pytest.raises(CoreTrap) as info:
+                rec.result()
+            assert info.value.code == "stack_overflow"
+            host.settle(0, 5)
+            assert await wait(deep) == [5]
+            assert inst.func("add").call_raw([1, 2]) == [3]
+
+    asyncio.run(main())
+
+
+def test_host_exceptions_in_async_functions(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("run"), [1])
+            error = OSError("disk on fire")
+            host.pending.pop(1).set_exception(error)
+            with pytest.raises(CoreTrap) as info:
+                await wait(call)
+            assert info.value.host_exception is error
+
+            call = start(inst.func("run"), [2])
+            host.pending.pop(2).set_exception(KeyboardInterrupt())
+            await asyncio.sleep(0)  # the done-callback polls: the interrupt comes out there
+            assert call.done()
+            with pytest.raises(KeyboardInterrupt):
+                call.result()
+
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+def test_immediate_results_coroutines_and_sync_calls(wat: Wat) -> None:
+    async def main() -> None:
+        with EngineStore() as store:
+            async def later(args: Sequence[CoreValue]) -> list[CoreValue]:
+                await asyncio.sleep(0)
+                return [int(args[0]) * 2]
+
+            answers: dict[int, object] = {}
+
+            def mixed(args: Sequence[CoreValue]) -> object:
+                key = int(args[0])
+                return answers[key] if key in answers else later(args)
+
+            w = define_async_host_func(store, ["i32"], ["i32"], mixed)  # type: ignore[arg-type]
+            s = define_host_func(store, ["i32"], ["i32"], lambda a: a)
+            inst = instantiate(store, wat(GUEST), [w, s])
+            assert store.async_required
+            answers[4] = [8]
+            assert inst.func("run").call_raw([4]) == [9]  # ready at once: no park
+            call = start(inst.func("run"), [21])
+            assert await wait(call) == [43]
+            # A synchronous call that would park traps instead.
+            with pytest.raises(CoreTrap) as info:
+                inst.func("run").call_raw([5])
+            assert info.value.code == "cannot_block_sync_task"
+            assert store.live_calls == 0
+            answers[6] = "not a list"
+            with pytest.raises(CoreTrap) as info:
+                inst.func("run").call_raw([6])
+            assert isinstance(info.value.host_exception, TypeError)
+
+    asyncio.run(main())
+
+
+def test_cancel_unwinds_and_cancels_the_host_awaitable(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("run"), [1])
+            fut = host.pending[1]
+            assert call.cancel() is True
+            assert fut.cancelled() and call.done() and store.live_calls == 0
+            assert call.cancel() is False
+            with pytest.raises(CallCancelled):
+                call.result()
+            await asyncio.sleep(0)  # the cancelled future's callback is harmless
+            # Cancelling the awaiting task cancels the call.
+            call = start(inst.func("run"), [2])
+            task = asyncio.ensure_future(wait(call))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert call.done() and host.pending[2].cancelled()
+
+    asyncio.run(main())
+
+
+def test_waker_hands_resumption_to_a_scheduler(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            ready: list[ParkableCall] = []
+            call = start(inst.func("run"), [1])
+            call.set_waker(ready.append)
+            finished: list[ParkableCall] = []
+            call.add_done_callback(finished.append)
+            host.settle(1, 1)
+            await asyncio.sleep(0)
+            assert ready == [call] and not call.done()
+            assert call.poll() is True and finished == [call]
+            assert call.result() == [2]
+            late: list[ParkableCall] = []
+            call.add_done_callback(late.append)
+            assert late == [call]
+
+    asyncio.run(main())
+
+
+def test_memory_written_before_a_park_is_seen_after(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("store"), [64, 0xABCD])
+            assert inst.memory("mem").read(64, 4) == (0xABCD).to_bytes(4, "little")
+            host.settle(64, 9)
+            assert await wait(call) == [9]
+
+    asyncio.run(main())
+
+
+def test_reentrant_poll_start_and_cancel_are_refused(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            parked = start(inst.func("run"), [1])
+            errors: list[BaseException] = []
+
+            def meddle(args: Sequence[CoreValue]) -> list[CoreValue]:
+                for op in (parked.poll, parked.cancel, lambda: start(inst.func("add"), [1, 2])):
+                    try:
+                        op()
+                    except EngineError as exc:
+                        errors.append(exc)
+                return [0]
+
+            host.sync = meddle
+            assert start(inst.func("viasync"), [0]).result() == [0]
+            assert len(errors) == 3 and not parked.done()
+            host.settle(1, 1)
+            assert await wait(parked) == [2]
+
+    asyncio.run(main())
+
+
+def test_store_without_async_features_keeps_the_sync_path(wat: Wat) -> None:
+    with EngineStore() as store:
+        s = define_host_func(store, ["i32"], ["i32"], lambda a: [a[0]])
+        inst = instantiate(store, wat(GUEST.replace('"wait"', '"wait2"')), [s, s])
+        assert not store.async_required
+        assert inst.func("viasync").call_raw([3]) == [3]
+        # A parkable call still works, and finishes at once.
+        call = start(inst.func("viasync"), [4])
+        assert call.done() and call.result() == [4]
+    with EngineStore(suspend=False) as store:
+        with pytest.raises(EngineError, match="suspend=False"):
+            define_async_host_func(store, [], [], lambda a: [])
+        add = instantiate(store, wat("(module (func (export \"f\")))"), []).func("f")
+        with pytest.raises(EngineError, match="suspend=False"):
+            start(add, [])
+
+
+def test_instantiation_in_an_async_store(wat: Wat) -> None:
+    text = """(module
+      (import "h" "w" (func $w (param i32) (result i32)))
+      (global $g (export "g") (mut i32) (i32.const 0))
+      (func $s i32.const 5 call $w global.set $g)
+      (start $s))"""
+
+    async def main() -> None:
+        with EngineStore() as store:
+            pending: list[asyncio.Future[list[CoreValue]]] = []
+            calls: list[Sequence[CoreValue]] = []
+
+            def w(args: Sequence[CoreValue]) -> object:
+                calls.append(args)
+                if len(calls) == 1:
+                    return [int(args[0]) * 10]
+                fut: asyncio.Future[list[CoreValue]] = asyncio.get_running_loop().create_future()
+                pending.append(fut)
+                return fut
+
+            host = define_async_host_func(store, ["i32"], ["i32"], w)  # type: ignore[arg-type]
+            inst = instantiate(store, wat(text), [host])
+            assert inst.global_("g").get() == 50
+            with pytest.raises(CoreTrap, match="start function"):
+                instantiate(store, wat(text), [host])
+            assert pending[0].cancelled()
+
+    asyncio.run(main())
+
+
+def test_closing_the_store_cancels_parked_calls(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        store = EngineStore()
+        inst = setup(store, wat, host)
+        calls = [start(inst.func("run"), [k]) for k in range(5)]
+        futures = list(host.pending.values())
+        store.close()
+        assert all(f.cancelled() for f in futures)
+        for call in calls:
+            assert call.poll() is True
+            with pytest.raises(CallCancelled):
+                call.result()
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+
+
+def test_start_checks_arguments(wat: Wat) -> None:
+    with EngineStore() as store:
+        func: CoreFunc = instantiate(store, wat(GUEST.replace('"wait"', '"w"')), [
+            define_host_func(store, ["i32"], ["i32"], lambda a: a),
+            define_host_func(store, ["i32"], ["i32"], lambda a: a),
+        ]).func("add")
+        with pytest.raises(TypeError, match="expected 2 values"):
+            start(func, [1])
+        assert store.live_calls == 0
