@@ -242,3 +242,14 @@ def test_pollable_carries_the_pollable_brand() -> None:
     pollable = clock.subscribe_duration(0)
     assert is_pollable(pollable)
     assert is_realm_local(pollable)
+
+
+def test_streams_adapt_plain_python_values(settle: Any) -> None:
+    assert settle(InputStream(b"plain bytes").blocking_read(100)) == b"plain bytes"
+    captured = bytearray()
+    OutputStream(captured).blocking_write_and_flush(b"captured")
+    assert bytes(captured) == b"captured"
+    discard = OutputStream(None)
+    assert discard.blocking_write_and_flush(b"gone") is None
+    with pytest.raises(TypeError, match="cannot read bytes"):
+        InputStream(12)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import errno as _errno
 from collections.abc import Awaitable
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from polyengine_protocol import ComponentException, Trap, suspending
 
-from ._bytes import ByteSink, ByteSource
+from ._bytes import ByteSink, ByteSource, sink_from, source_from
 from ._kernel import Pollable
 
 __all__ = ["IoError", "InputStream", "OutputStream", "BLOCKING_WRITE_LIMIT", "READ_LIMIT"]
@@ -78,11 +78,25 @@ def _check_len(what: str, n: int) -> int:
     return n
 
 
-class InputStream:
-    """``wasi:io/streams.input-stream`` over a host byte source."""
+def _is_source(value: object) -> bool:
+    return all(callable(getattr(value, m, None)) for m in ("read_now", "readable", "wait"))
 
-    def __init__(self, source: ByteSource, *, owned: bool = True) -> None:
-        self._source: ByteSource | None = source
+
+def _is_sink(value: object) -> bool:
+    return all(callable(getattr(value, m, None)) for m in ("capacity", "flushed", "wait"))
+
+
+class InputStream:
+    """``wasi:io/streams.input-stream`` over a host byte source.
+
+    ``source`` is a ``ByteSource`` or anything ``source_from`` adapts:
+    ``bytes``, a binary file, an async iterable of ``bytes``.
+    """
+
+    def __init__(self, source: ByteSource | object, *, owned: bool = True) -> None:
+        self._source: ByteSource | None = (
+            cast(ByteSource, source) if _is_source(source) else source_from(source)
+        )
         self._owned = owned
         self._done = False
 
@@ -163,10 +177,16 @@ class InputStream:
 
 
 class OutputStream:
-    """``wasi:io/streams.output-stream`` over a host byte sink."""
+    """``wasi:io/streams.output-stream`` over a host byte sink.
 
-    def __init__(self, sink: ByteSink, *, owned: bool = True) -> None:
-        self._sink: ByteSink | None = sink
+    ``sink`` is a ``ByteSink`` or anything ``sink_from`` adapts: a
+    ``bytearray`` to capture into, a binary file, ``None`` to discard.
+    """
+
+    def __init__(self, sink: ByteSink | object, *, owned: bool = True) -> None:
+        self._sink: ByteSink | None = (
+            cast(ByteSink, sink) if _is_sink(sink) else sink_from(sink)
+        )
         self._owned = owned
         self._done = False
         self._permit = 0
