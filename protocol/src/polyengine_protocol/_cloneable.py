@@ -48,6 +48,7 @@ from ._brands import (
     brands_of,
 )
 from ._errors import (
+    UNSPECIFIED_TRAP_CODE,
     ComponentException,
     DroppedError,
     InvalidHandleError,
@@ -336,7 +337,7 @@ class _Encoder:
             out["payload"] = self.encode(getattr(e, "payload", None), _key_path(path, "payload"))
         elif tag == TRAP:
             code = getattr(e, "code", None)
-            if isinstance(code, str):
+            if isinstance(code, str) and code != UNSPECIFIED_TRAP_CODE:
                 out["code"] = code
         elif tag == PEER_TRAPPED:
             progress = getattr(e, "progress", None)
