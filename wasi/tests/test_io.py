@@ -253,3 +253,14 @@ def test_streams_adapt_plain_python_values(settle: Any) -> None:
     assert discard.blocking_write_and_flush(b"gone") is None
     with pytest.raises(TypeError, match="cannot read bytes"):
         InputStream(12)
+
+
+def test_host_resources_are_realm_local(tmp_path: Any) -> None:
+    from polyengine_protocol import is_realm_local
+
+    imports = wasi(preopens=[(tmp_path, "/")])
+    descriptor, _ = imports["wasi:filesystem/preopens@0.2"].get_directories()[0]
+    for resource in (InputStream(b""), OutputStream(None), descriptor):
+        assert is_realm_local(resource)
+        with pytest.raises(TypeError, match="realm-local"):
+            pickle.dumps(resource)

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from polyengine_protocol import ComponentException
+from polyengine_protocol import ComponentException, define_realm_local
 
 from ._bytes import PreadSource, PwriteSink
 from ._streams import READ_LIMIT, InputStream, IoError, OutputStream
@@ -244,6 +244,7 @@ class _Walk:
         return self.stack[-1], "."
 
 
+@define_realm_local
 class Descriptor:
     """``wasi:filesystem/types.descriptor``: an open file or directory.
 
@@ -482,6 +483,7 @@ class Descriptor:
         self._finalizer()
 
 
+@define_realm_local
 class DirectoryEntryStream:
     """``wasi:filesystem/types.directory-entry-stream`` over a directory fd."""
 

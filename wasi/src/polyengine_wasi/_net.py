@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from polyengine_protocol import ComponentException
+from polyengine_protocol import ComponentException, define_realm_local
 
 from ._streams import IoError
 
@@ -65,6 +65,7 @@ def from_os(op: str, exc: OSError) -> ComponentException[str]:
                         f"{op}: {exc.strerror or exc}")
 
 
+@define_realm_local
 class Network:
     """``wasi:sockets/network.network``: the capability to use the network."""
 

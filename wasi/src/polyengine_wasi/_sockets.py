@@ -21,6 +21,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from polyengine_protocol import define_realm_local
+
 from ._bytes import SocketSink, SocketSource
 from ._kernel import Pollable, fd_pollable, ready_pollable
 from ._net import (
@@ -40,6 +42,7 @@ from ._streams import InputStream, OutputStream
 __all__ = ["TcpSocket", "ResolveAddressStream", "tcp_providers", "ip_name_lookup_provider"]
 
 
+@define_realm_local
 class TcpSocket:
     """``wasi:sockets/tcp.tcp-socket`` over a non-blocking host socket.
 
@@ -269,6 +272,7 @@ class TcpSocket:
         self._sock.close()
 
 
+@define_realm_local
 class ResolveAddressStream:
     """``wasi:sockets/ip-name-lookup.resolve-address-stream``.
 

@@ -18,7 +18,7 @@ import errno as _errno
 from collections.abc import Awaitable
 from typing import NoReturn, cast
 
-from polyengine_protocol import ComponentException, Trap, suspending
+from polyengine_protocol import ComponentException, Trap, define_realm_local, suspending
 
 from ._bytes import ByteSink, ByteSource, sink_from, source_from
 from ._kernel import Pollable
@@ -86,6 +86,7 @@ def _is_sink(value: object) -> bool:
     return all(callable(getattr(value, m, None)) for m in ("capacity", "flushed", "wait"))
 
 
+@define_realm_local
 class InputStream:
     """``wasi:io/streams.input-stream`` over a host byte source.
 
@@ -176,6 +177,7 @@ class InputStream:
             source.close()
 
 
+@define_realm_local
 class OutputStream:
     """``wasi:io/streams.output-stream`` over a host byte sink.
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from polyengine_protocol import define_realm_local
+
 from ._kernel import Pollable, fd_pollable, ready_pollable
 from ._net import (
     Network,
@@ -44,6 +46,7 @@ def _same_peer(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     )
 
 
+@define_realm_local
 class UdpSocket:
     """``wasi:sockets/udp.udp-socket``."""
 
@@ -160,6 +163,7 @@ class UdpSocket:
         self._sock.close()
 
 
+@define_realm_local
 class IncomingDatagramStream:
     """``wasi:sockets/udp.incoming-datagram-stream``."""
 
@@ -204,6 +208,7 @@ class IncomingDatagramStream:
         return None
 
 
+@define_realm_local
 class OutgoingDatagramStream:
     """``wasi:sockets/udp.outgoing-datagram-stream``."""
 
