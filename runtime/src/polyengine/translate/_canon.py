@@ -16,7 +16,7 @@ from polyengine.translate._scope import Fail
 from polyengine.translate._typescope import core_valtype
 from polyengine.translate._values import CoreItem, FuncV, HostFunc, TypeV, Unavailable
 from polyengine.translate.plan import Adapter, Builtin, CanonOptions, Lift, LowerImport
-from polyengine.types.model import Future, FuncType, Stream, ValType
+from polyengine.types.model import FuncType, Future, Stream, ValType
 from polyengine.types.subtype import CoreFuncT, CoreMemoryT, CoreTableT, ResourceT
 from polyengine.validate.abi import (
     MAX_FLAT_ASYNC_PARAMS,
@@ -104,12 +104,16 @@ def parse_opts(w: Walk, opts: tuple[ast.CanonOpt, ...], allowed: frozenset[str])
             raise Fail("canonical option `realloc` requires `memory` to also be specified")
         ptr = o.ptr
         if o.realloc.t != CoreFuncT((ptr, ptr, ptr, ptr), (ptr,)):
-            raise Fail("canonical option `realloc` uses a core function with an incorrect signature")
+            raise Fail(
+                "canonical option `realloc` uses a core function with an incorrect signature"
+            )
     if o.callback is not None:
         if not o.is_async:
             raise Fail("cannot specify callback without async")
         if o.callback.t != CoreFuncT(("i32", "i32", "i32"), ("i32",)):
-            raise Fail("canonical option `callback` uses a core function with an incorrect signature")
+            raise Fail(
+                "canonical option `callback` uses a core function with an incorrect signature"
+            )
     if o.post_return is not None and o.is_async:
         raise Fail("cannot specify post-return function in async")
     return o
@@ -183,10 +187,14 @@ def lift(w: Walk, d: ast.CanonLift) -> FuncV:
     realloc = any(map(needs_pointer, params)) or flat_count(params, ptr) > MAX_FLAT_PARAMS
     _require(o, memory, realloc)
     assert isinstance(item.t, CoreFuncT)
-    expected = flatten_functype(ft, "lift", is_async=o.is_async, callback=o.callback is not None, ptr=ptr)
+    expected = flatten_functype(
+        ft, "lift", is_async=o.is_async, callback=o.callback is not None, ptr=ptr
+    )
     _check_core(item.t, expected)
     if o.post_return is not None and o.post_return.t != CoreFuncT(expected.results, ()):
-        raise Fail("canonical option `post-return` uses a core function with an incorrect signature")
+        raise Fail(
+            "canonical option `post-return` uses a core function with an incorrect signature"
+        )
     assert item.ref is not None
     return FuncV(ft, Lift(item.ref, ft, to_options(w, o)))
 
@@ -252,13 +260,21 @@ def _sig(params: tuple[str, ...], results: tuple[str, ...]) -> CoreFuncT:
     return CoreFuncT(params, results)
 
 
-_STREAM_FUTURE = {
-    "stream.new": Stream, "stream.read": Stream, "stream.write": Stream,
-    "stream.cancel-read": Stream, "stream.cancel-write": Stream,
-    "stream.drop-readable": Stream, "stream.drop-writable": Stream,
-    "future.new": Future, "future.read": Future, "future.write": Future,
-    "future.cancel-read": Future, "future.cancel-write": Future,
-    "future.drop-readable": Future, "future.drop-writable": Future,
+_STREAM_FUTURE: dict[str, type[Stream] | type[Future]] = {
+    "stream.new": Stream,
+    "stream.read": Stream,
+    "stream.write": Stream,
+    "stream.cancel-read": Stream,
+    "stream.cancel-write": Stream,
+    "stream.drop-readable": Stream,
+    "stream.drop-writable": Stream,
+    "future.new": Future,
+    "future.read": Future,
+    "future.write": Future,
+    "future.cancel-read": Future,
+    "future.cancel-write": Future,
+    "future.drop-readable": Future,
+    "future.drop-writable": Future,
 }
 
 _SIMPLE: dict[str, CoreFuncT] = {
@@ -341,7 +357,9 @@ def _builtin(w: Walk, d: ast.Definition, kind: str) -> tuple[Builtin, CoreFuncT]
             m = w.scope.get(Sort.CORE_MEMORY, mem)
             assert isinstance(m, CoreItem)
             ptr = "i64" if isinstance(m.t, CoreMemoryT) and m.t.is64 else "i32"
-            return Builtin(kind, inst, cancellable=cancel, memory=m.ref), _sig(("i32", ptr), ("i32",))
+            return Builtin(kind, inst, cancellable=cancel, memory=m.ref), _sig(
+                ("i32", ptr), ("i32",)
+            )
         case ast.CanonThreadNewIndirect(ti, table):
             ft = w.scope.get(Sort.CORE_TYPE, ti)
             if ft != CoreFuncT(("i32",), ()):

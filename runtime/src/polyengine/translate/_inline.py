@@ -25,9 +25,9 @@ from polyengine.translate._typescope import (
     alias_export,
     check_annotated,
     check_attributes,
-    freshen_instance,
     check_name,
     core_deftypes,
+    freshen_instance,
     outer_alias,
     sort_of_type,
     sort_of_value,
@@ -40,22 +40,20 @@ from polyengine.translate._values import (
     CoreItem,
     CoreModuleV,
     FuncV,
-    HostFunc,
     InstanceV,
     ResourceInfo,
     Sink,
     TypeV,
     Unavailable,
     Value,
-    ValueV,
     type_of,
 )
 from polyengine.translate.plan import (
     CoreArg,
-    Lift,
     CoreExport,
     CoreInstance,
     CoreModule,
+    Lift,
     StaticModule,
 )
 from polyengine.types.model import (
@@ -79,6 +77,7 @@ from polyengine.types.subtype import (
     ComponentT,
     CoreFuncT,
     CoreModuleT,
+    DefType,
     ExternT,
     InstanceT,
     Mismatch,
@@ -145,6 +144,15 @@ class Translator:
                 validate_core_module(raw, m.offset)
                 self.validated_modules.add(m.offset)
             sig = read_module_signature(raw, m.offset)
+            seen: set[tuple[str, str]] = set()
+            for mod, name, _ in sig.imports:
+                if (mod, name) in seen:
+                    raise TranslationError(
+                        f"duplicate import name `{mod}:{name}` in core module",
+                        m.offset,
+                        "core module",
+                    )
+                seen.add((mod, name))
             self.arena.module_sigs[m.offset] = sig
         return sig
 
@@ -157,7 +165,16 @@ class Translator:
         key = (cv.ast.offset, id(parent))
         t = self.component_types.get(key)
         if t is None:
-            walk = Walk(self, cv.ast, parent, lens, self.new_sink(), None, None, "")
+            walk = Walk(
+                self,
+                cv.ast,
+                parent=parent,
+                parent_lens=lens,
+                sink=self.new_sink(),
+                args=None,
+                parent_instance=None,
+                path="",
+            )
             walk.run()
             t = walk.component_type()
             self.component_types[key] = t
@@ -171,6 +188,7 @@ class Walk:
         self,
         tr: Translator,
         comp: ast.Component,
+        *,
         parent: Scope | None,
         parent_lens: dict[Sort, int] | None,
         sink: Sink,
@@ -210,7 +228,8 @@ class Walk:
 
     def component_type(self) -> ComponentT:
         exported = [
-            r for r in range(self.first_rid, len(self.tr.arena.resources))
+            r
+            for r in range(self.first_rid, len(self.tr.arena.resources))
             if r not in self.imported_rids and not self.tr.arena.resources[r].imported
         ]
         return ComponentT(
@@ -245,8 +264,8 @@ class Walk:
                     bag[e.name] = s.get(e.sort, e.index)
                 s.add(Sort.CORE_INSTANCE, CoreInstanceV(bag))
             case ast.CoreTypeDef(t):
-                for e in core_deftypes(t, s, self.tr.arena):
-                    s.add(Sort.CORE_TYPE, e)
+                for entry in core_deftypes(t, s, self.tr.arena):
+                    s.add(Sort.CORE_TYPE, entry)
             case ast.Component():
                 cv = ComponentV(None, d, (s, s.lens()))
                 # validate the definition now, even if it is never instantiated
@@ -303,7 +322,9 @@ class Walk:
 
     # -- core instances -----------------------------------------------------------------
 
-    def core_instantiate(self, module: int, args: tuple[ast.CoreInstantiateArg, ...]) -> CoreInstanceV:
+    def core_instantiate(
+        self, module: int, args: tuple[ast.CoreInstantiateArg, ...]
+    ) -> CoreInstanceV:
         s = self.scope
         mv = s.get(Sort.CORE_MODULE, module)
         assert isinstance(mv, CoreModuleV)
@@ -321,11 +342,16 @@ class Walk:
                 raise Fail(f"missing module instantiation argument named `{mod}`")
             item = iv.exports.get(name)
             if item is None:
-                raise Fail(f"module instantiation argument `{mod}` does not export an item named `{name}`")
+                raise Fail(
+                    f"module instantiation argument `{mod}` does not export an item named `{name}`"
+                )
             try:
                 check_core_extern(item.t, t)
             except Mismatch as exc:
-                raise Fail(f"type mismatch for export `{name}` of module instantiation argument `{mod}`: {exc}") from None
+                raise Fail(
+                    f"type mismatch for export `{name}` of module instantiation "
+                    f"argument `{mod}`: {exc}"
+                ) from None
             assert item.ref is not None
             resolved.append(CoreArg(mod, name, core_kind(t), item.ref))
         if mv.ref is None:
@@ -333,7 +359,10 @@ class Walk:
         self.sink.core_instances.append(CoreInstance(mv.ref, tuple(resolved), self.instance))
         idx = len(self.sink.core_instances) - 1
         return CoreInstanceV(
-            {n: CoreItem(core_kind(t), t, CoreExport(idx, n, core_kind(t))) for n, t in mv.t.exports}
+            {
+                n: CoreItem(core_kind(t), t, CoreExport(idx, n, core_kind(t)))
+                for n, t in mv.t.exports
+            }
         )
 
     # -- resources ----------------------------------------------------------------------
@@ -364,14 +393,22 @@ class Walk:
         given: dict[str, Value] = {}
         for a in args:
             if a.name in given:
-                raise Fail(f"instantiation argument `{a.name}` conflicts with previous argument `{a.name}`")
+                raise Fail(
+                    f"instantiation argument `{a.name}` conflicts with previous argument `{a.name}`"
+                )
             given[a.name] = s.get(a.sort, a.index)
         if cv.ast is not None:
             assert isinstance(cv.scope, tuple)
             parent, lens = cv.scope
             walk = Walk(
-                self.tr, cv.ast, parent, lens, self.sink, given, self.instance,
-                f"{self.path}/{component}" if self.path else str(component),
+                self.tr,
+                cv.ast,
+                parent=parent,
+                parent_lens=lens,
+                sink=self.sink,
+                args=given,
+                parent_instance=self.instance,
+                path=f"{self.path}/{component}" if self.path else str(component),
             )
             walk.run()
             return InstanceV(dict(walk.exports))
@@ -447,9 +484,7 @@ class Walk:
         mapping: dict[int, int] = {}
         for r in sorted(_abstract_rids(t)):
             info = arena.resources[r]
-            mapping[r] = arena.new_resource(
-                ResourceInfo(self.sink.id, True, info.name, None, None)
-            )
+            mapping[r] = arena.new_resource(ResourceInfo(self.sink.id, True, info.name, None, None))
         for r in created:
             info = arena.resources[r]
             info.sink = self.sink.id
@@ -482,7 +517,9 @@ class Walk:
             try:
                 check_extern(type_of(v), want, bind, set(_abstract_rids(want)))
             except Mismatch as exc:
-                raise Fail(f"ascribed type of export is not compatible with item's type: {exc}") from None
+                raise Fail(
+                    f"ascribed type of export is not compatible with item's type: {exc}"
+                ) from None
             if isinstance(v, FuncV) and isinstance(want, FuncType):
                 v = FuncV(want, v.src)
             elif isinstance(v, TypeV) and isinstance(want, TypeT) and isinstance(want.t, ResourceT):
@@ -513,7 +550,7 @@ _IMPORTED = frozenset({"import"})
 _EXPORTED = frozenset({"import", "export"})
 
 
-def _copy_type(t: object) -> object:
+def _copy_type(t: DefType) -> DefType:
     """A new object equal to ``t``, so that it can carry its own visibility."""
     if isinstance(t, ResourceT):
         return ResourceT(t.rid)
@@ -531,9 +568,7 @@ def _named_copy(arena: Arena, v: Value, how: str = "export") -> Value:
             arena.name_type(out.t, how)
             return out
         case InstanceV():
-            return InstanceV(
-                {n: _named_copy(arena, x, how) for n, x in v.exports.items()}, v.path
-            )
+            return InstanceV({n: _named_copy(arena, x, how) for n, x in v.exports.items()}, v.path)
     return v
 
 
@@ -587,7 +622,13 @@ def _visible_value(arena: Arena, v: Value) -> bool:
         case TypeV(ValType() as vt):
             return _visible_extern(arena, TypeT(vt), _EXPORTED)
         case InstanceV(exports):
-            return all(_visible_value(arena, x, ) for x in exports.values())
+            return all(
+                _visible_value(
+                    arena,
+                    x,
+                )
+                for x in exports.values()
+            )
     return True
 
 

@@ -9,6 +9,7 @@ root's imports and exports.
 from __future__ import annotations
 
 import dataclasses
+
 from polyengine.binary.reader import read_component
 from polyengine.errors import TranslationError
 from polyengine.translate._inline import Translator, Walk
@@ -73,7 +74,16 @@ def translate_component(data: bytes) -> Plan:
         comp = read_component(data)
         tr = Translator(data)
         sink = tr.new_sink()
-        walk = Walk(tr, comp, None, None, sink, None, None, "")
+        walk = Walk(
+            tr,
+            comp,
+            parent=None,
+            parent_lens=None,
+            sink=sink,
+            args=None,
+            parent_instance=None,
+            path="",
+        )
         walk.run()
         return _Builder(tr, sink, walk).plan()
     except TranslationError:
@@ -201,4 +211,3 @@ class _Builder:
             case ValueV():
                 item = Opaque("value")
         return Export(name, desc, item)
-

@@ -1,4 +1,4 @@
-"""Type definitions in a scope: component, instance and core module types (Binary.md §"Type Definitions").
+"""Component, instance and core module type definitions (Binary.md §"Type Definitions").
 
 Component and instance type declarators are validated in a fresh scope whose
 parent is the enclosing one (for ``outer`` aliases). ``(sub resource)``
@@ -42,7 +42,7 @@ from polyengine.types.subtype import (
     ResourceT,
     TypeT,
     ValueT,
-    map_valtype,
+    resources_of,
     substitute,
 )
 from polyengine.validate.names import NameError_, NameSet, parse_extern_name
@@ -64,7 +64,9 @@ def core_functype(f: ast.CoreFuncType) -> CoreFuncT:
     return CoreFuncT(tuple(map(core_valtype, f.params)), tuple(map(core_valtype, f.results)))
 
 
-def core_deftypes(d: ast.CoreDefType, scope: Scope, arena: Arena) -> list[CoreFuncT | CoreModuleT | None]:
+def core_deftypes(
+    d: ast.CoreDefType, scope: Scope, arena: Arena
+) -> list[CoreFuncT | CoreModuleT | None]:
     """The core type index entries a ``core:type`` adds (several for a ``rec`` group)."""
     match d:
         case ast.CoreRecType(subtypes):
@@ -90,6 +92,12 @@ def core_externtype(t: ast.CoreExternType, scope: Scope) -> CoreExternT:
         case ast.CoreTableType(elem, lim):
             return CoreTableT(core_valtype(elem), lim.min, lim.max, lim.is64, lim.shared)
         case ast.CoreMemoryType(lim):
+            page_log2 = 16 if lim.page_size_log2 is None else lim.page_size_log2
+            limit = (1 << 64 if lim.is64 else 1 << 32) >> page_log2
+            if lim.min > limit or (lim.max is not None and lim.max > limit):
+                raise Fail(f"memory size must be at most {limit} pages")
+            if lim.max is not None and lim.max < lim.min:
+                raise Fail("size minimum must not be greater than maximum")
             return CoreMemoryT(lim.min, lim.max, lim.shared, lim.is64, lim.page_size_log2)
         case ast.CoreGlobalType(vt, mut, shared):
             return CoreGlobalT(core_valtype(vt), mut, shared)
@@ -101,7 +109,9 @@ def core_externtype(t: ast.CoreExternType, scope: Scope) -> CoreExternT:
     raise Fail(f"unknown core extern type {t!r}")
 
 
-def core_module_type(decls: tuple[ast.CoreModuleDecl, ...], parent: Scope, arena: Arena) -> CoreModuleT:
+def core_module_type(
+    decls: tuple[ast.CoreModuleDecl, ...], parent: Scope, arena: Arena
+) -> CoreModuleT:
     """Validate a ``core:moduletype`` (each with an initially empty type index space)."""
     s = Scope(parent, is_component=False)
     imports: list[tuple[str, str, CoreExternT]] = []
@@ -241,20 +251,22 @@ class TypeContext:
                     created = imported if is_import else exported
                     parsed = check_name(name, import_names if is_import else export_names)
 
-                    def new_rid(text: str = name.name, created: list[int] = created) -> int:
-                        rid = self.arena.new_resource(ResourceInfo(None, is_import, text))
+                    def new_rid(
+                        text: str = name.name, created: list[int] = created, imp: bool = is_import
+                    ) -> int:
+                        rid = self.arena.new_resource(ResourceInfo(None, imp, text))
                         created.append(rid)
                         return rid
 
-                    t = self.externtype(et, s, new_rid)
-                    if isinstance(t, InstanceT):
-                        t = freshen_instance(t, new_rid)
-                    check_attributes(name, t)
-                    check_annotated(parsed.kind, parsed.resource, parsed.label, t, resource_names)
-                    if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
-                        resource_names[name.name] = t.t.rid
-                    (imports if is_import else exports).append((name.name, t))
-                    add_typed_value(s, t, named=True)
+                    xt = self.externtype(et, s, new_rid)
+                    if isinstance(xt, InstanceT):
+                        xt = freshen_instance(xt, new_rid)
+                    check_attributes(name, xt)
+                    check_annotated(parsed.kind, parsed.resource, parsed.label, xt, resource_names)
+                    if isinstance(xt, TypeT) and isinstance(xt.t, ResourceT):
+                        resource_names[name.name] = xt.t.rid
+                    (imports if is_import else exports).append((name.name, xt))
+                    add_typed_value(s, xt, named=True)
         if is_component:
             return ComponentT(tuple(imports), tuple(exports), tuple(imported), tuple(exported))
         return InstanceT(tuple(exports), tuple(exported))
@@ -280,7 +292,10 @@ def freshen_instance(t: InstanceT, new_rid: Callable[[], int]) -> InstanceT:
 
 
 def check_attributes(name: ast.ExternName, t: ExternT) -> None:
-    """Rules of the ``implements`` name attribute (Explainer.md §"Import and Export Definitions")."""
+    """Rules of the ``implements`` name attribute.
+
+    Explainer.md §"Import and Export Definitions".
+    """
     impls = [a for a in name.attributes if isinstance(a, ast.ImplementsAttribute)]
     if not impls:
         return
@@ -326,7 +341,10 @@ class ParsedName:
 def check_annotated(
     kind: str, resource: str, label: str, t: ExternT, resources: dict[str, int]
 ) -> None:
-    """The type rules of ``[constructor]``/``[method]``/``[static]`` names (Explainer.md §"Import and Export Definitions")."""
+    """The type rules of ``[constructor]``/``[method]``/``[static]`` names.
+
+    Explainer.md §"Import and Export Definitions".
+    """
     if kind not in ("constructor", "method", "static"):
         return
     if not isinstance(t, FuncType):
@@ -432,17 +450,9 @@ def outer_alias(s: Scope, sort: Sort, count: int, index: int) -> object:
 
 
 def _has_resources(t: DefType) -> bool:
-    found: list[int] = []
     match t:
         case ResourceT():
             return True
-        case FuncType():
-            for p in (*t.param_types(), *t.result_types()):
-                map_valtype(p, lambda r: (found.append(r), r)[1])
-        case InstanceT() | ComponentT():
-            from polyengine.types.subtype import map_extern
-
-            map_extern(t, lambda r: (found.append(r), r)[1])
-        case ValType():
-            map_valtype(t, lambda r: (found.append(r), r)[1])
-    return bool(found)
+        case FuncType() | InstanceT() | ComponentT() | ValType():
+            return bool(resources_of(t))
+    return False

@@ -92,7 +92,7 @@ class FuncV:
 
 @dataclass(frozen=True, slots=True)
 class TypeV:
-    """A type index entry; ``named`` marks an import/export-introduced (externally visible) index."""
+    """A type index entry; ``named``: introduced by an import or export (externally visible)."""
 
     t: DefType
     named: bool = False
@@ -106,7 +106,7 @@ class InstanceV:
 
 @dataclass(frozen=True, slots=True)
 class ComponentV:
-    """A component: a definition to walk (``ast`` and its enclosing ``scope``) or an imported type."""
+    """A component: a definition (``ast``, its enclosing ``scope``) or just a type (``t``)."""
 
     t: ComponentT | None
     ast: ast.Component | None = None

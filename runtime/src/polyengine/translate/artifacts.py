@@ -25,9 +25,7 @@ class Artifacts:
     def __init__(self, plan: Plan, component_bytes: bytes, sha256: str | None = None) -> None:
         digest = hashlib.sha256(component_bytes).hexdigest()
         if sha256 is not None and sha256 != digest:
-            raise ValueError(
-                f"component sha-256 {digest} does not match the expected {sha256}"
-            )
+            raise ValueError(f"component sha-256 {digest} does not match the expected {sha256}")
         self._plan = plan
         self._bytes = bytes(component_bytes)
         self._sha256 = digest
@@ -71,7 +69,9 @@ def artifacts_from_envelope(envelope: dict[str, Json], component_bytes: bytes) -
     """
     if not isinstance(envelope, dict) or envelope.get("format") != ENVELOPE_FORMAT:
         got = envelope.get("format") if isinstance(envelope, dict) else type(envelope).__name__
-        raise ValueError(f"not a translation envelope (format {got!r}, expected {ENVELOPE_FORMAT!r})")
+        raise ValueError(
+            f"not a translation envelope (format {got!r}, expected {ENVELOPE_FORMAT!r})"
+        )
     version = envelope.get("version")
     if version != ENVELOPE_VERSION:
         raise ValueError(

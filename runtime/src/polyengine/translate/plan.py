@@ -1,4 +1,4 @@
-"""The Plan: a component flattened into what execution needs (Explainer.md §"Component definitions").
+"""The Plan: a component flattened for execution (Explainer.md §"Component Definitions").
 
 Translation inlines every nested component instantiation of the root
 component, so the Plan has no nesting left: a list of core modules (byte
@@ -309,7 +309,9 @@ class Opaque:
     kind: str
 
 
-ExportItem: TypeAlias = Lift | ImportedItem | ExportedInstance | ExportedType | ExportedModule | Opaque
+ExportItem: TypeAlias = (
+    Lift | ImportedItem | ExportedInstance | ExportedType | ExportedModule | Opaque
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,7 +142,9 @@ class ComponentT:
     exported: tuple[int, ...] = ()
 
 
-DefType: TypeAlias = ValType | ResourceT | FuncType | InstanceT | ComponentT | CoreModuleT | CoreFuncT
+DefType: TypeAlias = (
+    ValType | ResourceT | FuncType | InstanceT | ComponentT | CoreModuleT | CoreFuncT
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +242,9 @@ def map_extern(t: ExternT, f: Callable[[int], int]) -> ExternT:
         case FuncType():
             return map_functype(t, f)
         case InstanceT(exports, abstract):
-            return InstanceT(tuple((n, map_extern(e, f)) for n, e in exports), tuple(map(f, abstract)))
+            return InstanceT(
+                tuple((n, map_extern(e, f)) for n, e in exports), tuple(map(f, abstract))
+            )
         case ComponentT(imports, exports, imported, exported):
             return ComponentT(
                 tuple((n, map_extern(e, f)) for n, e in imports),
@@ -262,8 +266,19 @@ def substitute(t: ExternT, mapping: Mapping[int, int]) -> ExternT:
     return map_extern(t, lambda r: mapping.get(r, r))
 
 
-def resources_of_valtype(t: ValType, out: set[int]) -> None:
-    map_valtype(t, lambda r: (out.add(r), r)[1])
+def resources_of(t: ExternT | ValType) -> set[int]:
+    """Every resource id mentioned by ``t``."""
+    out: set[int] = set()
+
+    def note(r: int) -> int:
+        out.add(r)
+        return r
+
+    if isinstance(t, ValType):
+        map_valtype(t, note)
+    else:
+        map_extern(t, note)
+    return out
 
 
 # -- subtyping ---------------------------------------------------------------------------
@@ -280,8 +295,22 @@ def _describe(t: object) -> str:
     return type(t).__name__
 
 
-_PRIMS = ("Bool", "S8", "U8", "S16", "U16", "S32", "U32", "S64", "U64", "F32", "F64", "Char",
-          "String", "ErrorContext")
+_PRIMS = (
+    "Bool",
+    "S8",
+    "U8",
+    "S16",
+    "U16",
+    "S32",
+    "U32",
+    "S64",
+    "U64",
+    "F32",
+    "F64",
+    "Char",
+    "String",
+    "ErrorContext",
+)
 
 
 def check_valtype(a: ValType, b: ValType, bind: dict[int, int] | None = None) -> None:
@@ -303,10 +332,10 @@ def check_valtype(a: ValType, b: ValType, bind: dict[int, int] | None = None) ->
         case Record(fa), Record(fb):
             if len(fa) != len(fb):
                 raise Mismatch(f"expected {len(fb)} fields, found {len(fa)}")
-            for x, y in zip(fa, fb, strict=True):
-                if x.label != y.label:
-                    raise Mismatch(f"expected field name `{y.label}`, found `{x.label}`")
-                _nested(x.t, y.t, bind, f"type mismatch in record field `{x.label}`")
+            for fx, fy in zip(fa, fb, strict=True):
+                if fx.label != fy.label:
+                    raise Mismatch(f"expected field name `{fy.label}`, found `{fx.label}`")
+                _nested(fx.t, fy.t, bind, f"type mismatch in record field `{fx.label}`")
         case Tuple(ta), Tuple(tb):
             if len(ta) != len(tb):
                 raise Mismatch(f"expected {len(tb)} types, found {len(ta)}")
@@ -315,15 +344,15 @@ def check_valtype(a: ValType, b: ValType, bind: dict[int, int] | None = None) ->
         case Variant(ca), Variant(cb):
             if len(ca) != len(cb):
                 raise Mismatch(f"expected {len(cb)} cases, found {len(ca)}")
-            for x, y in zip(ca, cb, strict=True):
-                if x.label != y.label:
-                    raise Mismatch(f"expected case named `{y.label}`, found `{x.label}`")
-                if x.t is None and y.t is not None:
-                    raise Mismatch(f"expected case `{x.label}` to have a type, found none")
-                if x.t is not None and y.t is None:
-                    raise Mismatch(f"expected case `{x.label}` to have no type")
-                if x.t is not None and y.t is not None:
-                    _nested(x.t, y.t, bind, f"type mismatch in variant case `{x.label}`")
+            for cx, cy in zip(ca, cb, strict=True):
+                if cx.label != cy.label:
+                    raise Mismatch(f"expected case named `{cy.label}`, found `{cx.label}`")
+                if cx.t is None and cy.t is not None:
+                    raise Mismatch(f"expected case `{cx.label}` to have a type, found none")
+                if cx.t is not None and cy.t is None:
+                    raise Mismatch(f"expected case `{cx.label}` to have no type")
+                if cx.t is not None and cy.t is not None:
+                    _nested(cx.t, cy.t, bind, f"type mismatch in variant case `{cx.label}`")
         case Enum(la), Enum(lb):
             if la != lb:
                 raise Mismatch("mismatch in enum elements")
@@ -498,7 +527,9 @@ def _check_deftype(a: DefType, b: DefType, bind: dict[int, int], bindable: set[i
         raise Mismatch("type mismatch")
 
 
-def _check_component(a: ComponentT, b: ComponentT, bind: dict[int, int], bindable: set[int]) -> None:
+def _check_component(
+    a: ComponentT, b: ComponentT, bind: dict[int, int], bindable: set[int]
+) -> None:
     # Everything a imports must be provided by b's imports (contravariant).
     bimports = dict(b.imports)
     inner_bind: dict[int, int] = {}
@@ -509,7 +540,7 @@ def _check_component(a: ComponentT, b: ComponentT, bind: dict[int, int], bindabl
         check_extern(tb, ta, inner_bind, set(a.imported))
     aexports = dict(a.exports)
     for n, tb in b.exports:
-        ta = aexports.get(n)
-        if ta is None:
+        found = aexports.get(n)
+        if found is None:
             raise Mismatch(f"missing expected export `{n}`")
-        check_extern(substitute(ta, inner_bind), tb, bind, bindable | set(b.exported))
+        check_extern(substitute(found, inner_bind), tb, bind, bindable | set(b.exported))

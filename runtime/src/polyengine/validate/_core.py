@@ -42,7 +42,7 @@ _HEAP = {
 
 
 class _Reader:
-    __slots__ = ("data", "pos", "base")
+    __slots__ = ("base", "data", "pos")
 
     def __init__(self, data: bytes | memoryview, base: int) -> None:
         self.data = data
@@ -50,7 +50,9 @@ class _Reader:
         self.base = base
 
     def fail(self, msg: str) -> TranslationError:
-        return TranslationError(f"malformed core module: {msg}", self.base + self.pos, "core module")
+        return TranslationError(
+            f"malformed core module: {msg}", self.base + self.pos, "core module"
+        )
 
     def byte(self) -> int:
         if self.pos >= len(self.data):

@@ -1,4 +1,4 @@
-"""Type-level Canonical ABI facts the validator needs (CanonicalABI.md §"Flattening", §"Element Size").
+"""Type-level Canonical ABI facts for validation (CanonicalABI.md §"Flattening", §"Element Size").
 
 ``flatten_functype`` gives the core signature a ``canon lift``/``canon lower``
 must have; ``elem_size`` enforces the maximum value size rule of Binary.md
@@ -9,13 +9,21 @@ entries: beyond ``MAX_FLAT_PARAMS`` only the count matters.
 from __future__ import annotations
 
 from polyengine.types.model import (
+    F32,
+    F64,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
     Bool,
     Borrow,
     Char,
     Enum,
     ErrorContext,
-    F32,
-    F64,
     Flags,
     FuncType,
     Future,
@@ -25,17 +33,9 @@ from polyengine.types.model import (
     Own,
     Record,
     Result,
-    S8,
-    S16,
-    S32,
-    S64,
     Stream,
     String,
     Tuple,
-    U8,
-    U16,
-    U32,
-    U64,
     ValType,
     Variant,
 )
@@ -67,7 +67,9 @@ def _children(t: ValType) -> list[ValType]:
     return []
 
 
-def contains(t: ValType, pred: type[ValType] | tuple[type[ValType], ...], *, deep_streams: bool = True) -> bool:
+def contains(
+    t: ValType, pred: type[ValType] | tuple[type[ValType], ...], *, deep_streams: bool = True
+) -> bool:
     """True when ``t`` transitively contains a value of a type in ``pred``."""
     if isinstance(t, pred):
         return True
@@ -204,7 +206,9 @@ def alignment(t: ValType, ptr_size: int) -> int:
             return 1
         case S16() | U16():
             return 2
-        case S32() | U32() | F32() | Char() | Own() | Borrow() | Stream() | Future() | ErrorContext():
+        case (
+            S32() | U32() | F32() | Char() | Own() | Borrow() | Stream() | Future() | ErrorContext()
+        ):
             return 4
         case S64() | U64() | F64():
             return 8
@@ -236,13 +240,15 @@ def _variant_align(payloads: list[ValType | None], ptr_size: int) -> int:
 
 
 def elem_size(t: ValType, ptr_size: int = 8) -> int:
-    """``elem_size(t)`` for a memory with ``ptr_size``-byte pointers (CanonicalABI.md §"Element Size")."""
+    """``elem_size(t)`` with ``ptr_size``-byte pointers (CanonicalABI.md §"Element Size")."""
     match t:
         case Bool() | S8() | U8():
             return 1
         case S16() | U16():
             return 2
-        case S32() | U32() | F32() | Char() | Own() | Borrow() | Stream() | Future() | ErrorContext():
+        case (
+            S32() | U32() | F32() | Char() | Own() | Borrow() | Stream() | Future() | ErrorContext()
+        ):
             return 4
         case S64() | U64() | F64():
             return 8

@@ -115,9 +115,8 @@ def parse_extern_name(text: str) -> ExternName:
 
 def _parse_interface_name(text: str) -> ExternName:
     base, at, version = text.partition("@")
-    if at:
-        if not (is_semver(version) or _CANONVERSION_RE.fullmatch(version)):
-            raise NameError_(f"`{text}` is not a valid extern name: bad version `{version}`")
+    if at and not (is_semver(version) or _CANONVERSION_RE.fullmatch(version)):
+        raise NameError_(f"`{text}` is not a valid extern name: bad version `{version}`")
     ns, colon, rest = base.partition(":")
     if not colon:
         raise NameError_(f"`{text}` is not a valid extern name: expected `:` after namespace")

@@ -166,8 +166,18 @@ class ValTypeBuilder:
                 case ast.MapType(k, v):
                     kt = self.valtype(k)
                     if not isinstance(
-                        kt, m.Bool | m.S8 | m.U8 | m.S16 | m.U16 | m.S32 | m.U32 | m.S64
-                        | m.U64 | m.Char | m.String
+                        kt,
+                        m.Bool
+                        | m.S8
+                        | m.U8
+                        | m.S16
+                        | m.U16
+                        | m.S32
+                        | m.U32
+                        | m.S64
+                        | m.U64
+                        | m.Char
+                        | m.String,
                     ):
                         raise TypeRuleError("map key must be a primitive type")
                     return m.Map(kt, self.valtype(v))
