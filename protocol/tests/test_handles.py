@@ -107,7 +107,7 @@ def test_define_realm_local_on_one_object() -> None:
 
 
 def test_define_realm_local_refuses_an_object_without_a_dict() -> None:
-    with pytest.raises(TypeError, match="cannot pill a int object: it has no __dict__"):
+    with pytest.raises(TypeError, match="cannot pill an object of type int: it has no __dict__"):
         pp.define_realm_local(3)
 
 

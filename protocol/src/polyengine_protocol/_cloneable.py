@@ -267,7 +267,9 @@ class _Encoder:
             return str.__str__(value)
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
-        what = "a function" if callable(value) else f"a {type(value).__qualname__} object"
+        what = (
+            "a function" if callable(value) else f"an object of type {type(value).__qualname__}"
+        )
         raise TypeError(
             f"to_cloneable: cannot clone {what} {_where(path)}: only WIT-shaped plain data "
             "(dict, list, tuple, str, int, float, bool, bytes, None), protocol errors, "
@@ -285,8 +287,8 @@ class _Encoder:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(
-                    f"to_cloneable: the dict {_where(path)} has a {type(key).__qualname__} key "
-                    f"{key!r}; record keys are str"
+                    f"to_cloneable: the dict {_where(path)} has a key of type "
+                    f"{type(key).__qualname__} ({key!r}); record keys are str"
                 )
             out[str.__str__(key)] = self.encode(item, _key_path(path, key))
         self.active.discard(id(value))
@@ -424,8 +426,8 @@ class _Decoder:
                 for key, item in data.items():
                     if not isinstance(key, str):
                         raise TypeError(
-                            f"from_cloneable: the dict {_where(path)} has a "
-                            f"{type(key).__qualname__} key {key!r}; encoded dicts have str keys"
+                            f"from_cloneable: the dict {_where(path)} has a key of type "
+                            f"{type(key).__qualname__} ({key!r}); encoded dicts have str keys"
                         )
                     out[key] = self.decode(item, _key_path(path, key))
                 return out
@@ -439,7 +441,8 @@ class _Decoder:
             self.active.discard(id(data))
             return tuple(items) if isinstance(data, tuple) else items
         raise TypeError(
-            f"from_cloneable: unexpected {type(data).__qualname__} object {_where(path)}: "
+            f"from_cloneable: unexpected object of type {type(data).__qualname__} "
+            f"{_where(path)}: "
             "the input must be the plain data to_cloneable produces"
         )
 
@@ -544,8 +547,8 @@ class _Decoder:
         value = data[name]
         if not isinstance(value, kind):
             raise TypeError(
-                f"from_cloneable: the field {_where(_key_path(path, name))} is a "
-                f"{type(value).__qualname__}, not a {kind.__qualname__}"
+                f"from_cloneable: the field {_where(_key_path(path, name))} is of type "
+                f"{type(value).__qualname__}, not {kind.__qualname__}"
             )
         return value
 

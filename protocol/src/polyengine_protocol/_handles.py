@@ -332,7 +332,7 @@ def define_realm_local(target: T) -> T:
         state = vars(target)
     except TypeError:
         raise TypeError(
-            f"cannot pill a {type(target).__qualname__} object: it has no __dict__; "
+            f"cannot pill an object of type {type(target).__qualname__}: it has no __dict__; "
             "pill its class with define_realm_local(cls), or inherit RealmLocal"
         ) from None
     state[REALM_LOCAL_ATTRIBUTE] = REALM_LOCAL
