@@ -50,7 +50,7 @@ from .thread import Suspends as Suspends
 from .thread import Thread as Thread
 from .thread import run_activation as run_activation
 from .traps import TrapCode as TrapCode
+from .values import TaskModelHooks as TaskModelHooks
 from .waitable import EventCode as EventCode
 from .waitable import Waitable as Waitable
 from .waitable import WaitableSet as WaitableSet
-from .values import TaskModelHooks as TaskModelHooks

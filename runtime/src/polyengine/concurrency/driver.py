@@ -32,8 +32,9 @@ class HostCall:
 
     ``task`` is the callee task (``None`` if the call trapped before it
     existed); ``resolved`` and ``result`` follow its ``task.return`` (``result``
-    is ``None`` when the call was cancelled); ``trap`` is set when it failed.
-    ``on_settle`` callbacks run once when it resolves or fails.
+    is ``None`` when the call was cancelled); ``trap`` is set when a trap
+    escaped the callee, even after it returned (its instance is poisoned
+    then). ``on_settle`` callbacks run once, at the first of the two.
     """
 
     __slots__ = ("on_settle", "resolved", "result", "task", "trap")
@@ -57,10 +58,11 @@ class HostCall:
         self._notify()
 
     def _fail(self, trap: Trap) -> None:
-        if self.settled:
-            return
-        self.trap = trap
-        self._notify()
+        was_settled = self.settled
+        if self.trap is None:
+            self.trap = trap
+        if not was_settled:
+            self._notify()
 
     def _notify(self) -> None:
         for cb in self.on_settle:

@@ -11,7 +11,7 @@ layer's :class:`~polyengine.abi.memory.BytearrayMemory`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from polyengine.types.model import FuncType, ValType
 
@@ -20,7 +20,18 @@ from .store import InstanceState
 from .task import FuncInst, Subtask, Task
 from .thread import CoreVal, GeneratorActivation, Suspends, Thread
 
-__all__ = ["PyCore", "py_core", "py_lifted", "py_lowered", "returns"]
+__all__ = [
+    "PyCore",
+    "bare_thread",
+    "now",
+    "py_core",
+    "py_lifted",
+    "py_lowered",
+    "returns",
+    "stackful",
+]
+
+T = TypeVar("T")
 
 PyCore = Callable[[Thread, list[CoreVal]], Suspends[list[CoreVal]]]
 
@@ -107,3 +118,50 @@ def py_lowered(
     return CanonLower(
         callee=fi, ft=ft, lift_params=lift_params, lower_results=lower_results, async_=async_
     )
+
+
+def now(gen: Suspends[T]) -> T:
+    """Run a possibly-blocking operation that must complete without blocking."""
+    try:
+        block = next(gen)
+    except StopIteration as stop:
+        return cast(T, stop.value)
+    gen.close()
+    raise AssertionError(f"operation blocked ({block!r})")
+
+
+def bare_thread(inst: InstanceState, *, is_async: bool = True) -> Thread:
+    """A registered, started thread of a started task, for calling built-ins directly.
+
+    Its body never runs; it stands for a guest thread that is executing.
+    """
+    ft = FuncType((), None, is_async)
+    task = Task(ft, inst, list, lambda _r: None, async_=is_async, return_key=("py", id(inst)))
+    task.state = Task.State.STARTED
+
+    def body(_t: Thread) -> Suspends[None]:
+        yield from ()
+
+    thread = Thread(task, body)
+    task.implicit_thread = thread
+    task.register_thread(thread)
+    return thread
+
+
+def stackful(
+    inst: InstanceState, body: Callable[[Thread], Suspends[None]], *, is_async: bool = True
+) -> CanonLift:
+    """An export with no parameters or results whose core function runs ``body``.
+
+    Async-typed exports are lifted stackful (``async`` without callback) and
+    ``task.return`` is called after ``body`` unless it resolved the task;
+    otherwise the export is lifted synchronously.
+    """
+
+    def core(thread: Thread, _args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        yield from body(thread)
+        if is_async and not thread.task.resolved():
+            thread.task.return_([])
+        return []
+
+    return py_lifted(inst, core, is_async=is_async, async_=is_async)

@@ -219,7 +219,8 @@ class SharedFutureImpl:
         if not self.dropped:
             self.dropped = True
             if self.pending_buffer is not None:
-                assert isinstance_writable(self.pending_buffer)
+                # only a write can be pending: the writer cannot drop before it wrote
+                assert isinstance_readable(self.pending_buffer)
                 self.reset_and_notify_pending(CopyResult.DROPPED)
 
     def read(
