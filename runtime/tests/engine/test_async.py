@@ -71,7 +71,10 @@ class Host:
 
 def setup(store: EngineStore, wat: Wat, host: Host) -> CoreInstance:
     w = define_async_host_func(store, ["i32"], ["i32"], host.wait)
-    s = define_host_func(store, ["i32"], ["i32"], lambda a: host.sync(a))
+    def sync(args: Sequence[CoreValue]) -> Sequence[CoreValue]:
+        return host.sync(args)
+
+    s = define_host_func(store, ["i32"], ["i32"], sync)
     return instantiate(store, wat(GUEST), [w, s])
 
 

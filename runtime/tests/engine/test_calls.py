@@ -25,7 +25,8 @@ ARITH = """(module
   (memory 1)
   (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
   (func (export "add64") (param i64 i64) (result i64) local.get 0 local.get 1 i64.add)
-  (func (export "fmul") (param f32 f64) (result f64) local.get 0 f64.promote_f32 local.get 1 f64.mul)
+  (func (export "fmul") (param f32 f64) (result f64)
+    local.get 0 f64.promote_f32 local.get 1 f64.mul)
   (func (export "swap") (param i32 i64) (result i64 i32) local.get 1 local.get 0)
   (func (export "nothing"))
   (func (export "boom") unreachable)
@@ -95,7 +96,10 @@ def test_traps_carry_code_and_message(
         assert inst.func("add").call_raw([1, 1]) == [2]
 
 
-def _hosted(store: EngineStore, wat: Wat, fn: Callable[[Sequence[CoreValue]], Sequence[CoreValue]]) -> CoreFunc:
+HostFn = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
+
+
+def _hosted(store: EngineStore, wat: Wat, fn: HostFn) -> CoreFunc:
     host = define_host_func(store, ["i32", "i32"], ["i32"], fn)
     return instantiate(store, wat(HOSTED), [host]).func("callf")
 
@@ -148,7 +152,13 @@ def test_keyboard_interrupt_and_exit_are_reraised(wat: Wat, exc_type: type[BaseE
 
 @pytest.mark.parametrize(
     ("result", "error"),
-    [(None, TypeError), ("text", TypeError), ([1, 2], TypeError), ([1.5], TypeError), ([2**40], ValueError)],
+    [
+        (None, TypeError),
+        ("text", TypeError),
+        ([1, 2], TypeError),
+        ([1.5], TypeError),
+        ([2**40], ValueError),
+    ],
 )
 def test_wrong_host_results_trap(wat: Wat, result: object, error: type[Exception]) -> None:
     with EngineStore() as store:
