@@ -264,3 +264,29 @@ def test_host_resources_are_realm_local(tmp_path: Any) -> None:
         assert is_realm_local(resource)
         with pytest.raises(TypeError, match="realm-local"):
             pickle.dumps(resource)
+
+
+def test_two_pollables_on_one_descriptor_both_wake() -> None:
+    import socket
+
+    from polyengine_wasi._kernel import fd_pollable
+
+    a, b = socket.socketpair()
+    with a, b:
+        a.setblocking(False)
+
+        def readable() -> bool:
+            import select
+
+            return bool(select.select([a], [], [], 0)[0])
+
+        async def main() -> tuple[list[int], list[int]]:
+            first = fd_pollable(a.fileno(), write=False, ready=readable)
+            second = fd_pollable(a.fileno(), write=False, ready=readable)
+            one = asyncio.ensure_future(poll([first]))  # type: ignore[arg-type]
+            two = asyncio.ensure_future(poll([second]))  # type: ignore[arg-type]
+            await asyncio.sleep(0.01)
+            b.send(b"x")
+            return await asyncio.wait_for(one, 2), await asyncio.wait_for(two, 2)
+
+        assert asyncio.run(main()) == ([0], [0])

@@ -101,26 +101,50 @@ def timer_pollable(deadline_ns: int) -> Pollable:
     return Pollable(lambda: monotonic_now() >= deadline_ns, sleep_until)
 
 
+#: Waiters per (loop, fd, direction): one selector registration wakes them all,
+#: so two pollables over one descriptor never displace each other.
+_fd_waiters: dict[tuple[int, int, bool], list[asyncio.Future[None]]] = {}
+
+
 async def wait_fd(fd: int, *, write: bool) -> None:
     """Wait until ``fd`` is readable (or writable) on the running event loop."""
     loop = asyncio.get_running_loop()
+    key = (id(loop), fd, write)
     fut: asyncio.Future[None] = loop.create_future()
+    waiters = _fd_waiters.get(key)
+    if waiters is None:
+        waiters = _fd_waiters[key] = []
 
-    def wake() -> None:
-        if not fut.done():
-            fut.set_result(None)
+        def wake() -> None:
+            for waiter in _fd_waiters.pop(key, []):
+                if not waiter.done():
+                    waiter.set_result(None)
+            _unregister(loop, fd, write)
 
-    if write:
-        loop.add_writer(fd, wake)
-    else:
-        loop.add_reader(fd, wake)
+        if write:
+            loop.add_writer(fd, wake)
+        else:
+            loop.add_reader(fd, wake)
+    waiters.append(fut)
     try:
         await fut
     finally:
-        if write:
-            loop.remove_writer(fd)
-        else:
-            loop.remove_reader(fd)
+        remaining = _fd_waiters.get(key)
+        if remaining is not None:
+            if fut in remaining:
+                remaining.remove(fut)
+            if not remaining:
+                del _fd_waiters[key]
+                _unregister(loop, fd, write)
+
+
+def _unregister(loop: asyncio.AbstractEventLoop, fd: int, write: bool) -> None:
+    if loop.is_closed():
+        return
+    if write:
+        loop.remove_writer(fd)
+    else:
+        loop.remove_reader(fd)
 
 
 def fd_pollable(fd: int, *, write: bool, ready: Callable[[], bool]) -> Pollable:
