@@ -1,1 +1,36 @@
-"""polyengine.testing."""
+"""polyengine.testing: conformance tooling.
+
+``python -m polyengine.testing.wast PATH...`` runs ``wasm-tools json-from-wast``
+output (see :mod:`polyengine.testing.wast`). Execution of instances is
+delegated to an :class:`Executor` that the embedding layer supplies.
+"""
+
+from polyengine.testing._model import Command as Command
+from polyengine.testing._model import CommandResult as CommandResult
+from polyengine.testing._model import FileResult as FileResult
+from polyengine.testing._model import LoadedModule as LoadedModule
+from polyengine.testing._model import Outcome as Outcome
+from polyengine.testing._model import Status as Status
+from polyengine.testing._model import Totals as Totals
+from polyengine.testing._runner import WastRunner as WastRunner
+from polyengine.testing._runner import is_core_module as is_core_module
+from polyengine.testing._xfail import XfailList as XfailList
+from polyengine.testing.executor import Action as Action
+from polyengine.testing.executor import Executor as Executor
+from polyengine.testing.executor import NoExecution as NoExecution
+
+__all__ = [
+    "Action",
+    "Command",
+    "CommandResult",
+    "Executor",
+    "FileResult",
+    "LoadedModule",
+    "NoExecution",
+    "Outcome",
+    "Status",
+    "Totals",
+    "WastRunner",
+    "XfailList",
+    "is_core_module",
+]
