@@ -3,12 +3,15 @@
 A trap is something a guest can cause (a bad pointer, an invalid handle,
 malformed string bytes). Broken invariants of our own are ``assert``\\ s.
 Every trap carries a stable ``code`` (one of the :class:`TrapCode`
-constants) plus a human-readable message.
+constants) plus a human-readable message. :class:`Trap` is the protocol
+package's ``Trap(message, code=...)``, re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import NoReturn
+
+from polyengine_protocol import Trap
 
 __all__ = ["Trap", "TrapCode", "trap", "trap_if"]
 
@@ -33,20 +36,6 @@ class TrapCode:
     MAY_NOT_LEAVE = "may-not-leave"
     CANNOT_ENTER = "cannot-enter"
     MISSING_REALLOC = "missing-realloc"
-
-
-class Trap(Exception):
-    """A guest fault detected by the canonical ABI.
-
-    Constructed as ``Trap(message, code=...)`` so it can later be swapped for
-    the protocol package's ``Trap`` of the same shape.
-    """
-
-    code: str
-
-    def __init__(self, message: str, code: str = "trap") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def trap(code: str, message: str) -> NoReturn:
