@@ -118,3 +118,22 @@ def test_insecure_is_deterministic_with_a_seed() -> None:
     assert seed == b["wasi:random/insecure-seed@0.2"].insecure_seed()
     assert a["wasi:random/insecure-seed@0.3"].get_insecure_seed() == seed
     assert wasi(seed=43)["wasi:random/insecure-seed@0.2"].insecure_seed() != seed
+
+
+def test_timezone_defaults_to_utc(imports: dict[str, Any]) -> None:
+    when = {"seconds": 1_700_000_000, "nanoseconds": 0}
+    tz2 = imports["wasi:clocks/timezone@0.2"]
+    assert tz2.display(when) == {"utc_offset": 0, "name": "UTC", "in_daylight_saving_time": False}
+    assert tz2.utc_offset(when) == 0
+    tz3 = imports["wasi:clocks/timezone@0.3"]
+    assert tz3.iana_id() is None
+    assert tz3.utc_offset(when) is None
+    assert tz3.to_debug_string() == "UTC"
+
+
+def test_local_timezone_is_the_hosts() -> None:
+    when = {"seconds": 1_700_000_000, "nanoseconds": 0}
+    expected = time.localtime(when["seconds"]).tm_gmtoff
+    imports = wasi(local_timezone=True)
+    assert imports["wasi:clocks/timezone@0.2"].utc_offset(when) == expected
+    assert imports["wasi:clocks/timezone@0.3"].utc_offset(when) == expected * 1_000_000_000

@@ -12,13 +12,14 @@ is served.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from types import SimpleNamespace
 
 from ._kernel import Pollable, monotonic_now, timer_pollable
 
 __all__ = ["monotonic_clock_p2", "wall_clock_p2", "monotonic_clock_p3", "system_clock_p3",
-           "wall_clock_p3"]
+           "wall_clock_p3", "timezone_p2", "timezone_p3"]
 
 U64_MAX = (1 << 64) - 1
 
@@ -122,3 +123,52 @@ def system_clock_p3() -> SimpleNamespace:
 def wall_clock_p3() -> SimpleNamespace:
     """``wasi:clocks/wall-clock@0.3`` as earlier 0.3 drafts named it."""
     return wall_clock_p2()
+
+
+def _local_offset(seconds: int) -> tuple[int, str, bool]:
+    """(offset east of UTC in seconds, zone name, daylight saving) at ``seconds``."""
+    try:
+        local = time.localtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return 0, "UTC", False
+    return int(local.tm_gmtoff or 0), str(local.tm_zone or "UTC"), local.tm_isdst > 0
+
+
+def timezone_p2(local: bool) -> SimpleNamespace:
+    """``wasi:clocks/timezone@0.2`` (unstable): UTC unless ``local`` is granted."""
+
+    def display(when: dict[str, int]) -> dict[str, object]:
+        if not local:
+            return {"utc_offset": 0, "name": "UTC", "in_daylight_saving_time": False}
+        offset, name, dst = _local_offset(when["seconds"])
+        return {"utc_offset": offset, "name": name, "in_daylight_saving_time": dst}
+
+    def utc_offset(when: dict[str, int]) -> int:
+        return _local_offset(when["seconds"])[0] if local else 0
+
+    return SimpleNamespace(display=display, utc_offset=utc_offset)
+
+
+def timezone_p3(local: bool) -> SimpleNamespace:
+    """``wasi:clocks/timezone@0.3`` (unstable): none unless ``local`` is granted."""
+
+    def iana_id() -> str | None:
+        if not local:
+            return None
+        link = "/etc/localtime"
+        try:
+            target = os.path.realpath(link)
+        except OSError:
+            return None
+        marker = "/zoneinfo/"
+        return target.split(marker, 1)[1] if marker in target else None
+
+    def utc_offset(when: dict[str, int]) -> int | None:
+        if not local:
+            return None
+        return _local_offset(when["seconds"])[0] * 1_000_000_000
+
+    def to_debug_string() -> str:
+        return _local_offset(int(time.time()))[1] if local else "UTC"
+
+    return SimpleNamespace(iana_id=iana_id, utc_offset=utc_offset, to_debug_string=to_debug_string)

@@ -28,6 +28,8 @@ from ._clocks import (
     monotonic_clock_p2,
     monotonic_clock_p3,
     system_clock_p3,
+    timezone_p2,
+    timezone_p3,
     wall_clock_p2,
     wall_clock_p3,
 )
@@ -78,6 +80,7 @@ def wasi(
     network: bool = False,
     cwd: str | None = None,
     seed: int | None = None,
+    local_timezone: bool = False,
 ) -> dict[str, object]:
     """Build the WASI imports of one instance.
 
@@ -88,7 +91,8 @@ def wasi(
     ``bytearray`` to capture into or a binary file (default: the process's
     own streams). ``network`` grants sockets and name lookup. ``cwd`` is the
     guest's initial working directory; ``seed`` makes the insecure random
-    generators deterministic.
+    generators deterministic; ``local_timezone`` shows the host's time zone
+    to the (unstable) timezone interfaces, which otherwise report UTC.
     """
     environment = Environment(args, env, cwd)
     opened = [_preopen(p) for p in preopens]
@@ -113,6 +117,7 @@ def wasi(
     add("wasi:io/streams", P2, SimpleNamespace(InputStream=InputStream, OutputStream=OutputStream))
     add("wasi:clocks/monotonic-clock", P2, monotonic_clock_p2())
     add("wasi:clocks/wall-clock", P2, wall_clock_p2())
+    add("wasi:clocks/timezone", P2, timezone_p2(local_timezone))
     add("wasi:random/random", P2, random_provider())
     add("wasi:random/insecure", P2, insecure_provider(randomness))
     add("wasi:random/insecure-seed", P2, insecure_seed_provider(randomness))
@@ -140,6 +145,7 @@ def wasi(
     add("wasi:clocks/monotonic-clock", P3, monotonic_clock_p3())
     add("wasi:clocks/system-clock", P3, system_clock_p3())
     add("wasi:clocks/wall-clock", P3, wall_clock_p3())
+    add("wasi:clocks/timezone", P3, timezone_p3(local_timezone))
     add("wasi:random/random", P3, random_provider())
     add("wasi:random/insecure", P3, insecure_provider(randomness))
     add("wasi:random/insecure-seed", P3, insecure_seed_provider(randomness))
