@@ -244,3 +244,13 @@ def test_stdin_from_a_regular_file(tmp_path: Any, settle: Any) -> None:
     with path.open("rb") as f:
         stdin = wasi(stdin=f)["wasi:cli/stdin@0.2"].get_stdin()
         assert settle(stdin.blocking_read(100)) == b"file input"
+
+
+def test_text_streams_are_written_through_their_buffer() -> None:
+    raw = io.BytesIO()
+    text = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    stdout = wasi(stdout=text)["wasi:cli/stdout@0.2"].get_stdout()
+    stdout.blocking_write_and_flush(b"via buffer")
+    assert raw.getvalue() == b"via buffer"
+    with pytest.raises(TypeError, match="text stream"):
+        wasi(stdout=io.StringIO())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import select
 import socket
@@ -530,6 +531,19 @@ def _is_blocking_file(fd: int) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISBLK(mode))
 
 
+def _binary(value: object, verb: str) -> object:
+    """The binary file under a text file (``sys.stdout`` → ``sys.stdout.buffer``)."""
+    if isinstance(value, io.TextIOBase):
+        buffer = getattr(value, "buffer", None)
+        if buffer is None:
+            raise TypeError(
+                f"cannot {verb} bytes through the text stream {type(value).__name__}: "
+                "pass a binary file"
+            )
+        return buffer
+    return value
+
+
 def source_from(value: object) -> ByteSource:
     """Adapt a host object to a source.
 
@@ -538,6 +552,7 @@ def source_from(value: object) -> ByteSource:
     that may block (a pipe, a terminal, a socket) is read on a thread; any
     other object with ``read(n)`` is read directly.
     """
+    value = _binary(value, "read")
     if value is None:
         return BufferSource(b"")
     if isinstance(value, bytes | bytearray | memoryview):
@@ -568,6 +583,7 @@ def sink_from(value: object, default: Callable[[], IO[bytes]] | None = None) -> 
     write) or, without one, discarding; a ``bytearray`` captures; any object
     with ``write(bytes)`` is written synchronously.
     """
+    value = _binary(value, "write")
     if value is None:
         return FileSink(default) if default is not None else DiscardSink()
     if isinstance(value, bytearray):
