@@ -365,3 +365,14 @@ def test_input_kinds(wat2wasm: W) -> None:
     words = memoryview(data[: len(data) // 4 * 4]).cast("I")
     with pytest.raises(TranslationError):
         read_component(words[:1])
+
+
+def test_non_contiguous_views_and_wrong_argument_types(wat2wasm: W) -> None:
+    data = wat2wasm("(component (type string))")
+    spaced = bytearray(len(data) * 2)
+    spaced[::2] = data
+    view = memoryview(spaced)[::2]
+    assert not view.c_contiguous
+    assert read_component(view) == read_component(data)
+    with pytest.raises(TypeError):
+        read_component("not bytes")  # type: ignore[arg-type]

@@ -501,3 +501,27 @@ def test_section_infos_cover_the_definitions(wat2wasm: W) -> None:
     for s in c.sections:
         assert data[s.offset] == s.id
         assert s.content_offset + s.content_length <= len(data)
+
+
+def test_large_core_modules_are_skipped_not_read() -> None:
+    # a 16 MiB core module (one big custom section) costs nothing to read
+    import time
+
+    payload = b"\x04blob" + bytes(16 * 1024 * 1024)
+    section = b"\x00" + _uleb(len(payload)) + payload
+    module = b"\x00asm\x01\x00\x00\x00" + section
+    data = b"\x00asm\x0d\x00\x01\x00\x01" + _uleb(len(module)) + module
+    start = time.perf_counter()
+    c = read_component(data)
+    elapsed = time.perf_counter() - start
+    assert c.definitions == (ast.CoreModule(len(data) - len(module), len(module)),)
+    assert elapsed < 0.1
+
+
+def _uleb(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)

@@ -26,13 +26,14 @@ class Cursor:
     input cannot exhaust the Python stack.
     """
 
-    __slots__ = ("buf", "depth", "end", "pos", "section")
+    __slots__ = ("buf", "depth", "end", "is_bytes", "pos", "section")
 
     MAX_DEPTH = 64
 
     def __init__(self, buf: Buffer, pos: int, end: int) -> None:
         assert 0 <= pos <= end <= len(buf)
         self.buf = buf
+        self.is_bytes = isinstance(buf, bytes)
         self.pos = pos
         self.end = end
         self.section: str | None = None
@@ -220,6 +221,8 @@ class Cursor:
             self._short(n, what, start)
         self.pos = pos + n
         try:
+            if self.is_bytes:
+                return buf[pos : pos + n].decode()  # type: ignore[union-attr]
             return str(buf[pos : pos + n], "utf-8")
         except UnicodeDecodeError as e:
             self.fail(f"malformed UTF-8 encoding in {what}", pos + e.start)

@@ -72,14 +72,12 @@ def read_component(data: bytes | bytearray | memoryview) -> ast.Component:
     ``data`` is not copied: byte ranges in the AST (core modules, nested
     components, custom sections, values) are offsets into it. A core module
     is refused with "expected a component, found a core module".
+
+    Raises :class:`TranslationError` for any malformed input, and nothing
+    else; only an argument that is not a bytes-like object at all (embedder
+    misuse) is a ``TypeError``.
     """
-    buf: Buffer
-    if isinstance(data, memoryview):
-        buf = data if data.format == "B" and data.ndim == 1 else data.cast("B")
-    elif isinstance(data, bytearray):
-        buf = memoryview(data)
-    else:
-        buf = data
+    buf = _as_buffer(data)
     c = Cursor(buf, 0, len(buf))
     try:
         return _read_component(c, top_level=True)
@@ -91,6 +89,22 @@ def read_component(data: bytes | bytearray | memoryview) -> ast.Component:
         raise TranslationError(
             f"malformed component ({type(e).__name__}: {e})", c.pos, c.section
         ) from e
+
+
+def _as_buffer(data: bytes | bytearray | memoryview) -> Buffer:
+    """A byte-indexable view of ``data`` without copying (non-contiguous views
+    are the one case that is copied)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray):
+        return memoryview(data)
+    if isinstance(data, memoryview):
+        if not data.c_contiguous:
+            return data.tobytes()
+        return data if data.format == "B" and data.ndim == 1 else data.cast("B")
+    raise TypeError(
+        f"read_component() needs bytes, bytearray or memoryview, not {type(data).__name__}"
+    )
 
 
 # -- preambles -------------------------------------------------------------------
