@@ -14,7 +14,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polyengine", description="Run and inspect WebAssembly components."
     )
     parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
-    parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    from polyengine.cli import _translate
+
+    _translate.register(verbs)
     return parser
 
 
@@ -25,4 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 2
-    return 0
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    result = func(args)
+    assert isinstance(result, int)
+    return result

@@ -27,7 +27,6 @@ from polyengine.translate._typescope import (
     check_attributes,
     check_name,
     core_deftypes,
-    freshen_instance,
     outer_alias,
     sort_of_type,
     sort_of_value,
@@ -452,8 +451,6 @@ class Walk:
             return rid
 
         t = self.tr.types.externtype(d.type, s, new_rid)
-        if isinstance(t, InstanceT):
-            t = freshen_instance(t, new_rid)
         check_attributes(d.name, t)
         check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
         if not _visible_extern(arena, t, _IMPORTED):

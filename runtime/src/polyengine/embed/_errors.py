@@ -1,0 +1,54 @@
+"""Error conversion at the host boundary (python-mapping.md §3, embedder-api §"Error model").
+
+Three kinds of failure cross the boundary:
+
+* a guest fault (a core trap or a canonical-ABI trap) becomes a branded
+  :class:`polyengine_protocol.Trap` with a stable code, and poisons the
+  instance it escaped from;
+* a host import raising anything but a branded ``ComponentException`` traps
+  the calling instance with a message naming the import, chained with
+  ``raise ... from``;
+* ``KeyboardInterrupt`` and ``SystemExit`` are never swallowed: the instance
+  is poisoned and the original exception propagates to the embedder.
+"""
+
+from __future__ import annotations
+
+from polyengine_protocol import Trap
+
+from polyengine.engine import CoreTrap
+
+__all__ = ["HostImportError", "Trap", "host_import_trap", "trap_from_core"]
+
+
+class HostImportError(Trap):
+    """The trap raised when a host import fails with an unbranded exception."""
+
+
+def host_import_trap(import_name: str, exc: BaseException) -> Trap:
+    """The trap for ``exc`` escaping host import ``import_name``."""
+    trap = HostImportError(
+        f"host import {import_name} raised {type(exc).__name__}: {exc}", code="host-import"
+    )
+    trap.__cause__ = exc
+    return trap
+
+
+def trap_from_core(exc: CoreTrap) -> BaseException:
+    """Translate a trap that unwound a core call into what the embedder sees.
+
+    A host exception that unwound the guest is returned as is when it is a
+    ``Trap`` (already attributed) or a ``BaseException`` that must propagate
+    (``KeyboardInterrupt``, ``SystemExit``); any other unwinding becomes a
+    ``Trap`` with the core trap's code.
+    """
+    host = exc.host_exception
+    if host is not None:
+        if isinstance(host, Trap) or getattr(host, "__polyengine_brand__", None) == Trap.__polyengine_brand__:
+            return host
+        if not isinstance(host, Exception):
+            return host
+    code = exc.code or "trap"
+    trap = Trap(f"wasm trap: {exc.message}", code=code)
+    trap.__cause__ = exc
+    return trap

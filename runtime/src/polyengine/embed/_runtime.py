@@ -1,0 +1,417 @@
+"""Executing a Plan: one top-level component instantiation (architecture.md §2).
+
+:class:`ComponentRuntime` compiles the plan's core modules, creates the
+per-instance state of every flattened component instance, builds the
+trampolines (lowered host imports, guest→guest adapters, canonical
+built-ins) and instantiates the core instances in plan order in one
+engine store. Exports are then called through :meth:`ComponentRuntime.call`.
+
+Canonical options are resolved lazily, on a trampoline's first call: the
+plan allows a trampoline to name the memory or realloc of a core instance
+that is created after the instance importing the trampoline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from polyengine_protocol import Trap
+
+from polyengine import engine
+from polyengine.abi.compile import Compiler
+from polyengine.abi.functions import LiftedFunc, LoweredFunc
+from polyengine.abi.options import CanonicalOptions, LiftLowerContext
+from polyengine.abi.resources import (
+    ComponentInstance,
+    ResourceType,
+    canon_resource_drop,
+    canon_resource_new,
+    canon_resource_rep,
+)
+from polyengine.embed._errors import trap_from_core
+from polyengine.errors import LinkError
+from polyengine.translate import plan as P
+from polyengine.translate.artifacts import Artifacts
+from polyengine.types.layout import flatten_functype
+
+__all__ = ["ComponentRuntime", "ExportCall"]
+
+CoreVal = int | float
+
+
+def _as_trap(exc: BaseException) -> BaseException:
+    """Canonical-ABI traps become branded protocol traps; others pass through."""
+    if isinstance(exc, engine.CoreTrap):
+        return trap_from_core(exc)
+    if isinstance(exc, Trap):
+        return exc
+    code = getattr(exc, "code", None)
+    if type(exc).__name__ == "Trap" and isinstance(code, str):
+        trap = Trap(str(exc), code=code)
+        trap.__cause__ = exc
+        return trap
+    return exc
+
+
+class InstanceRecord:
+    """Runtime state of one flattened component instance."""
+
+    __slots__ = ("ci", "id", "poisoned")
+
+    def __init__(self, ci: ComponentInstance, ident: int) -> None:
+        self.ci = ci
+        self.id = ident
+        #: the trap that escaped this instance; entering it afterwards is refused
+        self.poisoned: BaseException | None = None
+
+
+class ResolvedOptions:
+    """Canonical options of one lift/lower, resolved against the live core instances."""
+
+    __slots__ = ("compiler", "opts", "record")
+
+    def __init__(self, opts: CanonicalOptions, compiler: Compiler, record: InstanceRecord) -> None:
+        self.opts = opts
+        self.compiler = compiler
+        self.record = record
+
+
+class ExportCall:
+    """A lifted export specialized for calls from the host (``canon lift``, sync path).
+
+    Built once at instantiation: the value codecs are compiled for the
+    function type, so a call does no type dispatch.
+    """
+
+    __slots__ = ("_callee", "_lifted", "_options", "_post_return", "_rt", "lift", "name")
+
+    def __init__(self, rt: ComponentRuntime, lift: P.Lift, name: str) -> None:
+        self._rt = rt
+        self.lift = lift
+        self.name = name
+        self._options: ResolvedOptions | None = None
+        self._lifted: LiftedFunc | None = None
+        self._callee: engine.CoreFunc | None = None
+        self._post_return: engine.CoreFunc | None = None
+
+    def _prepare(self) -> tuple[ResolvedOptions, LiftedFunc, engine.CoreFunc]:
+        rt = self._rt
+        ro = rt.resolve_options(self.lift.options, host_side=True)
+        lifted = LiftedFunc.compile(ro.compiler, self.lift.type)
+        callee = rt.resolve_func(self.lift.func)
+        if self.lift.options.post_return is not None:
+            self._post_return = rt.resolve_func(self.lift.options.post_return)
+        self._options, self._lifted, self._callee = ro, lifted, callee
+        return ro, lifted, callee
+
+    def __call__(self, args: Sequence[Any]) -> Any:
+        """Call the export with host values; return the lifted result value."""
+        ro, lifted, callee = (
+            (self._options, self._lifted, self._callee)
+            if self._callee is not None
+            else self._prepare()
+        )
+        assert ro is not None and lifted is not None and callee is not None
+        rec = ro.record
+        ci = rec.ci
+        self._rt.check_enter(rec, self.name)
+        ci.may_enter = False
+        try:
+            cx = LiftLowerContext(ro.opts, ci)
+            flat = lifted.lower_params(cx, args)
+            try:
+                results = callee.call_raw(flat)
+            except engine.CoreTrap as exc:
+                raise _as_trap(exc) from None
+            cx.refresh()
+            value = lifted.lift_results(cx, results)
+            post = self._post_return
+            if post is not None:
+                ci.may_leave = False
+                try:
+                    post.call_raw(results)
+                except engine.CoreTrap as exc:
+                    raise _as_trap(exc) from None
+                finally:
+                    ci.may_leave = True
+            return value
+        except BaseException as exc:
+            trap = _as_trap(exc)
+            if trap is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):
+                rec.poisoned = trap
+                if trap is not exc:
+                    raise trap from exc
+            raise
+        finally:
+            ci.may_enter = True
+
+
+class ComponentRuntime:
+    """One instantiated component: its engine store, core instances and per-instance state.
+
+    ``host_imports`` maps a lowered import's path (``("wasi:cli/stdout@0.2.0",
+    "get-stdout")``) to the trampoline body the embed layer built for it
+    (a function from flat core arguments to flat core results).
+    """
+
+    def __init__(
+        self,
+        artifacts: Artifacts,
+        host_trampolines: Callable[[ComponentRuntime, int, P.LowerImport], engine.HostFunction],
+        *,
+        host_resources: Any = None,
+        host_resource_dtor: Callable[[int, int], None] | None = None,
+    ) -> None:
+        plan = artifacts.plan
+        self.plan = plan
+        self.artifacts = artifacts
+        self.store = engine.EngineStore(suspend=False)
+        self.host_resources = host_resources
+        self.records: list[InstanceRecord] = []
+        for ci_plan in plan.component_instances:
+            parent = None if ci_plan.parent is None else self.records[ci_plan.parent].ci
+            self.records.append(
+                InstanceRecord(ComponentInstance(parent, ci_plan.path or f"#{ci_plan.id}"), ci_plan.id)
+            )
+        self.resource_types: list[ResourceType] = []
+        for index, res in enumerate(plan.resources):
+            impl = None if res.imported or res.instance is None else self.records[res.instance].ci
+            rtype = ResourceType(impl, None, res.name)
+            if res.dtor is not None:
+                rtype.dtor = self._guest_dtor(res.dtor)
+            elif res.imported and host_resource_dtor is not None:
+                rtype.dtor = _bind_index(host_resource_dtor, index)
+            self.resource_types.append(rtype)
+        self._host_trampolines = host_trampolines
+        self._trampolines: dict[int, engine.CoreFunc] = {}
+        self._option_cache: dict[tuple[P.CanonOptions, bool], ResolvedOptions] = {}
+        self.core_instances: list[engine.CoreInstance] = []
+        modules = [
+            engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
+            for i in range(len(plan.modules))
+        ]
+        for index, ci in enumerate(plan.core_instances):
+            if not isinstance(ci.module, P.StaticModule):
+                raise LinkError(
+                    f"core instance {index} instantiates an imported core module "
+                    f"({'/'.join(ci.module.path)}), which polyengine does not support"
+                )
+            module = modules[ci.module.index]
+            externs = [self.resolve(arg.item) for arg in ci.args]
+            try:
+                inst = engine.instantiate(self.store, module, externs)
+            except engine.CoreTrap as exc:
+                raise _as_trap(exc) from None
+            self.core_instances.append(inst)
+
+    # -- resolution --------------------------------------------------------------------
+
+    def resolve(self, item: P.CoreDef) -> engine.Extern:
+        """The live core item a plan reference names."""
+        if isinstance(item, P.CoreExport):
+            found = self.core_instances[item.instance].get(item.name)
+            if found is None:
+                raise LinkError(f"core instance {item.instance} has no export {item.name!r}")
+            return found
+        if isinstance(item, P.TrampolineRef):
+            return self.trampoline(item.index)
+        raise LinkError(
+            f"core item {'/'.join(item.path)} is imported from the host as a core "
+            f"{item.kind}, which polyengine does not support"
+        )
+
+    def resolve_func(self, item: P.CoreDef) -> engine.CoreFunc:
+        ext = self.resolve(item)
+        assert isinstance(ext, engine.CoreFunc), ext
+        return ext
+
+    def resolve_options(self, o: P.CanonOptions, *, host_side: bool) -> ResolvedOptions:
+        """Resolve ``o`` into ABI options and a compiler (cached per options and side).
+
+        ``host_side`` compilers convert resources to and from host objects;
+        guest-to-guest compilers keep handles as representations and strings as
+        guest string values (so the store side can transcode per the spec).
+        """
+        key = (o, host_side)
+        cached = self._option_cache.get(key)
+        if cached is not None:
+            return cached
+        memory = None
+        if o.memory is not None:
+            mem = self.resolve(o.memory)
+            assert isinstance(mem, engine.GuestMemory), mem
+            memory = mem
+        realloc = None
+        if o.realloc is not None:
+            realloc = _realloc_of(self.resolve_func(o.realloc))
+        post_return = None
+        if o.post_return is not None:
+            post_return = self.resolve_func(o.post_return).call_raw
+        opts = CanonicalOptions(
+            string_encoding=o.string_encoding,  # type: ignore[arg-type]
+            memory=memory,
+            realloc=realloc,
+            post_return=post_return,
+            is_async=o.is_async,
+        )
+        compiler = Compiler(
+            o.string_encoding,  # type: ignore[arg-type]
+            resource_type=self.resource_types.__getitem__,
+            host_resources=self.host_resources if host_side else None,
+            guest_strings=not host_side,
+        )
+        ro = ResolvedOptions(opts, compiler, self.records[o.instance])
+        self._option_cache[key] = ro
+        return ro
+
+    def check_enter(self, rec: InstanceRecord, what: str) -> None:
+        """Refuse to enter a poisoned or already-entered instance (Component Invariant #2)."""
+        if rec.poisoned is not None:
+            raise Trap(
+                f"cannot call {what}: component instance {rec.ci.name} was poisoned "
+                f"by an earlier trap ({rec.poisoned})",
+                code="instance-poisoned",
+            )
+        if not rec.ci.may_enter:
+            raise Trap(
+                f"cannot call {what}: component instance {rec.ci.name} is already entered",
+                code="cannot-enter",
+            )
+
+    # -- trampolines -------------------------------------------------------------------
+
+    def trampoline(self, index: int) -> engine.CoreFunc:
+        found = self._trampolines.get(index)
+        if found is not None:
+            return found
+        tr = self.plan.trampolines[index]
+        if isinstance(tr, P.LowerImport):
+            fn = self._host_trampolines(self, index, tr)
+            core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
+        elif isinstance(tr, P.Adapter):
+            fn = self._adapter(tr)
+            core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
+        else:
+            fn, params, results = self._builtin(tr)
+            func = engine.define_host_func(self.store, params, results, fn)
+            self._trampolines[index] = func
+            return func
+        func = engine.define_host_func(self.store, list(core.params), list(core.results), fn)
+        self._trampolines[index] = func
+        return func
+
+    def _guest_dtor(self, ref: P.CoreDef) -> Callable[[int], None]:
+        def dtor(rep: int) -> None:
+            self.resolve_func(ref).call_raw([rep])
+
+        return dtor
+
+    def _builtin(self, b: P.Builtin) -> tuple[engine.HostFunction, list[str], list[str]]:
+        rec = self.records[b.instance]
+        ci = rec.ci
+        kind = b.kind
+        if kind in ("resource.new", "resource.drop", "resource.rep"):
+            assert b.resource is not None
+            rtype = self.resource_types[b.resource]
+            rep_type = self.plan.resources[b.resource].rep
+            if kind == "resource.new":
+
+                def new(flat: Sequence[CoreVal]) -> list[CoreVal]:
+                    return [canon_resource_new(ci, rtype, int(flat[0]))]
+
+                return new, [rep_type], ["i32"]
+            if kind == "resource.drop":
+
+                def drop(flat: Sequence[CoreVal]) -> list[CoreVal]:
+                    canon_resource_drop(ci, rtype, int(flat[0]))
+                    return []
+
+                return drop, ["i32"], []
+
+            def rep(flat: Sequence[CoreVal]) -> list[CoreVal]:
+                return [canon_resource_rep(ci, rtype, int(flat[0]))]
+
+            return rep, ["i32"], [rep_type]
+        raise LinkError(
+            f"the canonical built-in {kind} needs the 0.3 task model, which this "
+            "instantiation path does not provide yet"
+        )
+
+    def _adapter(self, a: P.Adapter) -> engine.HostFunction:
+        """A guest→guest call: lift from the caller, lower into the callee (sync path)."""
+        caller_o = a.options
+        callee_o = a.lift.options
+        state: dict[str, Any] = {}
+
+        def prepare() -> None:
+            caller = self.resolve_options(caller_o, host_side=False)
+            callee = self.resolve_options(callee_o, host_side=False)
+            state["caller"] = caller
+            state["callee"] = callee
+            state["lowered"] = LoweredFunc.compile(caller.compiler, a.type)
+            state["lifted"] = LiftedFunc.compile(callee.compiler, a.lift.type)
+            state["func"] = self.resolve_func(a.lift.func)
+            state["post"] = (
+                None if callee_o.post_return is None else self.resolve_func(callee_o.post_return)
+            )
+
+        def adapter(flat: Sequence[CoreVal]) -> list[CoreVal]:
+            if not state:
+                prepare()
+            caller: ResolvedOptions = state["caller"]
+            callee: ResolvedOptions = state["callee"]
+            lowered: LoweredFunc = state["lowered"]
+            lifted: LiftedFunc = state["lifted"]
+            ccx = LiftLowerContext(caller.opts, caller.record.ci)
+            if not caller.record.ci.may_leave:
+                raise Trap("cannot leave component instance", code="may-not-leave")
+            callee_rec = callee.record
+            if callee_rec.poisoned is not None or not callee_rec.ci.may_enter_from(
+                caller.record.ci
+            ):
+                raise Trap("cannot enter component instance", code="cannot-enter")
+            args = lowered.lift_params(ccx, list(flat))
+            callee_rec.ci.enter_from(caller.record.ci)
+            try:
+                tcx = LiftLowerContext(callee.opts, callee_rec.ci)
+                core_args = lifted.lower_params(tcx, args)
+                results = state["func"].call_raw(core_args)
+                tcx.refresh()
+                value = lifted.lift_results(tcx, results)
+                post = state["post"]
+                if post is not None:
+                    callee_rec.ci.may_leave = False
+                    try:
+                        post.call_raw(results)
+                    finally:
+                        callee_rec.ci.may_leave = True
+            except engine.CoreTrap as exc:
+                trap = _as_trap(exc)
+                callee_rec.poisoned = trap
+                raise trap from None
+            finally:
+                callee_rec.ci.leave_to(caller.record.ci)
+            ccx.refresh()
+            return lowered.lower_results(ccx, value, list(flat))
+
+        return adapter
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
+    call = func.call_raw
+
+    def realloc(old_ptr: int, old_size: int, align: int, new_size: int) -> int:
+        return int(call([old_ptr, old_size, align, new_size])[0])
+
+    return realloc
+
+
+def _bind_index(fn: Callable[[int, int], None], index: int) -> Callable[[int], None]:
+    def dtor(rep: int) -> None:
+        fn(index, rep)
+
+    return dtor
