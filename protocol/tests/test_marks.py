@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import inspect
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +42,20 @@ def test_function_wrapper_form(
     assert marked.__wrapped__ is now
     assert not is_marked(now), "the original function is left untouched"
     assert pp.marks_of(marked) == {key}
+
+
+@pp.suspending
+def module_level(n: int) -> int:
+    return n * 2
+
+
+def test_marked_callables_pickle() -> None:
+    assert pickle.loads(pickle.dumps(module_level)) is module_level
+    assert pickle.loads(pickle.dumps(Socket.block)) is Socket.block
+    by_value = pickle.loads(pickle.dumps(pp.defer_cancel(pp.suspending(len))))
+    assert by_value is not len and by_value([1]) == 1
+    assert pp.marks_of(by_value) == {pp.SUSPENDING, pp.DEFER_CANCEL}
+    assert copy.copy(module_level) is module_level
 
 
 def test_only_its_own_mark() -> None:

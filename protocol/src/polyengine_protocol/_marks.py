@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, cast
@@ -81,6 +82,7 @@ class _Marked:
 
     __wrapped__: Callable[..., Any]
     __polyengine_brand__: frozenset[str]
+    __qualname__: str
 
     def __init__(self, target: Callable[..., Any], kind: str, marks: frozenset[str]) -> None:
         functools.update_wrapper(self, target)
@@ -118,6 +120,16 @@ class _Marked:
     @property
     def __kwdefaults__(self) -> dict[str, Any] | None:
         return self.__wrapped__.__kwdefaults__
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # A decorated module-level function or method pickles by reference,
+        # like the function it replaces; anything else by value.
+        found: object = sys.modules.get(self.__module__)
+        for part in self.__qualname__.split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return self.__qualname__
+        return (_Marked, (self.__wrapped__, self._kind, self.__polyengine_brand__))
 
     def __repr__(self) -> str:
         return f"<{_names(self.__polyengine_brand__)} {self.__wrapped__!r}>"
