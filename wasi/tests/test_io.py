@@ -290,3 +290,78 @@ def test_two_pollables_on_one_descriptor_both_wake() -> None:
             return await asyncio.wait_for(one, 2), await asyncio.wait_for(two, 2)
 
         assert asyncio.run(main()) == ([0], [0])
+
+
+def test_blocking_write_parks_until_the_peer_drains() -> None:
+    import socket
+
+    from polyengine_wasi._bytes import SocketSink, SocketSource
+
+    a, b = socket.socketpair()
+    with a, b:
+        a.setblocking(False)
+        b.setblocking(False)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        out = OutputStream(SocketSink(a, limit=4096))
+        inp = InputStream(SocketSource(b))
+
+        async def main() -> int:
+            # fill the kernel buffers until the sink stops taking bytes
+            parked = None
+            for _ in range(10_000):
+                result = out.blocking_write_and_flush(bytes(4096))
+                if result is not None:
+                    parked = result
+                    break
+            assert parked is not None, "the socket never filled up"
+            assert not out.subscribe().ready()
+            task = asyncio.ensure_future(parked)
+            await asyncio.sleep(0.01)
+            assert not task.done()
+            received = 0
+            while not task.done():
+                chunk = await asyncio.wait_for(asyncio.ensure_future(
+                    _read_some(inp)), 2)
+                received += len(chunk)
+            await task
+            return received
+
+        assert asyncio.run(main()) > 0
+
+
+async def _read_some(stream: InputStream) -> bytes:
+    result = stream.blocking_read(1 << 16)
+    return result if isinstance(result, bytes) else await result
+
+
+def test_blocking_splice_parks_for_input() -> None:
+    async def producer() -> AsyncIterator[bytes]:
+        await asyncio.sleep(0.01)
+        yield b"eventually"
+
+    out = bytearray()
+
+    async def main() -> int:
+        src = InputStream(AsyncIterSource(producer()))
+        dst = OutputStream(BufferSink(out))
+        pending = dst.blocking_splice(src, 100)
+        assert not isinstance(pending, int)
+        return await pending
+
+    assert asyncio.run(main()) == 10
+    assert bytes(out) == b"eventually"
+
+
+def test_poll_mixes_a_stream_and_a_timer() -> None:
+    clock = wasi()["wasi:clocks/monotonic-clock@0.2"]
+
+    async def producer() -> AsyncIterator[bytes]:
+        await asyncio.sleep(0.01)
+        yield b"data"
+
+    async def main() -> list[int]:
+        stream = InputStream(AsyncIterSource(producer()))
+        timer = clock.subscribe_duration(5_000_000_000)
+        return await poll([timer, stream.subscribe()])  # type: ignore[misc]
+
+    assert asyncio.run(main()) == [1]

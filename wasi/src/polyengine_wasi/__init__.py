@@ -1,8 +1,20 @@
 """WASI 0.2 and 0.3 host providers for polyengine.
 
 ``wasi(...)`` builds an imports mapping keyed by track ids
-(``"wasi:cli/environment@0.2"``, ``"wasi:cli/stdout@0.3"``, ...). This
-package imports ``polyengine_protocol`` only (python-mapping.md §0, A22).
+(``"wasi:cli/environment@0.2"``, ``"wasi:cli/stdout@0.3"``, ...)::
+
+    out = bytearray()
+    imports = wasi(args=["app", "-v"], env={"HOME": "/"}, stdout=out,
+                   preopens=[("/srv/data", "/data", True)])  # read-only
+
+Values follow python-mapping.md §2 and resources §5: each provider's
+snake_case attributes are the interface's functions and its PascalCase
+attributes the resource classes (``Pollable``, ``InputStream``,
+``Descriptor``, ``TcpSocket``, ...). ``Pollable(ready, wait)`` is the
+public seam for readiness from elsewhere (the parking kernel, A6).
+
+This package imports ``polyengine_protocol`` only (python-mapping.md §0,
+A22).
 """
 
 from ._bytes import ByteSink as ByteSink
