@@ -299,10 +299,11 @@ def test_rehydrated_values_are_local_canonical_classes() -> None:
     assert len({context, pp.from_cloneable(pp.to_cloneable(RuntimeErrorContext("m")))}) == 1
 
 
-def test_rehydrated_values_pickle_plainly() -> None:
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_rehydrated_values_pickle_plainly(protocol: int) -> None:
     for make in TAXONOMY.values():
         back = pp.from_cloneable(pp.to_cloneable(make()))
-        again = pickle.loads(pickle.dumps(back))
+        again = pickle.loads(pickle.dumps(back, protocol=protocol))
         assert type(again) is type(back)
         if isinstance(back, BaseException):
             assert pp.brands_of(again) == pp.brands_of(back)

@@ -177,6 +177,9 @@ class _ErrorContextCarrier:
     def debug_message(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return (_ErrorContextCarrier, (self.message,))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _ErrorContextCarrier):
             return NotImplemented
