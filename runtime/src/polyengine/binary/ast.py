@@ -17,14 +17,32 @@ Conventions
 * Sort/index pairs (``sortidx``, ``core:sortidx``) use the single flat
   :class:`Sort` enum, whose ``CORE_*`` members are the core sorts.
 * ``offset`` fields are absolute byte offsets into the top-level input given to
-  ``read_component`` (also inside nested components). They are excluded from
-  equality (``compare=False``), so two nodes read from different places compare
-  equal when their contents do. Nodes that are items of a section (definitions
-  and declarators) carry the offset of their first byte; other nodes carry
-  ``offset=-1`` unless documented otherwise.
+  ``read_component`` (also inside nested components). On nodes that are items
+  of a section (definitions and declarators) and on :class:`ExternName`,
+  ``offset`` is the position of the first byte, for error messages; it is
+  keyword-only and excluded from equality (``compare=False``), so two nodes
+  read from different places compare equal when their contents do. Nodes
+  built by hand get ``offset=-1``.
 * Byte ranges (core modules, nested components, custom-section payloads,
   values) are ``(offset, length)`` pairs into that same input; nothing is
-  copied. ``CoreModule.data(input)`` slices the bytes back out.
+  copied. ``CoreModule.data(input)`` slices the bytes back out. These
+  offsets (``CoreModule.offset``, ``Component.offset``,
+  ``CustomSection.data_offset``, ``Value.value_offset``) *are* compared: they
+  are the node's value.
+
+What the reader leaves to validation
+------------------------------------
+
+The reader enforces the Binary.md grammar (tags, opcodes, LEB128, UTF-8,
+sizes, ``0x00``/``0x01`` immediates) plus core-module section headers. It
+does not check, and the AST keeps as written: index bounds and sort/kind
+agreement of indices; empty records/variants/tuples/flags/enums, more than 32
+flags, fixed-length lists of length 0; duplicate or conflicting canon options;
+extern-name syntax (kebab-case labels, ``[method]`` annotations, interface
+names and versions), name uniqueness and repeated name attributes; which sorts
+may be exported, passed to ``instantiate`` or aliased by declarators;
+resource types inside component/instance types; ``borrow`` in results;
+``(stream char)``; value consumption (🪙); the bodies of core modules.
 
 The node classes live in the private modules ``_ast_types`` (sorts, core
 types, value/func/component/instance types, extern names and types, aliases)
