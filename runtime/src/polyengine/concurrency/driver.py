@@ -210,22 +210,18 @@ class Driver:
     def spawn_host(
         self,
         aw: Awaitable[T],
-        on_done: Callable[[asyncio.Task[T]], None],
-    ) -> asyncio.Task[T]:
+        on_done: Callable[[asyncio.Future[T]], None],
+    ) -> asyncio.Future[T]:
         """Run ``aw`` as a host operation; ``on_done(task)`` applies its outcome.
 
         The store counts it as in flight (no deadlock is declared meanwhile)
         and is woken when ``on_done`` has run.
         """
         store = self.store
-
-        async def wrapped() -> T:
-            return await aw
-
-        task = asyncio.ensure_future(wrapped())
+        task = asyncio.ensure_future(aw)
         store.begin_host_work()
 
-        def done(t: asyncio.Task[T]) -> None:
+        def done(t: asyncio.Future[T]) -> None:
             try:
                 on_done(t)
             finally:
@@ -251,6 +247,7 @@ class Driver:
 
     async def _run(self) -> None:
         store = self.store
+        me = asyncio.current_task()
         try:
             while True:
                 while _tick_all(store, self.batch) == self.batch:
@@ -266,4 +263,5 @@ class Driver:
                     continue
                 await self._event.wait()
         finally:
-            self._runner = None
+            if self._runner is me:
+                self._runner = None

@@ -1,0 +1,220 @@
+"""The asyncio driver: host awaitables wake waiting threads, deadlock detection."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import pytest
+
+from polyengine.abi.memory import BytearrayMemory
+from polyengine.abi.trap import Trap
+from polyengine.concurrency import (
+    Driver,
+    EventCode,
+    InstanceState,
+    Store,
+    Subtask,
+    canon_lower,
+    run_to_completion,
+)
+from polyengine.concurrency.builtins import (
+    canon_subtask_cancel,
+    canon_subtask_drop,
+    canon_task_return,
+    canon_waitable_join,
+    canon_waitable_set_new,
+    canon_waitable_set_wait,
+)
+from polyengine.concurrency.fakes import py_lifted, py_lowered, stackful
+from polyengine.concurrency.sched import SchedulePolicy
+from polyengine.concurrency.task import FuncInst, OnCancel, OnResolve, OnStart
+from polyengine.concurrency.thread import CoreVal, Suspends, Thread
+from polyengine.types import model as m
+
+U32 = m.U32()
+ASYNC_FT = m.FuncType((("x", U32),), U32, True)
+SYNC_FT = m.FuncType((("x", U32),), U32, False)
+
+
+class CountingStore(Store):
+    ticks = 0
+
+    def tick(self) -> bool:
+        CountingStore.ticks += 1
+        return super().tick()
+
+
+def host_double(driver: Driver, delay: float, log: list[str]) -> FuncInst:
+    """A host import that doubles its argument after ``delay`` seconds."""
+
+    def fi(on_start: OnStart, on_resolve: OnResolve, _caller: object) -> OnCancel:
+        [x] = on_start()
+
+        async def work() -> int:
+            await asyncio.sleep(delay)
+            return int(x) * 2
+
+        def done(t: asyncio.Future[int]) -> None:
+            if t.cancelled():
+                log.append("host cancelled")
+                on_resolve(None)
+            else:
+                on_resolve([t.result()])
+
+        task = driver.spawn_host(work(), done)
+
+        def cancel(_caller: object) -> None:
+            task.cancel()
+
+        return cancel
+
+    return fi
+
+
+def do_return(thread: Thread, *vals: Any) -> None:
+    t = thread.task
+    canon_task_return(thread, t.ft.result, t.return_key, lambda _t, f: list(f), list(vals))
+
+
+def test_async_host_import_wakes_the_waiting_guest() -> None:
+    async def main() -> list[Any] | None:
+        store = CountingStore(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store, name="guest")
+        mem = BytearrayMemory(64)
+        out: list[list[Any]] = []
+        lower = py_lowered(host_double(driver, 0.05, []), ft=ASYNC_FT, async_=True, results=out)
+
+        def g(thread: Thread, args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+            r = (yield from canon_lower(lower, thread, [args[0]]))[0]
+            assert isinstance(r, int)
+            assert r & 0xF == Subtask.State.STARTED
+            ws = canon_waitable_set_new(thread)[0]
+            assert isinstance(ws, int)
+            canon_waitable_join(thread, r >> 4, ws)
+            code = (yield from canon_waitable_set_wait(thread, False, mem, ws, 0))[0]
+            assert code == EventCode.SUBTASK
+            assert struct.unpack_from("<II", mem.buf, 0)[1] == Subtask.State.RETURNED
+            canon_subtask_drop(thread, r >> 4)
+            do_return(thread, out[0][0] + 1)
+            return []
+
+        CountingStore.ticks = 0
+        res = await driver.run(
+            py_lifted(inst, g, params=(U32,), result=U32, is_async=True, async_=True), [20]
+        )
+        # no busy polling while the host sleeps: a handful of ticks in all
+        assert CountingStore.ticks < 10
+        return res
+
+    assert asyncio.run(main()) == [41]
+
+
+def test_concurrent_calls_overlap_their_host_waits() -> None:
+    async def main() -> tuple[list[Any], float]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        lower_for = {}
+        calls = []
+        for i in range(3):
+            inst = InstanceState(store, name=f"g{i}")
+            lower_for[i] = py_lowered(host_double(driver, 0.1, []), ft=ASYNC_FT)
+
+            def g(thread: Thread, args: list[CoreVal], i: int = i) -> Suspends[list[CoreVal]]:
+                r = yield from canon_lower(lower_for[i], thread, [args[0]])
+                do_return(thread, r[0])
+                return []
+
+            lf = py_lifted(inst, g, params=(U32,), result=U32, is_async=True, async_=True)
+            calls.append(driver.call(lf, [i]))
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        results = await asyncio.gather(*calls)
+        return results, loop.time() - t0
+
+    results, elapsed = asyncio.run(main())
+    assert results == [[0], [2], [4]]
+    assert elapsed < 0.25  # three 0.1 s host waits ran concurrently
+
+
+def test_sync_export_parks_on_a_suspending_host_import() -> None:
+    async def main() -> list[Any] | None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        lower = py_lowered(host_double(driver, 0.01, []), ft=SYNC_FT)
+
+        def f(thread: Thread, args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+            return (yield from canon_lower(lower, thread, [args[0]]))
+
+        return await driver.run(py_lifted(inst, f, params=(U32,), result=U32), [5])
+
+    assert asyncio.run(main()) == [10]
+
+
+def test_run_to_completion_refuses_host_work() -> None:
+    async def main() -> None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        lower = py_lowered(host_double(driver, 0.01, []), ft=SYNC_FT)
+
+        def f(thread: Thread, args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+            return (yield from canon_lower(lower, thread, [args[0]]))
+
+        with pytest.raises(RuntimeError, match="Driver"):
+            run_to_completion(py_lifted(inst, f, params=(U32,), result=U32), [5])
+        await asyncio.sleep(0.02)
+
+    asyncio.run(main())
+
+
+def test_driver_reports_deadlock_and_poisons() -> None:
+    async def main() -> InstanceState:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store, name="stuck")
+        mem = BytearrayMemory(64)
+
+        def body(thread: Thread) -> Suspends[None]:
+            ws = canon_waitable_set_new(thread)[0]
+            assert isinstance(ws, int)
+            yield from canon_waitable_set_wait(thread, False, mem, ws, 0)
+
+        with pytest.raises(Trap, match="deadlock detected"):
+            await driver.run(stackful(inst, body), [])
+        return inst
+
+    inst = asyncio.run(main())
+    assert inst.poisoned is not None
+
+
+def test_cancelling_a_host_subtask_cancels_the_asyncio_task() -> None:
+    async def main() -> list[object]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        host_log: list[str] = []
+        lower = py_lowered(host_double(driver, 10.0, host_log), ft=ASYNC_FT, async_=True)
+        mem = BytearrayMemory(64)
+        seen: list[object] = []
+
+        def body(thread: Thread) -> Suspends[None]:
+            r = (yield from canon_lower(lower, thread, [1]))[0]
+            assert isinstance(r, int)
+            idx = r >> 4
+            seen.append((yield from canon_subtask_cancel(thread, True, idx))[0])
+            ws = canon_waitable_set_new(thread)[0]
+            assert isinstance(ws, int)
+            canon_waitable_join(thread, idx, ws)
+            yield from canon_waitable_set_wait(thread, False, mem, ws, 0)
+            seen.append(struct.unpack_from("<II", mem.buf, 0)[1])
+            seen.extend(host_log)
+
+        await asyncio.wait_for(driver.run(stackful(inst, body), []), 2.0)
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen == [0xFFFF_FFFF, Subtask.State.CANCELLED_BEFORE_RETURNED, "host cancelled"]
