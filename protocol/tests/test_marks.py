@@ -56,6 +56,8 @@ def test_marked_callables_pickle() -> None:
     assert by_value is not len and by_value([1]) == 1
     assert pp.marks_of(by_value) == {pp.SUSPENDING, pp.DEFER_CANCEL}
     assert copy.copy(module_level) is module_level
+    anonymous = pickle.loads(pickle.dumps(pp.abortable(functools.partial(max, 3))))
+    assert anonymous(1) == 3 and pp.is_abortable(anonymous)
 
 
 def test_only_its_own_mark() -> None:

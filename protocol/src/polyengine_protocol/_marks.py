@@ -82,7 +82,6 @@ class _Marked:
 
     __wrapped__: Callable[..., Any]
     __polyengine_brand__: frozenset[str]
-    __qualname__: str
 
     def __init__(self, target: Callable[..., Any], kind: str, marks: frozenset[str]) -> None:
         functools.update_wrapper(self, target)
@@ -124,11 +123,13 @@ class _Marked:
     def __reduce__(self) -> str | tuple[Any, ...]:
         # A decorated module-level function or method pickles by reference,
         # like the function it replaces; anything else by value.
-        found: object = sys.modules.get(self.__module__)
-        for part in self.__qualname__.split("."):
-            found = getattr(found, part, None)
-        if found is self:
-            return self.__qualname__
+        qualname = self.__dict__.get("__qualname__")
+        if isinstance(qualname, str):
+            found: object = sys.modules.get(self.__dict__.get("__module__", ""))
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            if found is self:
+                return qualname
         return (_Marked, (self.__wrapped__, self._kind, self.__polyengine_brand__))
 
     def __repr__(self) -> str:
@@ -169,7 +170,7 @@ def _mark(target: object, key: str) -> Any:
             kind = func._kind
         func = func.__wrapped__
     else:
-        marks |= _carried(func)
+        marks |= _carried(func) & frozenset(_MARK_NAMES)
         if kind == "function" and not inspect.isfunction(func):
             kind = "callable"
     if inspect.isfunction(func) and func.__name__ in _CONSTRUCTORS and _in_class_body(func):
