@@ -135,7 +135,8 @@ def test_replace_is_not_consulted_for_plain_data() -> None:
         ({"c": 1j}, "c", "an object of type complex"),
         ({"e": Color.RED}, "e", "an object of type Color"),
         ({"content-type": [object()]}, r"\['content-type'\]\[0\]", "an object of type object"),
-        (Opaque, "the top level", "a function"),
+        (Opaque, "the top level", "the class Opaque"),
+        ({"m": pp.suspending(print)}, "m", "a function"),
     ],
 )
 def test_non_plain_leaves_are_refused_naming_the_path(value: Any, path: str, what: str) -> None:

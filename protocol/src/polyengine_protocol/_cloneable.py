@@ -270,9 +270,12 @@ class _Encoder:
             return str.__str__(value)
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
-        what = (
-            "a function" if callable(value) else f"an object of type {type(value).__qualname__}"
-        )
+        if isinstance(value, type):
+            what = f"the class {value.__qualname__}"
+        elif callable(value):
+            what = "a function"
+        else:
+            what = f"an object of type {type(value).__qualname__}"
         raise TypeError(
             f"to_cloneable: cannot clone {what} {_where(path)}: only WIT-shaped plain data "
             "(dict, list, tuple, str, int, float, bool, bytes, None), protocol errors, "
