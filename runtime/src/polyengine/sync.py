@@ -87,7 +87,9 @@ class SyncInstance:
         self.close()
 
 
-def run_sync(factory: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[Any, asyncio.AbstractEventLoop]:
+def run_sync(
+    factory: Callable[[], Coroutine[Any, Any, Any]],
+) -> tuple[Any, asyncio.AbstractEventLoop]:
     """Run ``factory()`` to completion on a new private loop and return both."""
     _refuse_in_running_loop("instantiate_sync")
     loop = asyncio.new_event_loop()

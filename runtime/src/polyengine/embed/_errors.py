@@ -14,9 +14,8 @@ Three kinds of failure cross the boundary:
 
 from __future__ import annotations
 
-from polyengine_protocol import Trap
-
 from polyengine.engine import CoreTrap
+from polyengine_protocol import Trap, is_trap
 
 __all__ = ["HostImportError", "Trap", "host_import_trap", "trap_from_core"]
 
@@ -44,7 +43,7 @@ def trap_from_core(exc: CoreTrap) -> BaseException:
     """
     host = exc.host_exception
     if host is not None:
-        if isinstance(host, Trap) or getattr(host, "__polyengine_brand__", None) == Trap.__polyengine_brand__:
+        if is_trap(host):
             return host
         if not isinstance(host, Exception):
             return host

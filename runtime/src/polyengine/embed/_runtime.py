@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyengine_protocol import Trap
-
 from polyengine import engine
 from polyengine.abi.compile import Compiler
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
@@ -31,9 +29,10 @@ from polyengine.abi.resources import (
 )
 from polyengine.embed._errors import trap_from_core
 from polyengine.errors import LinkError
-from polyengine.translate import plan as P
+from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import flatten_functype
+from polyengine_protocol import Trap
 
 __all__ = ["ComponentRuntime", "ExportCall"]
 
@@ -86,7 +85,7 @@ class ExportCall:
 
     __slots__ = ("_callee", "_lifted", "_options", "_post_return", "_rt", "lift", "name")
 
-    def __init__(self, rt: ComponentRuntime, lift: P.Lift, name: str) -> None:
+    def __init__(self, rt: ComponentRuntime, lift: pln.Lift, name: str) -> None:
         self._rt = rt
         self.lift = lift
         self.name = name
@@ -158,7 +157,7 @@ class ComponentRuntime:
     def __init__(
         self,
         artifacts: Artifacts,
-        host_trampolines: Callable[[ComponentRuntime, int, P.LowerImport], engine.HostFunction],
+        host_trampolines: Callable[[ComponentRuntime, int, pln.LowerImport], engine.HostFunction],
         *,
         host_resources: Any = None,
         host_resource_dtor: Callable[[int, int], None] | None = None,
@@ -171,9 +170,8 @@ class ComponentRuntime:
         self.records: list[InstanceRecord] = []
         for ci_plan in plan.component_instances:
             parent = None if ci_plan.parent is None else self.records[ci_plan.parent].ci
-            self.records.append(
-                InstanceRecord(ComponentInstance(parent, ci_plan.path or f"#{ci_plan.id}"), ci_plan.id)
-            )
+            ci = ComponentInstance(parent, ci_plan.path or f"#{ci_plan.id}")
+            self.records.append(InstanceRecord(ci, ci_plan.id))
         self.resource_types: list[ResourceType] = []
         for index, res in enumerate(plan.resources):
             impl = None if res.imported or res.instance is None else self.records[res.instance].ci
@@ -185,20 +183,20 @@ class ComponentRuntime:
             self.resource_types.append(rtype)
         self._host_trampolines = host_trampolines
         self._trampolines: dict[int, engine.CoreFunc] = {}
-        self._option_cache: dict[tuple[P.CanonOptions, bool], ResolvedOptions] = {}
+        self._option_cache: dict[tuple[pln.CanonOptions, bool], ResolvedOptions] = {}
         self.core_instances: list[engine.CoreInstance] = []
         modules = [
             engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
             for i in range(len(plan.modules))
         ]
-        for index, ci in enumerate(plan.core_instances):
-            if not isinstance(ci.module, P.StaticModule):
+        for index, core in enumerate(plan.core_instances):
+            if not isinstance(core.module, pln.StaticModule):
                 raise LinkError(
                     f"core instance {index} instantiates an imported core module "
-                    f"({'/'.join(ci.module.path)}), which polyengine does not support"
+                    f"({'/'.join(core.module.path)}), which polyengine does not support"
                 )
-            module = modules[ci.module.index]
-            externs = [self.resolve(arg.item) for arg in ci.args]
+            module = modules[core.module.index]
+            externs = [self.resolve(arg.item) for arg in core.args]
             try:
                 inst = engine.instantiate(self.store, module, externs)
             except engine.CoreTrap as exc:
@@ -207,26 +205,26 @@ class ComponentRuntime:
 
     # -- resolution --------------------------------------------------------------------
 
-    def resolve(self, item: P.CoreDef) -> engine.Extern:
+    def resolve(self, item: pln.CoreDef) -> engine.Extern:
         """The live core item a plan reference names."""
-        if isinstance(item, P.CoreExport):
+        if isinstance(item, pln.CoreExport):
             found = self.core_instances[item.instance].get(item.name)
             if found is None:
                 raise LinkError(f"core instance {item.instance} has no export {item.name!r}")
             return found
-        if isinstance(item, P.TrampolineRef):
+        if isinstance(item, pln.TrampolineRef):
             return self.trampoline(item.index)
         raise LinkError(
             f"core item {'/'.join(item.path)} is imported from the host as a core "
             f"{item.kind}, which polyengine does not support"
         )
 
-    def resolve_func(self, item: P.CoreDef) -> engine.CoreFunc:
+    def resolve_func(self, item: pln.CoreDef) -> engine.CoreFunc:
         ext = self.resolve(item)
         assert isinstance(ext, engine.CoreFunc), ext
         return ext
 
-    def resolve_options(self, o: P.CanonOptions, *, host_side: bool) -> ResolvedOptions:
+    def resolve_options(self, o: pln.CanonOptions, *, host_side: bool) -> ResolvedOptions:
         """Resolve ``o`` into ABI options and a compiler (cached per options and side).
 
         ``host_side`` compilers convert resources to and from host objects;
@@ -286,10 +284,10 @@ class ComponentRuntime:
         if found is not None:
             return found
         tr = self.plan.trampolines[index]
-        if isinstance(tr, P.LowerImport):
+        if isinstance(tr, pln.LowerImport):
             fn = self._host_trampolines(self, index, tr)
             core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
-        elif isinstance(tr, P.Adapter):
+        elif isinstance(tr, pln.Adapter):
             fn = self._adapter(tr)
             core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
         else:
@@ -301,13 +299,13 @@ class ComponentRuntime:
         self._trampolines[index] = func
         return func
 
-    def _guest_dtor(self, ref: P.CoreDef) -> Callable[[int], None]:
+    def _guest_dtor(self, ref: pln.CoreDef) -> Callable[[int], None]:
         def dtor(rep: int) -> None:
             self.resolve_func(ref).call_raw([rep])
 
         return dtor
 
-    def _builtin(self, b: P.Builtin) -> tuple[engine.HostFunction, list[str], list[str]]:
+    def _builtin(self, b: pln.Builtin) -> tuple[engine.HostFunction, list[str], list[str]]:
         rec = self.records[b.instance]
         ci = rec.ci
         kind = b.kind
@@ -338,7 +336,7 @@ class ComponentRuntime:
             "instantiation path does not provide yet"
         )
 
-    def _adapter(self, a: P.Adapter) -> engine.HostFunction:
+    def _adapter(self, a: pln.Adapter) -> engine.HostFunction:
         """A guest→guest call: lift from the caller, lower into the callee (sync path)."""
         caller_o = a.options
         callee_o = a.lift.options

@@ -1,0 +1,277 @@
+"""The exports facade (python-mapping.md §1, §4, §5, §7).
+
+``instance.exports`` is a namespace: world-level functions by snake_case
+attribute, interface exports by item access with their verbatim id (the
+version resolves by the track rules), resource classes by PascalCase name on
+the interface object. Exports are coroutine functions (the one calling
+convention); a guest resource is a class whose constructor is synchronous,
+whose methods are coroutine functions, with ``drop()``, ``with`` and a
+``weakref.finalize`` backstop.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from polyengine.abi.resources import ResourceType
+from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
+from polyengine.embed._runtime import ComponentRuntime, ExportCall
+from polyengine.embed._versions import VersionedRegistry
+from polyengine.translate import plan as pln
+from polyengine.types.model import FuncType, Result
+from polyengine_protocol import ComponentException, InvalidHandleError, define_realm_local
+
+__all__ = ["Exports", "InterfaceExports", "build_exports"]
+
+
+def unwrap_result(ft: FuncType) -> Callable[[Any], Any] | None:
+    """For a ``result``-typed export: ok returns its value, err raises ComponentException."""
+    if not isinstance(ft.result, Result):
+        return None
+
+    def unwrap(value: Any) -> Any:
+        if value["kind"] == "ok":
+            return value.get("value")
+        raise ComponentException(value.get("value"))
+
+    return unwrap
+
+
+def make_export_function(call: ExportCall, py_name: str) -> Callable[..., Any]:
+    """A coroutine function calling ``call``; results follow the error model."""
+    unwrap = unwrap_result(call.lift.type)
+    nparams = len(call.lift.type.params)
+    label = call.name
+
+    def check(args: tuple[Any, ...]) -> None:
+        if len(args) != nparams:
+            raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
+
+    if unwrap is None:
+
+        async def export(*args: Any) -> Any:
+            check(args)
+            return call(args)
+
+    else:
+
+        async def export(*args: Any) -> Any:
+            check(args)
+            return unwrap(call(args))
+
+    export.__name__ = export.__qualname__ = py_name
+    return export
+
+
+class _Namespace:
+    """Attribute access over a fixed dict of members."""
+
+    def __init__(self, members: dict[str, Any], label: str) -> None:
+        self.__dict__.update(members)
+        self._label = label
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{self._label} has no export {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return [k for k in self.__dict__ if not k.startswith("_")]
+
+
+class InterfaceExports(_Namespace):
+    """The functions and resource classes of one exported interface."""
+
+
+class Exports(_Namespace):
+    """``instance.exports``: world-level exports by attribute, interfaces by id."""
+
+    def __init__(
+        self, members: dict[str, Any], interfaces: dict[str, InterfaceExports]
+    ) -> None:
+        super().__init__(members, "the component")
+        self._interfaces = interfaces
+        self._registry = VersionedRegistry(interfaces.items())
+
+    def __getitem__(self, name: str) -> InterfaceExports:
+        found = self._registry.lookup(name)
+        if found is None:
+            raise KeyError(
+                f"the component exports no interface {name!r}; "
+                f"it exports {sorted(self._interfaces) or 'none'}"
+            )
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._registry.lookup(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._interfaces)
+
+    def interfaces(self) -> list[str]:
+        return list(self._interfaces)
+
+
+class GuestResource:
+    """Base of the host-side classes of guest-implemented resources (python-mapping.md §5)."""
+
+    __slots__ = ("__weakref__", "_finalizer", "_owned", "_rep")
+    _polyengine_rt: ResourceType
+    _polyengine_runtime: ComponentRuntime
+    _polyengine_ctor: Callable[[tuple[Any, ...]], Any] | None = None
+
+    _rep: int | None
+    _owned: bool
+    _finalizer: weakref.finalize[Any, Any] | None
+
+    def __new__(cls, *args: Any) -> Any:
+        ctor = cls._polyengine_ctor
+        if ctor is None:
+            raise TypeError(f"resource {cls.__name__} has no constructor export")
+        return ctor(args)
+
+    @classmethod
+    def _polyengine_wrap(cls, rep: int, owned: bool) -> GuestResource:
+        self = object.__new__(cls)
+        self._rep = rep
+        self._owned = owned
+        if owned:
+            self._finalizer = weakref.finalize(self, _drop_rep, cls._polyengine_rt, rep)
+        else:
+            self._finalizer = None
+        return self
+
+    def _polyengine_take_rep(self, rt: ResourceType, take: bool) -> int:
+        if rt is not type(self)._polyengine_rt:
+            raise TypeError(f"expected a {rt.name} resource, got {type(self).__name__}")
+        rep = self._rep
+        if rep is None:
+            raise InvalidHandleError(
+                f"{type(self).__name__} handle was dropped or passed as own; it can't be used"
+            )
+        if take:
+            if not self._owned:
+                raise TypeError(f"{type(self).__name__} is borrowed; it cannot be passed as own")
+            self._rep = None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+        return rep
+
+    def drop(self) -> None:
+        """Drop the handle, running the guest destructor (idempotent)."""
+        rep = self._rep
+        if rep is None:
+            return
+        self._rep = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._owned:
+            _drop_rep(type(self)._polyengine_rt, rep)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.drop()
+
+    def __repr__(self) -> str:
+        state = "dropped" if self._rep is None else f"rep={self._rep}"
+        return f"<{type(self).__name__} {state}>"
+
+
+define_realm_local(GuestResource)
+
+
+def _drop_rep(rt: ResourceType, rep: int) -> None:
+    if rt.dtor is not None:
+        rt.dtor(rep)
+
+
+def build_exports(rt: ComponentRuntime) -> Exports:
+    """Build the facade over the plan's root exports."""
+    classes: dict[int, type[GuestResource]] = {}
+
+    def resource_class(index: int, name: str) -> type[GuestResource]:
+        cls = classes.get(index)
+        if cls is None:
+            cls = type(pascal(name), (GuestResource,), {"__slots__": ()})
+            cls._polyengine_rt = rt.resource_types[index]
+            cls._polyengine_runtime = rt
+            classes[index] = cls
+        return cls
+
+    by_rt: dict[int, type[GuestResource]] = {}
+
+    def wrap_guest(rtype: ResourceType, rep: int, owned: bool) -> object:
+        index = rt.resource_types.index(rtype)
+        cls = by_rt.get(index) or resource_class(index, rt.plan.resources[index].name)
+        return cls._polyengine_wrap(rep, owned)
+
+    if rt.host_resources is not None:
+        rt.host_resources.wrap_guest = wrap_guest
+
+    def members_of(items: Sequence[pln.Export], label: str) -> dict[str, Any]:
+        funcs: dict[str, Any] = {}
+        resources: dict[str, type[GuestResource]] = {}
+        for e in items:
+            if isinstance(e.item, pln.ExportedType) and e.item.desc.resource is not None:
+                resources[e.name] = resource_class(e.item.desc.resource, e.name)
+        names = [e.name for e in items if isinstance(e.item, pln.Lift)]
+        parsed = {n: parse_func_name(n) for n in names}
+        check_collisions([p.name for p in parsed.values() if p.kind == "func"])
+        for e in items:
+            if not isinstance(e.item, pln.Lift):
+                continue
+            pn = parsed[e.name]
+            call = ExportCall(rt, e.item, f"{label}{e.name}")
+            if pn.kind == "func":
+                funcs[snake(pn.name)] = make_export_function(call, snake(pn.name))
+                continue
+            cls = resources.get(pn.resource or "")
+            if cls is None:
+                continue
+            _attach(cls, pn.kind, pn.name, call)
+        for name, cls in resources.items():
+            funcs[pascal(name)] = cls
+        return funcs
+
+    top: dict[str, Any] = {}
+    interfaces: dict[str, InterfaceExports] = {}
+    root_items = [e for e in rt.plan.exports if not isinstance(e.item, pln.ExportedInstance)]
+    top.update(members_of(root_items, ""))
+    for e in rt.plan.exports:
+        if isinstance(e.item, pln.ExportedInstance):
+            interfaces[e.name] = InterfaceExports(
+                members_of(e.item.items, f"{e.name}#"), f"interface {e.name}"
+            )
+    return Exports(top, interfaces)
+
+
+def _attach(cls: type[GuestResource], kind: str, name: str, call: ExportCall) -> None:
+    unwrap = unwrap_result(call.lift.type)
+
+    def finish(value: Any) -> Any:
+        return value if unwrap is None else unwrap(value)
+
+    if kind == "constructor":
+
+        def ctor(args: tuple[Any, ...]) -> Any:
+            return finish(call(args))
+
+        cls._polyengine_ctor = staticmethod(ctor)
+        return
+    py = snake(name)
+    if kind == "method":
+
+        async def method(self: GuestResource, *args: Any) -> Any:
+            return finish(call((self, *args)))
+
+        method.__name__ = method.__qualname__ = py
+        setattr(cls, py, method)
+        return
+
+    async def static(*args: Any) -> Any:
+        return finish(call(args))
+
+    static.__name__ = static.__qualname__ = py
+    setattr(cls, py, staticmethod(static))

@@ -1,0 +1,288 @@
+"""Host imports: resolving providers and building their trampolines (python-mapping.md §3 to §5).
+
+For every lowered root import the plan names, :class:`HostLinker` finds the
+Python callable in the imports mapping (version canonicalization, snake_case
+members, PascalCase resource classes), and builds the core function body
+that lifts the guest's arguments, calls the host, and lowers the result.
+
+Function results of type ``result<T, E>`` follow the error model: the host
+returns ``T`` for ok and raises a branded ``ComponentException`` for err; any
+other exception traps the calling instance, naming the import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from polyengine.abi.functions import LoweredFunc
+from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.resources import ResourceType
+from polyengine.embed._errors import host_import_trap
+from polyengine.embed._names import parse_func_name, pascal, snake
+from polyengine.embed._providers import Imports, MissingImportError, get_member
+from polyengine.embed._runtime import ComponentRuntime, CoreVal
+from polyengine.errors import LinkError
+from polyengine.translate import plan as pln
+from polyengine.types.model import FuncType, Result
+from polyengine_protocol import Trap, is_component_exception, is_suspending
+
+__all__ = ["HostLinker", "HostResourceTable", "describe_import"]
+
+
+def describe_import(path: Sequence[str]) -> str:
+    """``wasi:cli/stdout@0.2.0#get-stdout`` for an interface member, the bare name otherwise."""
+    if len(path) == 1:
+        return path[0]
+    return f"{path[0]}#{'/'.join(path[1:])}"
+
+
+def wrap_result(ft: FuncType) -> Callable[[Callable[[], Any]], Any] | None:
+    """For a ``result``-typed function: run the host call, return the result-as-value."""
+    result = ft.result
+    if not isinstance(result, Result):
+        return None
+    has_ok = result.ok is not None
+    has_err = result.error is not None
+
+    def call(thunk: Callable[[], Any]) -> Any:
+        try:
+            value = thunk()
+        except Exception as exc:
+            if not is_component_exception(exc):
+                raise
+            payload = getattr(exc, "payload", None)
+            return {"kind": "err", "value": payload} if has_err else {"kind": "err"}
+        return {"kind": "ok", "value": value} if has_ok else {"kind": "ok"}
+
+    return call
+
+
+class HostResourceTable:
+    """The host side of resource handles (embedder-api §"Resources", the two-by-four table).
+
+    Host-implemented resources: the runtime owns the object↔rep mapping; a
+    guest dropping its last ``own`` calls ``close()`` when the class has one.
+    Guest-implemented resources reach the host as wrapper objects made by the
+    facade (``wrap_guest``), which remember their rep.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[int, object] = {}
+        self._reps: dict[int, int] = {}
+        self._next = 1
+        #: builds the host wrapper of a guest-implemented resource: (rt, rep, owned) -> object
+        self.wrap_guest: Callable[[ResourceType, int, bool], object] | None = None
+
+    # host-implemented --------------------------------------------------------------
+
+    def _register(self, value: object) -> int:
+        rep = self._reps.get(id(value))
+        if rep is None:
+            rep = self._next
+            self._next += 1
+            self._objects[rep] = value
+            self._reps[id(value)] = rep
+        return rep
+
+    def _forget(self, rep: int) -> object:
+        value = self._objects.pop(rep)
+        del self._reps[id(value)]
+        return value
+
+    def host_dtor(self, rep: int) -> None:
+        """The guest dropped its last ``own`` of a host object: dispose of it."""
+        value = self._objects.get(rep)
+        if value is None:
+            return
+        self._forget(rep)
+        close = getattr(value, "close", None)
+        if callable(close):
+            close()
+
+    # HostResources protocol -----------------------------------------------------------
+
+    def lift_own(self, rt: ResourceType, rep: int) -> object:
+        if rt.impl is None:
+            return self._forget(rep)
+        assert self.wrap_guest is not None
+        return self.wrap_guest(rt, rep, True)
+
+    def lift_borrow(self, rt: ResourceType, rep: int) -> object:
+        if rt.impl is None:
+            return self._objects[rep]
+        assert self.wrap_guest is not None
+        return self.wrap_guest(rt, rep, False)
+
+    def lower_own(self, rt: ResourceType, value: object) -> int:
+        if rt.impl is None:
+            return self._register(value)
+        return _guest_rep(value, rt, take=True)
+
+    def lower_borrow(self, rt: ResourceType, value: object) -> int:
+        if rt.impl is None:
+            return self._register(value)
+        return _guest_rep(value, rt, take=False)
+
+
+def _guest_rep(value: object, rt: ResourceType, *, take: bool) -> int:
+    take_rep = getattr(value, "_polyengine_take_rep", None)
+    if take_rep is None:
+        raise TypeError(f"expected a {rt.name} resource object, got {type(value).__name__}")
+    rep: int = take_rep(rt, take)
+    return rep
+
+
+class HostLinker:
+    """Resolves root imports against the embedder's mapping and builds trampolines."""
+
+    def __init__(self, imports: Imports, *, suspend: bool) -> None:
+        self.imports = imports
+        self.suspend = suspend
+        self.resources = HostResourceTable()
+        self._callables: dict[tuple[str, ...], Callable[..., Any]] = {}
+
+    # resolution ------------------------------------------------------------------
+
+    def provider_for(self, iface: str, member: str) -> object:
+        return self.imports.require_interface(iface, member)
+
+    def resolve(self, path: tuple[str, ...]) -> Callable[..., Any]:
+        """The Python callable for lowered import ``path``; raises naming what is missing."""
+        found = self._callables.get(path)
+        if found is not None:
+            return found
+        if len(path) == 1:
+            name = path[0]
+            fn = self.imports.top_level(snake(name))
+            if fn is None:
+                raise MissingImportError(
+                    f"missing import: the component imports function {name!r} "
+                    f"(provide it as imports[{snake(name)!r}])"
+                )
+            where = name
+            provider: object = None
+            parsed = parse_func_name(name)
+        else:
+            iface, name = path[0], path[-1]
+            provider = self.provider_for(iface, name)
+            parsed = parse_func_name(name)
+            where = describe_import(path)
+            fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
+        if len(path) == 1 and parsed.kind != "func":
+            cls_name = pascal(parsed.resource or "")
+            world_provider = {cls_name: self.imports.top_level(cls_name)}
+            fn = self._member(world_provider, parsed.kind, parsed.resource, parsed.name, where)
+        if not callable(fn):
+            raise LinkError(f"import {where} is provided by a non-callable {type(fn).__name__}")
+        self._callables[path] = fn
+        return fn
+
+    def _member(
+        self, provider: object, kind: str, resource: str | None, name: str, where: str
+    ) -> Any:
+        if kind == "func":
+            fn = get_member(provider, snake(name))
+            if fn is None:
+                raise MissingImportError(
+                    f"missing import {where}: the provider has no member {snake(name)!r}"
+                )
+            return fn
+        assert resource is not None
+        cls = get_member(provider, pascal(resource))
+        if cls is None:
+            raise MissingImportError(
+                f"missing import {where}: the provider has no resource class {pascal(resource)!r}"
+            )
+        if kind == "constructor":
+            return cls
+        if kind == "static":
+            fn = getattr(cls, snake(name), None)
+            if fn is None:
+                raise MissingImportError(
+                    f"missing import {where}: {pascal(resource)} has no static {snake(name)!r}"
+                )
+            return fn
+        method = snake(name)
+        if not callable(getattr(cls, method, None)):
+            raise MissingImportError(
+                f"missing import {where}: {pascal(resource)} has no method {method!r}"
+            )
+
+        def call_method(self_: object, *args: Any) -> Any:
+            bound = getattr(self_, method, None)
+            if bound is None:
+                raise AttributeError(f"the instance has no method {method!r}")
+            return bound(*args)
+
+        call_method.__polyengine_method_of__ = (cls, method)  # type: ignore[attr-defined]
+        return call_method
+
+    # trampolines ---------------------------------------------------------------------
+
+    def trampoline(
+        self, rt: ComponentRuntime, index: int, tr: pln.LowerImport
+    ) -> Callable[[Sequence[CoreVal]], list[CoreVal]]:
+        """The core function body of lowered import ``tr`` (sync ``canon lower``)."""
+        fn = self.resolve(tr.path)
+        where = describe_import(tr.path)
+        ft = tr.type
+        result_wrap = wrap_result(ft)
+        marked = _is_marked_suspending(fn)
+        state: dict[str, Any] = {}
+        runtime = weakref.proxy(rt)
+
+        def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
+            if not state:
+                ro = runtime.resolve_options(tr.options, host_side=True)
+                state["ro"] = ro
+                state["lowered"] = LoweredFunc.compile(ro.compiler, ft)
+            ro = state["ro"]
+            lowered: LoweredFunc = state["lowered"]
+            ci = ro.record.ci
+            if not ci.may_leave:
+                raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
+            cx = LiftLowerContext(ro.opts, ci)
+            args = lowered.lift_params(cx, list(flat))
+            try:
+                if result_wrap is not None:
+                    value = result_wrap(lambda: _settle(fn(*args), where, marked))
+                else:
+                    value = _settle(fn(*args), where, marked)
+            except Trap:
+                raise
+            except Exception as exc:
+                raise host_import_trap(where, exc) from exc
+            cx.refresh()
+            return lowered.lower_results(cx, value, list(flat))
+
+        return body
+
+
+def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
+    method_of = getattr(fn, "__polyengine_method_of__", None)
+    if method_of is not None:
+        cls, name = method_of
+        return is_suspending(inspect.getattr_static(cls, name, None))
+    return is_suspending(fn)
+
+
+def _settle(value: Any, where: str, marked: bool) -> Any:
+    """A host import returned ``value``; an awaitable needs a suspension point."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        if marked:
+            from polyengine_protocol import SuspensionUnavailable
+
+            raise SuspensionUnavailable(
+                f"host import {where} returned an awaitable, but this instance runs "
+                "without suspension (a synchronous store)"
+            )
+        raise TypeError(
+            f"host import {where} is synchronous in WIT but returned an awaitable; "
+            "mark it with polyengine_protocol.suspending() to let it park the caller"
+        )
+    return value

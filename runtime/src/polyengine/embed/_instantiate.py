@@ -1,0 +1,119 @@
+"""``instantiate`` and ``required_imports`` (python-mapping.md §7, seed §"Module wiring").
+
+``await instantiate(artifacts, imports)`` accepts a translation result
+(:class:`~polyengine.translate.Artifacts`), an ``(envelope, component_bytes)``
+pair, or raw component bytes (seed A3: bytes in, instance out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from polyengine.embed._facade import Exports, build_exports
+from polyengine.embed._host import HostLinker
+from polyengine.embed._providers import Imports
+from polyengine.embed._runtime import ComponentRuntime
+from polyengine.translate import Artifacts, artifacts_from_envelope, translate
+from polyengine.translate import plan as pln
+from polyengine.types.model import FuncType
+
+__all__ = ["Instance", "ImportLeaf", "instantiate", "required_imports", "to_artifacts"]
+
+
+def to_artifacts(artifacts: Any) -> Artifacts:
+    """Normalize the accepted forms of the first argument of ``instantiate``."""
+    if isinstance(artifacts, Artifacts):
+        return artifacts
+    if isinstance(artifacts, bytes | bytearray | memoryview):
+        return translate(bytes(artifacts))
+    if isinstance(artifacts, tuple) and len(artifacts) == 2:
+        envelope, data = artifacts
+        if isinstance(envelope, Mapping) and isinstance(data, bytes | bytearray | memoryview):
+            return artifacts_from_envelope(dict(envelope), bytes(data))
+    raise TypeError(
+        "instantiate expects Artifacts, component bytes, or an (envelope, component_bytes) "
+        f"pair, got {type(artifacts).__name__}"
+    )
+
+
+class Instance:
+    """An instantiated component; ``exports`` is its facade."""
+
+    def __init__(self, runtime: ComponentRuntime, exports: Exports) -> None:
+        self._runtime = runtime
+        self.exports = exports
+
+    def close(self) -> None:
+        """Release the engine store (idempotent); exports are unusable afterwards."""
+        self._runtime.close()
+
+    def __enter__(self) -> Instance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def instantiate(
+    artifacts: Any, imports: Mapping[str, object] | None = None, *, suspend: bool | None = None
+) -> Instance:
+    """Instantiate a component with the host's ``imports``.
+
+    Raises :class:`~polyengine.errors.TranslationError` for a malformed
+    component, :class:`~polyengine.errors.LinkError` (and its subclass
+    ``MissingImportError``) when an import is missing or mis-shaped, and
+    ``polyengine_protocol.Trap`` when a start function traps.
+    """
+    arts = to_artifacts(artifacts)
+    linker = HostLinker(Imports(imports), suspend=bool(suspend))
+    for imp in required_imports(arts):
+        if imp.kind == "func":
+            linker.resolve(imp.path)
+    runtime = ComponentRuntime(
+        arts,
+        linker.trampoline,
+        host_resources=linker.resources,
+        host_resource_dtor=lambda _index, rep: linker.resources.host_dtor(rep),
+    )
+    return Instance(runtime, build_exports(runtime))
+
+
+@dataclass(frozen=True, slots=True)
+class ImportLeaf:
+    """One linkable import leaf: a function or a resource type, by path."""
+
+    path: tuple[str, ...]
+    kind: str  # "func" | "resource" | "type" | "module" | "component" | "value"
+    type: FuncType | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path[0] if len(self.path) == 1 else f"{self.path[0]}#{'/'.join(self.path[1:])}"
+
+
+def required_imports(artifacts: Any) -> list[ImportLeaf]:
+    """The component's linkable import leaves with kinds and types (seed §"Module wiring")."""
+    arts = to_artifacts(artifacts)
+    used = {tr.path for tr in arts.plan.trampolines if isinstance(tr, pln.LowerImport)}
+    out: list[ImportLeaf] = []
+
+    def walk(prefix: tuple[str, ...], desc: pln.ExternDesc) -> None:
+        if isinstance(desc, pln.FuncDesc):
+            if prefix in used:
+                out.append(ImportLeaf(prefix, "func", desc.type))
+        elif isinstance(desc, pln.InstanceDesc):
+            for name, sub in desc.exports:
+                walk((*prefix, name), sub)
+        elif isinstance(desc, pln.TypeDesc):
+            if desc.resource is not None:
+                out.append(ImportLeaf(prefix, "resource"))
+        elif isinstance(desc, pln.ModuleDesc):
+            out.append(ImportLeaf(prefix, "module"))
+        elif isinstance(desc, pln.ComponentDesc):
+            out.append(ImportLeaf(prefix, "component"))
+
+    for imp in arts.plan.imports:
+        walk((imp.name,), imp.desc)
+    return out
