@@ -157,7 +157,9 @@ def ref_value(t: ValType, v: Any, enc: StringEncoding, pt: PtrType, boxed: bool 
         case Record(fields):
             return {f.label: ref_value(f.t, v[snake(f.label)], enc, pt) for f in fields}
         case Tuple(ts):
-            return {str(i): ref_value(u, x, enc, pt) for i, (u, x) in enumerate(zip(ts, v))}
+            return {
+                str(i): ref_value(u, x, enc, pt) for i, (u, x) in enumerate(zip(ts, v, strict=True))
+            }
         case Variant(cases):
             (c,) = [c for c in cases if c.label == v["kind"]]
             return {c.label: None if c.t is None else ref_value(c.t, v["value"], enc, pt)}
