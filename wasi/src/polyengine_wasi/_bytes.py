@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import io
 import os
-import select
 import socket
 import stat
 import sys
@@ -22,7 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import IO, Protocol, cast
 
-from ._kernel import wait_fd
+from ._kernel import fd_ready, wait_fd
 
 __all__ = [
     "ByteSource",
@@ -354,10 +353,7 @@ class SocketSource:
         return chunk
 
     def readable(self) -> bool:
-        if self._eof or self._sock.fileno() < 0:
-            return True
-        r, _, _ = select.select([self._sock], [], [], 0)
-        return bool(r)
+        return self._eof or fd_ready(self._sock.fileno(), write=False)
 
     def wait(self) -> Awaitable[None]:
         if self._sock.fileno() < 0:

@@ -19,6 +19,7 @@ already known: a ready pollable costs no suspension.
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -31,6 +32,7 @@ __all__ = [
     "timer_pollable",
     "fd_pollable",
     "wait_fd",
+    "fd_ready",
     "monotonic_now",
 ]
 
@@ -145,6 +147,19 @@ def _unregister(loop: asyncio.AbstractEventLoop, fd: int, write: bool) -> None:
         loop.remove_writer(fd)
     else:
         loop.remove_reader(fd)
+
+
+def fd_ready(fd: int, *, write: bool) -> bool:
+    """Whether ``fd`` is readable (or writable) now; a closed fd counts as ready.
+
+    ``select.poll`` rather than ``select.select``, which refuses descriptors
+    numbered 1024 and above.
+    """
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if write else select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def fd_pollable(fd: int, *, write: bool, ready: Callable[[], bool]) -> Pollable:

@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno as _errno
-import select
 import socket
 import threading
 from types import SimpleNamespace
@@ -24,7 +23,7 @@ from typing import Any
 from polyengine_protocol import define_realm_local
 
 from ._bytes import SocketSink, SocketSource
-from ._kernel import Pollable, fd_pollable, ready_pollable
+from ._kernel import Pollable, fd_pollable, fd_ready, ready_pollable
 from ._net import (
     Network,
     SocketAddress,
@@ -102,12 +101,10 @@ class TcpSocket:
         self._state = "connect-started"
 
     def _writable_now(self) -> bool:
-        _, w, _ = select.select([], [self._sock], [], 0)
-        return bool(w)
+        return fd_ready(self._sock.fileno(), write=True)
 
     def _readable_now(self) -> bool:
-        r, _, _ = select.select([self._sock], [], [], 0)
-        return bool(r)
+        return fd_ready(self._sock.fileno(), write=False)
 
     def finish_connect(self) -> tuple[InputStream, OutputStream]:
         if self._state != "connect-started":

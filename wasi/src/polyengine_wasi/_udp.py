@@ -9,7 +9,6 @@ connected to a fixed remote address. Datagrams are records:
 from __future__ import annotations
 
 import ipaddress
-import select
 import socket
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ from typing import Any
 
 from polyengine_protocol import define_realm_local
 
-from ._kernel import Pollable, fd_pollable, ready_pollable
+from ._kernel import Pollable, fd_pollable, fd_ready, ready_pollable
 from ._net import (
     Network,
     SocketAddress,
@@ -195,11 +194,7 @@ class IncomingDatagramStream:
         return out
 
     def _readable(self) -> bool:
-        sock = self._owner._sock
-        if sock.fileno() < 0:
-            return True
-        r, _, _ = select.select([sock], [], [], 0)
-        return bool(r)
+        return fd_ready(self._owner._sock.fileno(), write=False)
 
     def subscribe(self) -> Pollable:
         return fd_pollable(self._owner._sock.fileno(), write=False, ready=self._readable)
