@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,19 @@ def test_trap_fields_and_code() -> None:
     )
     assert pp.Trap("no code given").code == pp.UNSPECIFIED_TRAP_CODE == "unspecified"
     assert repr(t) == "Trap('wasm `unreachable` instruction executed', code='unreachable')"
+
+
+def test_a_str_enum_code_becomes_its_plain_value() -> None:
+    class TrapCode(enum.StrEnum):
+        INVALID_UTF8 = "invalid-utf8"
+
+    t = pp.Trap("bad string", TrapCode.INVALID_UTF8)
+    assert type(t.code) is str and t.code == "invalid-utf8" == TrapCode.INVALID_UTF8
+    assert pp.to_cloneable(t) == {
+        pp.CLONEABLE_TAG: pp.TRAP,
+        "message": "bad string",
+        "code": "invalid-utf8",
+    }
 
 
 @pytest.mark.parametrize("code", ["", 3, None])

@@ -213,16 +213,16 @@ def _where(path: str) -> str:
 def _message_of(e: BaseException) -> str:
     message = getattr(e, "message", None)
     if isinstance(message, str):
-        return message
+        return str.__str__(message)
     try:
-        return str(e)
+        return str.__str__(str(e))
     except Exception:
         return f"<unprintable {type(e).__qualname__} object>"
 
 
 def _name_of(e: BaseException) -> str:
     if isinstance(e, ClonedError):
-        return e.name
+        return str.__str__(e.name)
     cls = type(e)
     if cls.__module__ == "builtins":
         return cls.__qualname__
@@ -346,7 +346,7 @@ class _Encoder:
         elif tag == TRAP:
             code = getattr(e, "code", None)
             if isinstance(code, str) and code != UNSPECIFIED_TRAP_CODE:
-                out["code"] = code
+                out["code"] = str.__str__(code)
         elif tag == PEER_TRAPPED:
             progress = getattr(e, "progress", None)
             if isinstance(progress, int) and not isinstance(progress, bool):

@@ -137,7 +137,7 @@ class Trap(_ProtocolError):
         if not isinstance(code, str) or not code:
             raise TypeError(f"a trap code must be a non-empty str, not {code!r}")
         super().__init__(message)
-        self.code = code
+        self.code = str.__str__(code)  # a StrEnum member becomes its plain value
 
     def __repr__(self) -> str:
         return f"Trap({self.message!r}, code={self.code!r})"
