@@ -484,6 +484,14 @@ def test_custom_sections_and_component_names(wat2wasm: W) -> None:
     assert by_sort[ast.Sort.FUNC] == {0: "fn"}
 
 
+def test_names_can_be_left_undecoded(wat2wasm: W) -> None:
+    data = wat2wasm("(component $top (type $ty string))")
+    c = read_component(data, names=False)
+    assert c.names is None
+    assert [s.name for s in c.custom_sections] == ["component-name"]
+    assert c.definitions == read_component(data).definitions
+
+
 def test_garbage_component_name_section_is_not_an_error() -> None:
     payload = b"\x0ecomponent-name" + b"\x01\x05\xff\xfe"
     data = b"\x00asm\x0d\x00\x01\x00\x00" + bytes([len(payload)]) + payload

@@ -23,10 +23,11 @@ class Cursor:
 
     ``section`` names the section being read, for error messages. ``depth``
     counts nesting of components and component/instance types, so that hostile
-    input cannot exhaust the Python stack.
+    input cannot exhaust the Python stack. ``names`` says whether
+    ``component-name`` sections are decoded.
     """
 
-    __slots__ = ("buf", "depth", "end", "is_bytes", "pos", "section")
+    __slots__ = ("buf", "depth", "end", "is_bytes", "names", "pos", "section")
 
     MAX_DEPTH = 64
 
@@ -38,6 +39,7 @@ class Cursor:
         self.end = end
         self.section: str | None = None
         self.depth = 0
+        self.names = True  # decode component-name sections
 
     # -- errors -------------------------------------------------------------
 

@@ -66,12 +66,16 @@ _CORE_SECTION_ORDER = {
 }
 
 
-def read_component(data: bytes | bytearray | memoryview) -> ast.Component:
+def read_component(data: bytes | bytearray | memoryview, *, names: bool = True) -> ast.Component:
     """Read a component binary into its AST (Binary.md §"Component Definitions").
 
     ``data`` is not copied: byte ranges in the AST (core modules, nested
     components, custom sections, values) are offsets into it. A core module
     is refused with "expected a component, found a core module".
+
+    With ``names=False`` the ``component-name`` sections are kept as custom
+    sections but not decoded (``Component.names`` is ``None``), which saves
+    time on large components.
 
     Raises :class:`TranslationError` for any malformed input, and nothing
     else; only an argument that is not a bytes-like object at all (embedder
@@ -80,6 +84,7 @@ def read_component(data: bytes | bytearray | memoryview) -> ast.Component:
     buf = _as_buffer(data)
     c = Cursor(buf, 0, len(buf))
     try:
+        c.names = names
         return _read_component(c, top_level=True)
     except TranslationError:
         raise
@@ -221,7 +226,7 @@ def _read_component(c: Cursor, top_level: bool) -> ast.Component:
         if sid == 0:
             custom = _read_custom(c, sec_start)
             customs.append(custom)
-            if custom.name == "component-name" and names is None:
+            if custom.name == "component-name" and names is None and c.names:
                 names = _read_names(c, custom)
         else:
             _SECTION_READERS[sid](c, defs)
