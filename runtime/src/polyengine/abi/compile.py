@@ -768,7 +768,7 @@ class Compiler:
         lift: Callable[[LiftLowerContext, int], Any]
         lower: Callable[[LiftLowerContext, Any], int]
         if hooks is None:
-            what = type(t).__name__.lower()
+            what = {Stream: "stream", Future: "future"}.get(type(t), "error-context")
             lift, lower = _unsupported(what), _unsupported(what)
         elif isinstance(t, Stream):
             st = t
