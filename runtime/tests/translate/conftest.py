@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,19 +27,38 @@ def wasm_tools() -> str:
     return _wasm_tools()
 
 
-@pytest.fixture(scope="session")
-def wat2wasm(wasm_tools: str) -> Callable[[str], bytes]:
-    """Compile component (or core) text format to a binary."""
-
+def _compiler(wasm_tools: str, *, check: bool) -> Callable[[str], bytes]:
     def compile_text(text: str) -> bytes:
-        proc = subprocess.run(
-            [wasm_tools, "parse", "-", "-o", "-"],
-            input=text.encode(),
-            capture_output=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"wasm-tools parse failed:\n{proc.stderr.decode()}")
-        return proc.stdout
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.wasm"
+            proc = subprocess.run(
+                [wasm_tools, "parse", "-", "-o", str(out)],
+                input=text.encode(),
+                capture_output=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise AssertionError(f"wasm-tools parse failed:\n{proc.stderr.decode()}")
+            if check:
+                proc = subprocess.run(
+                    [wasm_tools, "validate", "--features", "all", str(out)],
+                    capture_output=True,
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise AssertionError(f"wasm-tools validate failed:\n{proc.stderr.decode()}")
+            return out.read_bytes()
 
     return compile_text
+
+
+@pytest.fixture(scope="session")
+def wat2wasm(wasm_tools: str) -> Callable[[str], bytes]:
+    """Compile component text format to a binary that wasm-tools also finds valid."""
+    return _compiler(wasm_tools, check=True)
+
+
+@pytest.fixture(scope="session")
+def wat2wasm_unchecked(wasm_tools: str) -> Callable[[str], bytes]:
+    """Compile component text format to a binary without validating it."""
+    return _compiler(wasm_tools, check=False)
