@@ -1,0 +1,279 @@
+"""The task model on the engine's parkable calls (architecture.md §4).
+
+:class:`EngineActivation` implements :class:`~.thread.Activation` over
+:func:`polyengine.engine.start`: a core call on a wasmtime fiber.
+:func:`builtin_host_func` turns a canonical built-in (or ``canon lower``)
+into a core host function for that store. A built-in that completes at once
+returns its results directly (no parking). One that blocks parks the
+calling fiber: the host function hands the engine a :class:`_Parked`
+placeholder, the activation reports the :class:`~.thread.Block` to the
+thread that runs it, and the scheduler later resumes the thread, which
+steps the built-in's generator outside any guest call and, once it
+finishes, resolves the placeholder and polls the fiber onward.
+
+Built-ins that run other threads synchronously (``canon lower`` starts the
+callee, ``subtask.cancel`` resumes it) must not run on the caller's fiber,
+because the engine never starts or polls a call from inside a guest call of
+its store: they are *deferred* (the fiber parks first, the generator runs
+outside). :data:`DEFERRED_BUILTINS` names them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from types import GeneratorType
+from typing import Any, ClassVar
+
+from polyengine.engine import (
+    CoreFunc,
+    CoreTrap,
+    CoreValue,
+    EngineError,
+    EngineStore,
+    ParkableCall,
+    define_async_host_func,
+    start,
+)
+
+from .lift import CoreFunc as TaskCoreFunc
+from .store import Store
+from .thread import Block, Cancelled, CoreVal, Suspends, Thread
+from .traps import Trap
+
+__all__ = [
+    "DEFERRED_BUILTINS",
+    "BuiltinFn",
+    "EngineActivation",
+    "builtin_host_func",
+    "engine_core",
+]
+
+DEFERRED_BUILTINS = frozenset({"canon_lower", "canon_subtask_cancel"})
+"""Built-ins that must run outside the caller's fiber (they resume other threads)."""
+
+BuiltinFn = Callable[[Thread, list[CoreVal]], "list[CoreVal] | Suspends[list[CoreVal]]"]
+"""A built-in with its immediates bound: ``fn(current_thread, flat_args)``."""
+
+
+class _Parked:
+    """The placeholder a parked host function waits on (the engine's ``HostPending``)."""
+
+    __slots__ = ("_callbacks", "_cancelled", "_done", "_result")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._cancelled = False
+        self._result: Sequence[CoreValue] = ()
+        self._callbacks: list[Callable[[Any], object]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> Sequence[CoreValue]:
+        assert self._done and not self._cancelled
+        return self._result
+
+    def cancel(self) -> bool:
+        if self._done:
+            return False
+        self._done = True
+        self._cancelled = True
+        return True
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
+        if self._done:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def set_result(self, result: Sequence[CoreValue]) -> None:
+        assert not self._done
+        self._done = True
+        self._result = result
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(self)
+
+
+def _no_wake(_call: ParkableCall) -> None:
+    """The scheduler, not the placeholder's callback, decides when to poll."""
+
+
+class EngineActivation:
+    """A core call on a wasmtime fiber, as an :class:`~.thread.Activation`.
+
+    ``_gen`` is the built-in the fiber is parked in (``_gen_started`` false
+    for a deferred one not yet stepped), ``_pending`` its placeholder, and
+    ``_block`` the block it yielded while stepped on the fiber.
+    """
+
+    _active: ClassVar[list[EngineActivation]] = []
+
+    __slots__ = (
+        "_block",
+        "_call",
+        "_gen",
+        "_gen_started",
+        "_pending",
+        "_results",
+        "args",
+        "func",
+    )
+
+    def __init__(self, func: CoreFunc, args: Sequence[CoreVal]) -> None:
+        self.func = func
+        self.args = list(args)
+        self._call: ParkableCall | None = None
+        self._gen: Suspends[list[CoreVal]] | None = None
+        self._gen_started = False
+        self._pending: _Parked | None = None
+        self._block: Block | None = None
+        self._results: list[CoreVal] | None = None
+
+    # -- Activation ---------------------------------------------------------------
+
+    @property
+    def is_parked(self) -> bool:
+        return self._call is not None and not self._call.done()
+
+    @property
+    def results(self) -> list[CoreVal]:
+        assert self._results is not None, "activation has not finished"
+        return self._results
+
+    def resume(self, cancelled: Cancelled) -> Block | None:
+        if self._call is None:
+            assert not cancelled
+            self._with_active(self._start)
+        else:
+            assert self._gen is not None and self._gen_started, "parked outside a built-in"
+            block = self._step(cancelled)
+            if block is not None:
+                return block
+            call = self._call
+            self._with_active(call.poll)
+        return self._settle()
+
+    def abandon(self) -> None:
+        gen, self._gen = self._gen, None
+        if gen is not None:
+            gen.close()
+        call = self._call
+        if call is not None and not call.done():
+            # inside a guest call of the store the engine refuses; closing the
+            # store deletes the future then
+            with contextlib.suppress(EngineError):
+                call.cancel()
+
+    # -- internals ------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._call = start(self.func, self.args)
+        self._call.set_waker(_no_wake)
+
+    def _with_active(self, fn: Callable[[], object]) -> None:
+        EngineActivation._active.append(self)
+        try:
+            fn()
+        finally:
+            popped = EngineActivation._active.pop()
+            assert popped is self
+
+    def _settle(self) -> Block | None:
+        while True:
+            call = self._call
+            assert call is not None
+            if call.done():
+                self._results = _outcome(call)
+                return None
+            assert self._gen is not None, "call parked outside the task model"
+            if self._gen_started:
+                block, self._block = self._block, None
+                assert block is not None
+                return block
+            self._gen_started = True
+            block = self._step(None)
+            if block is not None:
+                return block
+            self._with_active(call.poll)
+
+    def _step(self, value: Cancelled | None) -> Block | None:
+        gen = self._gen
+        assert gen is not None
+        try:
+            block = next(gen) if value is None else gen.send(value)
+        except StopIteration as stop:
+            self._gen = None
+            pending, self._pending = self._pending, None
+            assert pending is not None
+            pending.set_result(list(stop.value))
+            return None
+        except BaseException:
+            self._gen = None
+            self._pending = None
+            call = self._call
+            if call is not None and not call.done():
+                call.cancel()
+            raise
+        return block
+
+    def park_on(self, gen: Suspends[list[CoreVal]], *, defer: bool) -> list[CoreVal] | _Parked:
+        """Called by a built-in's host function on this activation's fiber."""
+        assert self._gen is None
+        if not defer:
+            try:
+                block = next(gen)
+            except StopIteration as stop:
+                return list(stop.value)
+            self._block = block
+            self._gen_started = True
+        else:
+            self._gen_started = False
+        self._gen = gen
+        self._pending = _Parked()
+        return self._pending
+
+
+def _outcome(call: ParkableCall) -> list[CoreVal]:
+    try:
+        return [v for v in call.result() if isinstance(v, int | float)]
+    except CoreTrap as e:
+        if isinstance(e.host_exception, Trap):
+            raise e.host_exception from None
+        raise Trap(str(e), code=e.code or "trap") from e
+
+
+def engine_core(func: CoreFunc) -> TaskCoreFunc:
+    """The task model's :data:`~.lift.CoreFunc` for a core function of the engine."""
+
+    def start_on(_thread: Thread, args: list[CoreVal]) -> EngineActivation:
+        return EngineActivation(func, args)
+
+    return start_on
+
+
+def builtin_host_func(
+    estore: EngineStore,
+    store: Store,
+    params: Sequence[str],
+    results: Sequence[str],
+    fn: BuiltinFn,
+    *,
+    defer: bool = False,
+) -> CoreFunc:
+    """A core host function running the built-in ``fn`` on the current thread.
+
+    ``defer`` is required for the names in :data:`DEFERRED_BUILTINS`.
+    """
+
+    def entry(args: Sequence[CoreValue]) -> Any:
+        thread = store.current
+        assert thread is not None, "a built-in was called outside any task"
+        out = fn(thread, [v for v in args if isinstance(v, int | float)])
+        if not isinstance(out, GeneratorType):
+            return out
+        assert EngineActivation._active, "a blocking built-in was called outside an activation"
+        return EngineActivation._active[-1].park_on(out, defer=defer)
+
+    return define_async_host_func(estore, params, results, entry)

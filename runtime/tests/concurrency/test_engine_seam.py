@@ -1,0 +1,201 @@
+"""The task model on real wasmtime fibers: built-ins park and resume core calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import wasmtime
+
+from polyengine.abi.trap import Trap
+from polyengine.concurrency import (
+    CanonLift,
+    InstanceState,
+    Store,
+    canon_lower,
+    run_to_completion,
+)
+from polyengine.concurrency.builtins import (
+    canon_subtask_drop,
+    canon_task_return,
+    canon_thread_yield,
+    canon_waitable_join,
+    canon_waitable_set_new,
+    canon_waitable_set_wait,
+)
+from polyengine.concurrency.engine_seam import builtin_host_func, engine_core
+from polyengine.concurrency.fakes import py_lowered
+from polyengine.concurrency.sched import SchedulePolicy
+from polyengine.concurrency.task import Task
+from polyengine.concurrency.thread import CoreVal
+from polyengine.engine import EngineStore, compile_module, instantiate
+from polyengine.types import model as m
+
+U32 = m.U32()
+
+B_WAT = """(module
+  (import "" "thread.yield" (func $yield (result i32)))
+  (import "" "task.return" (func $ret (param i32)))
+  (func (export "slow")
+    (drop (call $yield))
+    (drop (call $yield))
+    (call $ret (i32.const 7))))"""
+
+A_WAT = """(module
+  (import "" "mem" (memory 1))
+  (import "" "slow" (func $slow (result i32)))
+  (import "" "waitable-set.new" (func $new (result i32)))
+  (import "" "waitable.join" (func $join (param i32 i32)))
+  (import "" "waitable-set.wait" (func $wait (param i32 i32) (result i32)))
+  (import "" "subtask.drop" (func $drop (param i32)))
+  (import "" "task.return" (func $ret (param i32)))
+  (func (export "main")
+    (local $st i32) (local $ws i32) (local $code i32)
+    (local.set $st (call $slow))
+    (local.set $ws (call $new))
+    (call $join (i32.shr_u (local.get $st) (i32.const 4)) (local.get $ws))
+    (local.set $code (call $wait (local.get $ws) (i32.const 0)))
+    (call $drop (i32.shr_u (local.get $st) (i32.const 4)))
+    (call $ret (i32.add
+      (i32.add (i32.mul (local.get $code) (i32.const 100))
+               (i32.mul (i32.and (local.get $st) (i32.const 15)) (i32.const 10)))
+      (i32.load (i32.const 4))))))"""
+
+MEM_WAT = '(module (memory (export "mem") 1))'
+
+
+def ident(_t: Task, flat: list[CoreVal]) -> list[Any]:
+    return list(flat)
+
+
+def no_args(_t: Task, _v: list[Any]) -> list[CoreVal]:
+    return []
+
+
+def build(estore: EngineStore, store: Store) -> CanonLift:
+    a = InstanceState(store, name="a")
+    b = InstanceState(store, name="b")
+    ft = m.FuncType((), U32, True)
+
+    def ret(th: Any, args: list[CoreVal]) -> list[CoreVal]:
+        return canon_task_return(th, U32, th.task.return_key, ident, args)
+
+    b_imports = [
+        builtin_host_func(estore, store, [], ["i32"], lambda th, _a: canon_thread_yield(th, False)),
+        builtin_host_func(estore, store, ["i32"], [], ret),
+    ]
+    b_core = instantiate(estore, compile_module(wasmtime.wat2wasm(B_WAT), "b"), b_imports)
+    lift_b = CanonLift(
+        ft=ft,
+        inst=b,
+        callee=engine_core(b_core.func("slow")),
+        lower_args=no_args,
+        async_=True,
+        return_key="b",
+    )
+    lower_b = py_lowered(lift_b, async_=True)
+    mem_inst = instantiate(estore, compile_module(wasmtime.wat2wasm(MEM_WAT), "mem"), [])
+    mem = mem_inst.memory("mem")
+    a_imports = [
+        mem,
+        builtin_host_func(
+            estore, store, [], ["i32"], lambda th, args: canon_lower(lower_b, th, args), defer=True
+        ),
+        builtin_host_func(estore, store, [], ["i32"], lambda th, _a: canon_waitable_set_new(th)),
+        builtin_host_func(
+            estore, store, ["i32", "i32"], [], lambda th, a_: canon_waitable_join(th, *a_)
+        ),
+        builtin_host_func(
+            estore,
+            store,
+            ["i32", "i32"],
+            ["i32"],
+            lambda th, a_: canon_waitable_set_wait(th, False, mem, *a_),
+        ),
+        builtin_host_func(estore, store, ["i32"], [], lambda th, a_: canon_subtask_drop(th, *a_)),
+        builtin_host_func(estore, store, ["i32"], [], ret),
+    ]
+    a_core = instantiate(estore, compile_module(wasmtime.wat2wasm(A_WAT), "a"), a_imports)
+    return CanonLift(
+        ft=ft,
+        inst=a,
+        callee=engine_core(a_core.func("main")),
+        lower_args=no_args,
+        async_=True,
+        return_key="a",
+    )
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_component_to_component_async_call_on_fibers(seed: int | None) -> None:
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(seed))
+        main = build(estore, store)
+        # event SUBTASK (1), started status (1), payload RETURNED (2)
+        assert run_to_completion(main, []) == [1 * 100 + 1 * 10 + 2]
+        assert not any(t.is_parked for t in store.waiting)
+    finally:
+        estore.close()
+
+
+def test_trap_in_a_parked_built_in_poisons_and_unwinds_the_fiber() -> None:
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        inst = InstanceState(store, name="t")
+        wat = """(module
+          (import "" "thread.yield" (func $yield (result i32)))
+          (import "" "bad" (func $bad))
+          (func (export "f") (drop (call $yield)) (call $bad) unreachable))"""
+
+        def bad(_th: Any, _a: list[CoreVal]) -> list[CoreVal]:
+            raise Trap("bad built-in", code="test")
+
+        imports = [
+            builtin_host_func(
+                estore, store, [], ["i32"], lambda th, _a: canon_thread_yield(th, False)
+            ),
+            builtin_host_func(estore, store, [], [], bad),
+        ]
+        core = instantiate(estore, compile_module(wasmtime.wat2wasm(wat), "t"), imports)
+        lf = CanonLift(
+            ft=m.FuncType((), None, True),
+            inst=inst,
+            callee=engine_core(core.func("f")),
+            lower_args=no_args,
+            async_=True,
+        )
+        with pytest.raises(Trap, match="bad built-in"):
+            run_to_completion(lf, [])
+        assert inst.poisoned is not None
+    finally:
+        estore.close()
+
+
+def test_wasm_trap_becomes_a_task_model_trap() -> None:
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        inst = InstanceState(store, name="u")
+        wat = """(module
+          (import "" "thread.yield" (func $yield (result i32)))
+          (func (export "f") (drop (call $yield)) unreachable))"""
+        imports = [
+            builtin_host_func(
+                estore, store, [], ["i32"], lambda th, _a: canon_thread_yield(th, False)
+            ),
+        ]
+        core = instantiate(estore, compile_module(wasmtime.wat2wasm(wat), "u"), imports)
+        lf = CanonLift(
+            ft=m.FuncType((), None, True),
+            inst=inst,
+            callee=engine_core(core.func("f")),
+            lower_args=no_args,
+            async_=True,
+        )
+        with pytest.raises(Trap, match="unreachable"):
+            run_to_completion(lf, [])
+        assert inst.poisoned is not None
+    finally:
+        estore.close()
