@@ -28,7 +28,7 @@ def test_every_interface_is_served_on_its_track() -> None:
     missing = [f"{i}@0.2" for i in P2 if f"{i}@0.2" not in imports]
     missing += [f"{i}@0.3" for i in P3 if f"{i}@0.3" not in imports]
     assert missing == []
-    assert all(key.rsplit("@", 1)[1] in ("0.2", "0.3") for key in imports)
+    assert all(key.rsplit("@", 1)[1] in ("0.2", "0.3") for key in imports)  # track keys only
 
 
 def test_resource_classes_are_shared_by_every_interface_that_uses_them(tmp_path: object) -> None:
@@ -54,3 +54,18 @@ def test_public_names_resolve() -> None:
     for name in polyengine_wasi.__all__:
         assert getattr(polyengine_wasi, name) is not None, name
     assert sorted(polyengine_wasi.__all__) == sorted(set(polyengine_wasi.__all__))
+
+
+def test_p3_prerelease_aliases_are_opt_in() -> None:
+    imports = wasi(p3_prereleases=["0.3.0-rc-2026-03-15"])
+    alias = "wasi:clocks/monotonic-clock@0.3.0-rc-2026-03-15"
+    assert imports[alias] is imports["wasi:clocks/monotonic-clock@0.3"]
+    assert "wasi:io/poll@0.3.0-rc-2026-03-15" not in imports
+    assert alias not in wasi()
+
+
+def test_p3_prerelease_refuses_non_prereleases() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="prerelease"):
+        wasi(p3_prereleases=["0.3.0"])

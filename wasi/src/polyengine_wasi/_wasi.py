@@ -81,6 +81,7 @@ def wasi(
     cwd: str | None = None,
     seed: int | None = None,
     local_timezone: bool = False,
+    p3_prereleases: Sequence[str] = (),
 ) -> dict[str, object]:
     """Build the WASI imports of one instance.
 
@@ -93,6 +94,9 @@ def wasi(
     guest's initial working directory; ``seed`` makes the insecure random
     generators deterministic; ``local_timezone`` shows the host's time zone
     to the (unstable) timezone interfaces, which otherwise report UTC.
+    ``p3_prereleases`` (e.g. ``["0.3.0-rc-2026-03-15"]``) also registers the
+    0.3 providers under those exact prerelease versions, which a track never
+    serves (embedder-api.md §"Version canonicalization").
     """
     environment = Environment(args, env, cwd)
     opened = [_preopen(p) for p in preopens]
@@ -158,4 +162,10 @@ def wasi(
     add("wasi:cli/stderr", P3, std_err3)
     for name, provider in terminal_providers(*ttys).items():
         add(f"wasi:cli/{name}", P3, provider)
+
+    for version in p3_prereleases:
+        if not isinstance(version, str) or not version.startswith("0.3.") or "-" not in version:
+            raise ValueError(f"p3_prereleases: {version!r} is not a 0.3 prerelease version")
+        for key in [k for k in imports if k.endswith(P3)]:
+            imports[f"{key[: -len(P3)]}@{version}"] = imports[key]
     return imports
