@@ -533,3 +533,17 @@ def _uleb(n: int) -> bytes:
         out.append(b | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def test_name_section_skips_unknown_subsections() -> None:
+    payload = (
+        b"\x0ecomponent-name"
+        + b"\x07\x02\xaa\xbb"  # unknown subsection 7
+        + b"\x00\x04\x03top"  # component name
+        + b"\x01\x06\x00\x11\x01\x00\x01m"  # core module 0 is "m"
+    )
+    data = b"\x00asm\x0d\x00\x01\x00\x00" + bytes([len(payload)]) + payload
+    names = read_component(data).names
+    assert names == ast.ComponentNames(
+        "top", (ast.SortNames(ast.Sort.CORE_MODULE, (ast.NameAssoc(0, "m"),)),)
+    )

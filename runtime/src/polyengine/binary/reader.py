@@ -427,13 +427,12 @@ def _read_names(c: Cursor, custom: ast.CustomSection) -> ast.ComponentNames:
     component: str | None = None
     sorts: list[ast.SortNames] = []
     try:
-        while sub.pos < sub.end:
+        end = sub.end
+        while sub.pos < end:
             sid = sub.u8("a name subsection id")
             size = sub.u32("a name subsection size")
-            body_end = sub.skip(size, "a name subsection") + size
-            sub.pos = body_end - size
-            outer_end = sub.end
-            sub.end = body_end
+            body = sub.skip(size, "a name subsection")
+            sub.pos, sub.end = body, body + size
             if sid == 0:
                 component = sub.name("the component name")
             elif sid == 1:
@@ -444,8 +443,8 @@ def _read_names(c: Cursor, custom: ast.CustomSection) -> ast.ComponentNames:
                 new_assoc = ast.NameAssoc
                 assocs = [new_assoc(u32("an index"), name_of("a name")) for _ in range(n)]
                 sorts.append(ast.SortNames(sort, tuple(assocs)))
-            sub.pos = body_end
-            sub.end = outer_end
+            # unknown subsections are skipped, like trailing bytes in known ones
+            sub.pos, sub.end = body + size, end
     except TranslationError:
         return ast.ComponentNames(component, tuple(sorts), complete=False)
     return ast.ComponentNames(component, tuple(sorts))
