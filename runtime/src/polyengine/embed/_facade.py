@@ -157,6 +157,11 @@ class GuestResource:
                 self._finalizer.detach()
         return rep
 
+    def _polyengine_invalidate(self) -> None:
+        """A borrowed wrapper's call ended: later use raises InvalidHandleError."""
+        if not self._owned:
+            self._rep = None
+
     def drop(self) -> None:
         """Drop the handle, running the guest destructor (idempotent)."""
         rep = self._rep

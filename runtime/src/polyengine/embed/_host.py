@@ -19,7 +19,7 @@ from typing import Any
 
 from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.resources import ResourceType
+from polyengine.abi.resources import CallLenders, ResourceType
 from polyengine.embed._errors import host_import_trap
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
@@ -75,6 +75,23 @@ class HostResourceTable:
         self._next = 1
         #: builds the host wrapper of a guest-implemented resource: (rt, rep, owned) -> object
         self.wrap_guest: Callable[[ResourceType, int, bool], object] | None = None
+        #: borrowed guest-resource wrappers handed to the host call in progress
+        self._borrowed: list[object] | None = None
+
+    def begin_call(self) -> list[object] | None:
+        """Start collecting the borrowed wrappers a host import receives."""
+        outer = self._borrowed
+        self._borrowed = []
+        return outer
+
+    def end_call(self, outer: list[object] | None) -> None:
+        """The host import returned: its borrowed wrappers become unusable."""
+        done = self._borrowed or []
+        self._borrowed = outer
+        for wrapper in done:
+            invalidate = getattr(wrapper, "_polyengine_invalidate", None)
+            if invalidate is not None:
+                invalidate()
 
     # host-implemented --------------------------------------------------------------
 
@@ -114,7 +131,10 @@ class HostResourceTable:
         if rt.impl is None:
             return self._objects[rep]
         assert self.wrap_guest is not None
-        return self.wrap_guest(rt, rep, False)
+        wrapper = self.wrap_guest(rt, rep, False)
+        if self._borrowed is not None:
+            self._borrowed.append(wrapper)
+        return wrapper
 
     def lower_own(self, rt: ResourceType, value: object) -> int:
         if rt.impl is None:
@@ -233,6 +253,7 @@ class HostLinker:
         marked = _is_marked_suspending(fn)
         state: dict[str, Any] = {}
         runtime = weakref.proxy(rt)
+        runtime_resources = self.resources
 
         def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
             if not state:
@@ -244,7 +265,9 @@ class HostLinker:
             ci = ro.record.ci
             if not ci.may_leave:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
-            cx = LiftLowerContext(ro.opts, ci)
+            lenders = CallLenders()
+            cx = LiftLowerContext(ro.opts, ci, lenders)
+            borrowed = runtime_resources.begin_call()
             args = lowered.lift_params(cx, list(flat))
             try:
                 if result_wrap is not None:
@@ -255,8 +278,12 @@ class HostLinker:
                 raise
             except Exception as exc:
                 raise host_import_trap(where, exc) from exc
+            finally:
+                runtime_resources.end_call(borrowed)
             cx.refresh()
-            return lowered.lower_results(cx, value, list(flat))
+            out = lowered.lower_results(cx, value, list(flat))
+            lenders.deliver_resolve()
+            return out
 
         return body
 

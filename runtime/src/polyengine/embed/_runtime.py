@@ -21,6 +21,8 @@ from polyengine.abi.compile import Compiler
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import (
+    CallBorrows,
+    CallLenders,
     ComponentInstance,
     ResourceType,
     canon_resource_drop,
@@ -37,6 +39,13 @@ from polyengine_protocol import Trap
 __all__ = ["ComponentRuntime", "ExportCall"]
 
 CoreVal = int | float
+
+
+def _core_failure(exc: engine.CoreTrap) -> BaseException:
+    """What to raise for a core call that trapped: keeps the trap's own cause."""
+    out = _as_trap(exc)
+    out.__suppress_context__ = True
+    return out
 
 
 def _as_trap(exc: BaseException) -> BaseException:
@@ -117,12 +126,14 @@ class ExportCall:
         self._rt.check_enter(rec, self.name)
         ci.may_enter = False
         try:
-            cx = LiftLowerContext(ro.opts, ci)
+            borrows = CallBorrows()
+            cx = LiftLowerContext(ro.opts, ci, borrows)
             flat = lifted.lower_params(cx, args)
             try:
                 results = callee.call_raw(flat)
             except engine.CoreTrap as exc:
-                raise _as_trap(exc) from None
+                raise _core_failure(exc)
+            borrows.exit()
             cx.refresh()
             value = lifted.lift_results(cx, results)
             post = self._post_return
@@ -131,7 +142,7 @@ class ExportCall:
                 try:
                     post.call_raw(results)
                 except engine.CoreTrap as exc:
-                    raise _as_trap(exc) from None
+                    raise _core_failure(exc)
                 finally:
                     ci.may_leave = True
             return value
@@ -200,7 +211,7 @@ class ComponentRuntime:
             try:
                 inst = engine.instantiate(self.store, module, externs)
             except engine.CoreTrap as exc:
-                raise _as_trap(exc) from None
+                raise _core_failure(exc)
             self.core_instances.append(inst)
 
     # -- resolution --------------------------------------------------------------------
@@ -361,7 +372,8 @@ class ComponentRuntime:
             callee: ResolvedOptions = state["callee"]
             lowered: LoweredFunc = state["lowered"]
             lifted: LiftedFunc = state["lifted"]
-            ccx = LiftLowerContext(caller.opts, caller.record.ci)
+            lenders = CallLenders()
+            ccx = LiftLowerContext(caller.opts, caller.record.ci, lenders)
             if not caller.record.ci.may_leave:
                 raise Trap("cannot leave component instance", code="may-not-leave")
             callee_rec = callee.record
@@ -372,9 +384,11 @@ class ComponentRuntime:
             args = lowered.lift_params(ccx, list(flat))
             callee_rec.ci.enter_from(caller.record.ci)
             try:
-                tcx = LiftLowerContext(callee.opts, callee_rec.ci)
+                borrows = CallBorrows()
+                tcx = LiftLowerContext(callee.opts, callee_rec.ci, borrows)
                 core_args = lifted.lower_params(tcx, args)
                 results = state["func"].call_raw(core_args)
+                borrows.exit()
                 tcx.refresh()
                 value = lifted.lift_results(tcx, results)
                 post = state["post"]
@@ -385,13 +399,15 @@ class ComponentRuntime:
                     finally:
                         callee_rec.ci.may_leave = True
             except engine.CoreTrap as exc:
-                trap = _as_trap(exc)
+                trap = _core_failure(exc)
                 callee_rec.poisoned = trap
-                raise trap from None
+                raise trap
             finally:
                 callee_rec.ci.leave_to(caller.record.ci)
             ccx.refresh()
-            return lowered.lower_results(ccx, value, list(flat))
+            out = lowered.lower_results(ccx, value, list(flat))
+            lenders.deliver_resolve()
+            return out
 
         return adapter
 

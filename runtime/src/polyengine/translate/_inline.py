@@ -32,6 +32,13 @@ from polyengine.translate._typescope import (
     sort_of_value,
     value_from_type,
 )
+from polyengine.translate._visibility import (
+    IMPORT_NAMES,
+    kind_text,
+    named_copy,
+    visible_extern,
+    visible_value,
+)
 from polyengine.translate._values import (
     Arena,
     ComponentV,
@@ -430,7 +437,8 @@ class Walk:
             for r in ct.exported
         }
         mapping = {**bind, **fresh}
-        exports = {n: value_from_type(substitute(t, mapping), None) for n, t in ct.exports}
+        note = self.tr.arena.derive
+        exports = {n: value_from_type(substitute(t, mapping, note), None) for n, t in ct.exports}
         for n, v in exports.items():
             if isinstance(v, FuncV):
                 exports[n] = FuncV(v.t, Unavailable(f"export `{n}` of an imported component"))
@@ -453,8 +461,8 @@ class Walk:
         t = self.tr.types.externtype(d.type, s, new_rid)
         check_attributes(d.name, t)
         check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
-        if not _visible_extern(arena, t, _IMPORTED):
-            raise Fail(f"{_kind_text(t)} not valid to be used as import")
+        if not visible_extern(arena, t, IMPORT_NAMES):
+            raise Fail(f"{kind_text(t)} not valid to be used as import")
         if self.args is None:
             value, t = self.abstract_import(name, t, created)
         else:
@@ -472,7 +480,7 @@ class Walk:
         if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
             self.resource_names[name] = t.t.rid
         self.imports.append((name, t))
-        value = _named_copy(arena, value, "import")
+        value = named_copy(arena, value, "import")
         s.add(sort_of_type(t) if not isinstance(value, ComponentV) else Sort.COMPONENT, value)
 
     def abstract_import(self, name: str, t: ExternT, created: list[int]) -> tuple[Value, ExternT]:
@@ -487,7 +495,7 @@ class Walk:
             info.sink = self.sink.id
             info.import_path = (name,)
             info.name = name
-        t = substitute(t, mapping)
+        t = substitute(t, mapping, arena.derive)
         _name_import_resources(arena, t, (name,), self.sink.id)
         self.imported_rids.extend(created)
         self.imported_rids.extend(mapping.values())
@@ -531,9 +539,9 @@ class Walk:
         t = type_of(v)
         check_attributes(d.name, t)
         check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
-        if not _visible_value(self.tr.arena, v):
-            raise Fail(f"{_kind_text(t)} not valid to be used as export")
-        v = _named_copy(self.tr.arena, v)
+        if not visible_value(self.tr.arena, v):
+            raise Fail(f"{kind_text(t)} not valid to be used as export")
+        v = named_copy(self.tr.arena, v, "export")
         if isinstance(v, TypeV) and isinstance(v.t, ResourceT):
             self.resource_names[name] = v.t.rid
             info = self.tr.arena.resources[v.t.rid]
@@ -541,92 +549,6 @@ class Walk:
                 info.name = name
         self.exports[name] = v
         s.add(sort_of_value(v), v)
-
-
-_IMPORTED = frozenset({"import"})
-_EXPORTED = frozenset({"import", "export"})
-
-
-def _copy_type(t: DefType) -> DefType:
-    """A new object equal to ``t``, so that it can carry its own visibility."""
-    if isinstance(t, ResourceT):
-        return ResourceT(t.rid)
-    if isinstance(t, ValType) and dataclasses.fields(t):
-        return dataclasses.replace(t)
-    return t
-
-
-def _named_copy(arena: Arena, v: Value, how: str = "export") -> Value:
-    """The value behind a new export index: its types (and those of an exported
-    instance, transitively) become externally visible names."""
-    match v:
-        case TypeV():
-            out = TypeV(_copy_type(v.t), named=True)
-            arena.name_type(out.t, how)
-            return out
-        case InstanceV():
-            return InstanceV({n: _named_copy(arena, x, how) for n, x in v.exports.items()}, v.path)
-    return v
-
-
-def _kind_text(t: ExternT) -> str:
-    return {FuncType: "func", InstanceT: "instance", TypeT: "type"}.get(type(t), "item")
-
-
-def _visible(arena: Arena, t: ValType, allowed: frozenset[str]) -> bool:
-    how = arena.named.get(id(t))
-    if how is not None:
-        return how in allowed
-    if isinstance(t, Record | Variant | Enum | Flags | Own | Borrow):
-        return False
-    return all(_visible(arena, c, allowed) for c in _kids(t))
-
-
-def _kids(t: ValType) -> list[ValType]:
-    match t:
-        case Record(fields):
-            return [f.t for f in fields]
-        case Variant(cases):
-            return [c.t for c in cases if c.t is not None]
-        case Tuple(ts):
-            return list(ts)
-        case List(et, _) | Option(et):
-            return [et]
-        case Result(ok, err):
-            return [x for x in (ok, err) if x is not None]
-        case Map(k, v):
-            return [k, v]
-        case Stream(et) | Future(et):
-            return [] if et is None else [et]
-    return []
-
-
-def _visible_extern(arena: Arena, t: ExternT, allowed: frozenset[str]) -> bool:
-    """External visibility of the types an import or export mentions."""
-    match t:
-        case FuncType():
-            return all(_visible(arena, x, allowed) for x in (*t.param_types(), *t.result_types()))
-        case TypeT(ValType() as vt):
-            return all(_visible(arena, c, allowed) for c in _kids(vt))
-    return True
-
-
-def _visible_value(arena: Arena, v: Value) -> bool:
-    """External visibility for an export: lifted functions, types, and instances of them."""
-    match v:
-        case FuncV(t, Lift()):
-            return _visible_extern(arena, t, _EXPORTED)
-        case TypeV(ValType() as vt):
-            return _visible_extern(arena, TypeT(vt), _EXPORTED)
-        case InstanceV(exports):
-            return all(
-                _visible_value(
-                    arena,
-                    x,
-                )
-                for x in exports.values()
-            )
-    return True
 
 
 def _abstract_rids(t: ExternT) -> set[int]:

@@ -14,6 +14,13 @@ from collections.abc import Callable
 from polyengine.binary import ast
 from polyengine.binary.ast import Sort
 from polyengine.translate._scope import Fail, Scope
+from polyengine.translate._visibility import (
+    ALL_NAMES,
+    COMPONENT_TYPE_IMPORT_NAMES,
+    kind_text,
+    name_extern,
+    visible_extern,
+)
 from polyengine.translate._values import (
     Arena,
     ComponentV,
@@ -260,7 +267,14 @@ class TypeContext:
 
                     xt = self.externtype(et, s, new_rid)
                     if isinstance(xt, InstanceT):
-                        xt = freshen_instance(xt, new_rid)
+                        xt = freshen_instance(xt, new_rid, self.arena)
+                    if is_component:
+                        allowed = COMPONENT_TYPE_IMPORT_NAMES if is_import else ALL_NAMES
+                        if not visible_extern(self.arena, xt, allowed):
+                            where = "import" if is_import else "export"
+                            raise Fail(f"{kind_text(xt)} not valid to be used as {where}")
+                    how = ("cimport" if is_import else "cexport") if is_component else "iexport"
+                    xt = name_extern(self.arena, xt, how)
                     check_attributes(name, xt)
                     check_annotated(parsed.kind, parsed.resource, parsed.label, xt, resource_names)
                     if isinstance(xt, TypeT) and isinstance(xt.t, ResourceT):
@@ -272,7 +286,7 @@ class TypeContext:
         return InstanceT(tuple(exports), tuple(exported))
 
 
-def freshen_instance(t: InstanceT, new_rid: Callable[[], int]) -> InstanceT:
+def freshen_instance(t: InstanceT, new_rid: Callable[[], int], arena: Arena) -> InstanceT:
     """``t`` with the abstract resources of its (nested) instance types made fresh."""
     rids: set[int] = set()
 
@@ -286,7 +300,7 @@ def freshen_instance(t: InstanceT, new_rid: Callable[[], int]) -> InstanceT:
     if not rids:
         return t
     mapping = {r: new_rid() for r in sorted(rids)}
-    out = substitute(t, mapping)
+    out = substitute(t, mapping, arena.derive)
     assert isinstance(out, InstanceT)
     return out
 

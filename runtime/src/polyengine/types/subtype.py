@@ -181,89 +181,126 @@ def extern_kind(t: ExternT) -> str:
 # -- substitution ------------------------------------------------------------------------
 
 
-def map_valtype(t: ValType, f: Callable[[int], int]) -> ValType:
-    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
-    match t:
-        case Own(rt):
-            return Own(f(rt))
-        case Borrow(rt):
-            return Borrow(f(rt))
-        case List(et, n):
-            return List(map_valtype(et, f), n)
-        case Record(fields):
-            return Record(tuple(Field(x.label, map_valtype(x.t, f)) for x in fields))
-        case Tuple(ts):
-            return Tuple(tuple(map_valtype(x, f) for x in ts))
-        case Variant(cases):
-            return Variant(
-                tuple(Case(c.label, None if c.t is None else map_valtype(c.t, f)) for c in cases)
-            )
-        case Option(ot):
-            return Option(map_valtype(ot, f))
-        case Result(ok, err):
-            return Result(
-                None if ok is None else map_valtype(ok, f),
-                None if err is None else map_valtype(err, f),
-            )
-        case Map(k, v):
-            return Map(map_valtype(k, f), map_valtype(v, f))
-        case Stream(st):
-            return Stream(None if st is None else map_valtype(st, f))
-        case Future(ft):
-            return Future(None if ft is None else map_valtype(ft, f))
-    return t
+Note: TypeAlias = Callable[[object, object], None]
+"""Called with (old, new) whenever a mapping makes a new type object for an old one."""
 
 
-def map_functype(t: FuncType, f: Callable[[int], int]) -> FuncType:
-    return FuncType(
-        tuple((n, map_valtype(p, f)) for n, p in t.params),
-        None if t.result is None else map_valtype(t.result, f),
-        t.is_async,
-    )
+class _Mapper:
+    """Rebuilds types with resource ids mapped; unchanged parts keep their identity."""
 
+    __slots__ = ("f", "note")
 
-def _map_def(t: DefType, f: Callable[[int], int]) -> DefType:
-    match t:
-        case ResourceT(rid):
-            return ResourceT(f(rid))
-        case FuncType():
-            return map_functype(t, f)
-        case InstanceT() | ComponentT():
-            return map_extern(t, f)  # type: ignore[return-value]
-        case CoreModuleT() | CoreFuncT():
+    def __init__(self, f: Callable[[int], int], note: Note | None) -> None:
+        self.f = f
+        self.note = note
+
+    def _new(self, old: object, new: object) -> None:
+        if self.note is not None:
+            self.note(old, new)
+
+    def vt(self, t: ValType) -> ValType:
+        out = self._vt(t)
+        if out is not t and out == t:
             return t
-    assert isinstance(t, ValType)
-    return map_valtype(t, f)
+        if out is not t:
+            self._new(t, out)
+        return out
 
+    def _opt(self, t: ValType | None) -> ValType | None:
+        return None if t is None else self.vt(t)
 
-def map_extern(t: ExternT, f: Callable[[int], int]) -> ExternT:
-    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
-    match t:
-        case FuncType():
-            return map_functype(t, f)
-        case InstanceT(exports, abstract):
-            return InstanceT(
-                tuple((n, map_extern(e, f)) for n, e in exports), tuple(map(f, abstract))
-            )
-        case ComponentT(imports, exports, imported, exported):
-            return ComponentT(
-                tuple((n, map_extern(e, f)) for n, e in imports),
-                tuple((n, map_extern(e, f)) for n, e in exports),
-                tuple(map(f, imported)),
-                tuple(map(f, exported)),
-            )
-        case TypeT(d):
-            return TypeT(_map_def(d, f))
-        case ValueT(v):
-            return ValueT(map_valtype(v, f))
-        case CoreModuleT():
+    def _vt(self, t: ValType) -> ValType:
+        match t:
+            case Own(rt):
+                return Own(self.f(rt))
+            case Borrow(rt):
+                return Borrow(self.f(rt))
+            case List(et, n):
+                return List(self.vt(et), n)
+            case Record(fields):
+                return Record(tuple(Field(x.label, self.vt(x.t)) for x in fields))
+            case Tuple(ts):
+                return Tuple(tuple(self.vt(x) for x in ts))
+            case Variant(cases):
+                return Variant(tuple(Case(c.label, self._opt(c.t)) for c in cases))
+            case Option(ot):
+                return Option(self.vt(ot))
+            case Result(ok, err):
+                return Result(self._opt(ok), self._opt(err))
+            case Map(k, v):
+                return Map(self.vt(k), self.vt(v))
+            case Stream(st):
+                return Stream(self._opt(st))
+            case Future(ft):
+                return Future(self._opt(ft))
+        return t
+
+    def ft(self, t: FuncType) -> FuncType:
+        out = FuncType(
+            tuple((n, self.vt(p)) for n, p in t.params), self._opt(t.result), t.is_async
+        )
+        if out == t:
             return t
+        self._new(t, out)
+        return out
+
+    def deftype(self, t: DefType) -> DefType:
+        match t:
+            case ResourceT(rid):
+                r = self.f(rid)
+                return t if r == rid else ResourceT(r)
+            case FuncType():
+                return self.ft(t)
+            case InstanceT() | ComponentT():
+                return self.extern(t)  # type: ignore[return-value]
+            case CoreModuleT() | CoreFuncT():
+                return t
+        assert isinstance(t, ValType)
+        return self.vt(t)
+
+    def extern(self, t: ExternT) -> ExternT:
+        f = self.f
+        match t:
+            case FuncType():
+                return self.ft(t)
+            case InstanceT(exports, abstract):
+                return InstanceT(
+                    tuple((n, self.extern(e)) for n, e in exports), tuple(map(f, abstract))
+                )
+            case ComponentT(imports, exports, imported, exported):
+                return ComponentT(
+                    tuple((n, self.extern(e)) for n, e in imports),
+                    tuple((n, self.extern(e)) for n, e in exports),
+                    tuple(map(f, imported)),
+                    tuple(map(f, exported)),
+                )
+            case TypeT(d):
+                nd = self.deftype(d)
+                return t if nd is d else TypeT(nd)
+            case ValueT(v):
+                return ValueT(self.vt(v))
+            case CoreModuleT():
+                return t
 
 
-def substitute(t: ExternT, mapping: Mapping[int, int]) -> ExternT:
+def map_valtype(t: ValType, f: Callable[[int], int], note: Note | None = None) -> ValType:
+    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
+    return _Mapper(f, note).vt(t)
+
+
+def map_functype(t: FuncType, f: Callable[[int], int], note: Note | None = None) -> FuncType:
+    return _Mapper(f, note).ft(t)
+
+
+def map_extern(t: ExternT, f: Callable[[int], int], note: Note | None = None) -> ExternT:
+    """``t`` with every resource id ``r`` replaced by ``f(r)``."""
+    return _Mapper(f, note).extern(t)
+
+
+def substitute(t: ExternT, mapping: Mapping[int, int], note: Note | None = None) -> ExternT:
     if not mapping:
         return t
-    return map_extern(t, lambda r: mapping.get(r, r))
+    return map_extern(t, lambda r: mapping.get(r, r), note)
 
 
 def resources_of(t: ExternT | ValType) -> set[int]:
