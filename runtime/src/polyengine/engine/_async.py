@@ -32,8 +32,8 @@ path.
 from __future__ import annotations
 
 import ctypes
-import inspect
 import itertools
+import struct
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import FrameType
@@ -220,16 +220,19 @@ class _Signature:
         return self.params_struct.unpack_from(self.buf_type.from_address(addr))
 
     def write_results(self, addr: int, out: Sequence[CoreValue] | None) -> None:
-        if out is None:
-            raise TypeError("async host function result is None, expected a sequence")
-        values = normalize(self.results, list(out), "async host function result")
-        if not values:
-            return
-        flat: list[CoreValue] = []
-        for kind, v in zip(self.kinds, values, strict=True):
-            flat.append(kind)
-            flat.append(v)
-        self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
+        if out is None or isinstance(out, (str, bytes)):
+            raise TypeError(f"async host function returned {type(out).__name__}, not results")
+        kinds = self.kinds
+        n = len(kinds)
+        flat: list[CoreValue] = [0] * (2 * n)
+        flat[0::2] = kinds
+        try:
+            flat[1::2] = out
+            if n:
+                self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
+        except (struct.error, ValueError, TypeError):
+            flat[1::2] = normalize(self.results, list(out), "async host function result")
+            self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
 
 
 def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
@@ -256,14 +259,16 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
             return  # env stays 0: the continuation completes with default results
         try:
             out: Any = fn(sig.read_params(params_addr or 0))
-            if inspect.isawaitable(out) and not hasattr(out, "add_done_callback"):
+            add = getattr(out, "add_done_callback", None)
+            if add is None and hasattr(out, "__await__"):
                 import asyncio
 
                 out = asyncio.ensure_future(out)
-            if hasattr(out, "add_done_callback"):
+                add = out.add_done_callback
+            if add is not None:
                 act.pending = out
                 act.call = state.current_call
-                out.add_done_callback(act.settled)
+                add(act.settled)
             else:
                 act.ready = out
         except BaseException as exc:
@@ -320,44 +325,75 @@ def define_async_host_func(
 # Calls on fibers.
 
 
-class _FutureCall:
-    """Argument/result arrays and out-cells of one call future."""
+class _CallLayout:
+    """Per-function layout of a call future's memory, computed once.
 
-    __slots__ = ("args", "err", "fut", "results", "token", "trap")
+    One buffer per call holds, in order: the ``wasm_trap_t*`` and
+    ``wasmtime_error_t*`` out-cells, the arguments and the results (both as
+    ``wasmtime_val_t``).  ``template`` is a zeroed buffer with the argument
+    kinds already filled in.
+    """
 
-    def __init__(self, func: CoreFunc, args: Sequence[CoreValue]) -> None:
+    __slots__ = ("args_struct", "kinds", "results_off", "results_struct", "size")
+
+    def __init__(self, func: CoreFunc) -> None:
         from ._core import _KIND
 
-        params = func.params
         if func._params_struct is None:
             func._not_callable()
-        n, m = len(params), len(func.results)
-        self.args = (ctypes.c_ubyte * (ffi.VAL_SIZE * max(n, 1)))()
-        self.results = (ctypes.c_ubyte * (ffi.VAL_SIZE * max(m, 1)))()
-        values = normalize(params, args, "call")
-        flat: list[CoreValue] = []
-        for t, v in zip(params, values, strict=True):
-            flat.append(_KIND[t])
-            flat.append(v)
-        if flat:
-            val_struct(params, with_kind=True).pack_into(self.args, 0, *flat)
-        self.trap = ctypes.c_void_p(0)
-        self.err = ctypes.c_void_p(0)
+        n, m = len(func.params), len(func.results)
+        self.kinds = [_KIND[t] for t in func.params]
+        self.args_struct = val_struct(func.params, with_kind=True)
+        self.results_struct = val_struct(func.results, with_kind=False)
+        self.results_off = 16 + ffi.VAL_SIZE * n
+        self.size = self.results_off + ffi.VAL_SIZE * max(m, 1)
+
+
+def _layout(func: CoreFunc) -> _CallLayout:
+    layout = func._call_layout
+    if layout is None:
+        layout = func._call_layout = _CallLayout(func)
+    assert isinstance(layout, _CallLayout)
+    return layout
+
+
+_cells = struct.Struct("<QQ")
+
+
+class _FutureCall:
+    """The memory and the ``wasmtime_call_future_t*`` of one call on a fiber."""
+
+    __slots__ = ("buf", "fut", "layout", "token")
+
+    def __init__(self, func: CoreFunc, args: Sequence[CoreValue]) -> None:
+        layout = _layout(func)
+        self.layout = layout
+        buf = self.buf = (ctypes.c_ubyte * layout.size)()
+        kinds = layout.kinds
+        n = len(kinds)
+        if n:
+            if len(args) != n:
+                normalize(func.params, args, "call")  # raises the arity error
+            flat: list[CoreValue] = [0] * (2 * n)
+            flat[0::2] = kinds
+            flat[1::2] = args
+            try:
+                layout.args_struct.pack_into(buf, 16, *flat)
+            except struct.error:
+                flat[1::2] = normalize(func.params, args, "call")
+                layout.args_struct.pack_into(buf, 16, *flat)
+        base = ctypes.addressof(buf)
         state = func._state
-        self.fut: int = ffi.func_call_async(
-            state.ctx,
-            func._addr,
-            ctypes.addressof(self.args),
-            n,
-            ctypes.addressof(self.results),
-            m,
-            ctypes.addressof(self.trap),
-            ctypes.addressof(self.err),
-        ) or 0
-        if not self.fut:
+        fut = ffi.func_call_async(
+            state.ctx, func._addr, base + 16, n, base + layout.results_off,
+            len(func.results), base, base + 8,
+        )
+        if not fut:
             raise EngineError("wasmtime_func_call_async failed")
-        self.token = state.token()
-        state.futures[self.token] = self.fut
+        self.fut: int = fut
+        token = self.token = state.next_token
+        state.next_token = token + 1
+        state.futures[token] = fut
 
     def release(self, state: _StoreState) -> None:
         """Delete the future (idempotent; a no-op once the store deleted it)."""
@@ -366,14 +402,13 @@ class _FutureCall:
         if fut:
             ffi.call_future_delete(fut)
 
-    def outcome(self, state: _StoreState, func: CoreFunc) -> list[CoreValue]:
-        trap, err = self.trap.value or 0, self.err.value or 0
+    def outcome(self, state: _StoreState) -> list[CoreValue]:
+        buf = self.buf
+        trap, err = _cells.unpack_from(buf)
         if trap or err:
-            self.trap.value = self.err.value = 0
+            _cells.pack_into(buf, 0, 0, 0)
             raise_call_failure(state, trap, err)
-        if not func.results:
-            return []
-        return list(val_struct(func.results, with_kind=False).unpack_from(self.results))
+        return list(self.layout.results_struct.unpack_from(buf, self.layout.results_off))
 
 
 # Stack a Python recursion level may take on a fiber, counted generously
@@ -426,7 +461,7 @@ def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
             "a synchronous call tried to suspend (an async host function was pending)",
             "cannot_block_sync_task",
         )
-    return fc.outcome(state, func)
+    return fc.outcome(state)
 
 
 def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]) -> CoreInstance:
@@ -551,7 +586,7 @@ class ParkableCall:
         fc.release(state)
         self._fc = None
         try:
-            self._result = fc.outcome(state, self.func)
+            self._result = fc.outcome(state)
         except BaseException as exc:
             self._exc = exc
         self._run_callbacks()

@@ -122,6 +122,7 @@ class CoreFunc:
         "_addr",
         "_buf",
         "_buf_addr",
+        "_call_layout",
         "_func",
         "_nslots",
         "_params_struct",
@@ -147,6 +148,7 @@ class CoreFunc:
     _results_struct: struct.Struct | None
     _trap: ctypes.c_void_p  # wasm_trap_t* out-cell, reset after each trap
     _trap_addr: int
+    _call_layout: object  # the call-future layout (see _async.py), built on first use
 
     def __init__(self) -> None:
         raise TypeError("CoreFunc objects come from instances or define_host_func()")
@@ -177,6 +179,7 @@ class CoreFunc:
         self._results_struct = raw_struct(results) if numeric else None
         self._trap = ctypes.c_void_p(0)
         self._trap_addr = ctypes.addressof(self._trap)
+        self._call_layout = None
         return self
 
     def __repr__(self) -> str:
