@@ -28,15 +28,15 @@ from polyengine.translate.plan import (
     plan_to_json,
 )
 from polyengine.types.model import (
+    U8,
+    U32,
     Borrow,
     FuncType,
     Future,
     Own,
-    Tuple,
     Stream,
     String,
-    U8,
-    U32,
+    Tuple,
 )
 
 Wat = Callable[[str], bytes]
@@ -219,15 +219,40 @@ def test_every_builtin_kind_in_the_plan(wat2wasm: Wat) -> None:
     plan = translate_component(wat2wasm(BUILTINS_WAT))
     by_kind = {t.kind: t for t in plan.trampolines if isinstance(t, Builtin)}
     assert set(by_kind) == {
-        "resource.new", "resource.drop", "resource.rep", "backpressure.inc",
-        "backpressure.dec", "task.return", "task.cancel", "context.get", "context.set",
-        "subtask.cancel", "subtask.drop", "stream.new", "stream.read", "stream.write",
-        "stream.cancel-read", "stream.cancel-write", "stream.drop-readable",
-        "stream.drop-writable", "future.new", "future.read", "future.write",
-        "future.cancel-read", "future.cancel-write", "future.drop-readable",
-        "future.drop-writable", "error-context.new", "error-context.debug-message",
-        "error-context.drop", "waitable-set.new", "waitable-set.wait", "waitable-set.poll",
-        "waitable-set.drop", "waitable.join", "thread.yield",
+        "resource.new",
+        "resource.drop",
+        "resource.rep",
+        "backpressure.inc",
+        "backpressure.dec",
+        "task.return",
+        "task.cancel",
+        "context.get",
+        "context.set",
+        "subtask.cancel",
+        "subtask.drop",
+        "stream.new",
+        "stream.read",
+        "stream.write",
+        "stream.cancel-read",
+        "stream.cancel-write",
+        "stream.drop-readable",
+        "stream.drop-writable",
+        "future.new",
+        "future.read",
+        "future.write",
+        "future.cancel-read",
+        "future.cancel-write",
+        "future.drop-readable",
+        "future.drop-writable",
+        "error-context.new",
+        "error-context.debug-message",
+        "error-context.drop",
+        "waitable-set.new",
+        "waitable-set.wait",
+        "waitable-set.poll",
+        "waitable-set.drop",
+        "waitable.join",
+        "thread.yield",
     }
     assert all(t.instance == 0 for t in by_kind.values())
     (res,) = plan.resources
@@ -260,7 +285,9 @@ def test_every_builtin_kind_in_the_plan(wat2wasm: Wat) -> None:
     assert all(isinstance(a.item, TrampolineRef) for a in user.args)
     kinds = [plan.trampolines[a.item.index] for a in user.args if isinstance(a.item, TrampolineRef)]
     assert [t.kind for t in kinds if isinstance(t, Builtin)][:3] == [
-        "resource.new", "resource.drop", "resource.rep"
+        "resource.new",
+        "resource.drop",
+        "resource.rep",
     ]
 
 

@@ -69,15 +69,19 @@ def _render_interface(desc: InstanceDesc, global_names: WitNames, indent: str) -
             methods.setdefault(res, []).append(f"{inner}  {m}: {sig};\n")
         elif n.startswith("[static]"):
             res, _, m = n[len("[static]") :].partition(".")
-            methods.setdefault(res, []).append(f"{inner}  {m}: static {functype_to_wit(ft, names)};\n")
+            methods.setdefault(res, []).append(
+                f"{inner}  {m}: static {functype_to_wit(ft, names)};\n"
+            )
         else:
             funcs.append(f"{inner}{n}: {functype_to_wit(ft, names)};\n")
     for n, d in desc.exports:
         if not isinstance(d, TypeDesc):
             continue
         if d.resource is not None and local.resources.get(d.resource) == n:
-            body = "".join(methods.pop(n, []))
-            out.append(f"{inner}resource {n}" + (f" {{\n{body}{inner}}}\n" if body else ";\n"))
+            members = "".join(methods.pop(n, []))
+            out.append(
+                f"{inner}resource {n}" + (f" {{\n{members}{inner}}}\n" if members else ";\n")
+            )
         elif d.type is not None:
             own = local.types.get(d.type)
             defn_names = names.copy()
@@ -115,9 +119,7 @@ def render_world(plan: Plan) -> str:
             if isinstance(desc, InstanceDesc):
                 if m is not None:
                     pkg = f"{m['ns']}:{m['pkg']}" + (f"@{m['ver']}" if m["ver"] else "")
-                    iface = interfaces.setdefault(
-                        name, _Interface(name, pkg, m["name"], desc)
-                    )
+                    iface = interfaces.setdefault(name, _Interface(name, pkg, m["name"], desc))
                     iface.directions.add(direction)
                     world.append(f"  {direction} {name};\n")
                 else:
@@ -127,8 +129,11 @@ def render_world(plan: Plan) -> str:
                 world.append(f"  {direction} {name}: {functype_to_wit(desc.type, global_names)};\n")
             elif isinstance(desc, TypeDesc):
                 if desc.resource is not None:
-                    world.append(f"  {direction} resource {name};\n" if direction == "import"
-                                 else f"  resource {name};\n")
+                    world.append(
+                        f"  {direction} resource {name};\n"
+                        if direction == "import"
+                        else f"  resource {name};\n"
+                    )
                 elif desc.type is not None:
                     own = global_names.copy()
                     own.types.pop(desc.type, None)
@@ -155,8 +160,7 @@ def render_plan_summary(plan: Plan, component_size: int) -> str:
     lines = ["", "// plan"]
     total = sum(m.length for m in plan.modules)
     lines.append(
-        f"// component: {component_size} bytes; core modules: {len(plan.modules)} "
-        f"({total} bytes)"
+        f"// component: {component_size} bytes; core modules: {len(plan.modules)} ({total} bytes)"
     )
     for i, m in enumerate(plan.modules):
         lines.append(f"//   module {i}: {m.length} bytes at {m.offset:#x}, sha256 {m.sha256[:16]}")

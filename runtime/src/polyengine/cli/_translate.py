@@ -20,7 +20,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("component", type=Path, help="the component binary (.wasm)")
     p.add_argument(
-        "-o", "--output", type=Path, default=None, help="where to write the envelope (default: stdout)"
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="where to write the envelope (default: stdout)",
     )
     p.set_defaults(func=run_translate)
 

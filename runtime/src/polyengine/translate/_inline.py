@@ -11,7 +11,6 @@ component type is known.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 
 from polyengine.binary import ast
@@ -32,13 +31,6 @@ from polyengine.translate._typescope import (
     sort_of_value,
     value_from_type,
 )
-from polyengine.translate._visibility import (
-    IMPORT_NAMES,
-    kind_text,
-    named_copy,
-    visible_extern,
-    visible_value,
-)
 from polyengine.translate._values import (
     Arena,
     ComponentV,
@@ -54,36 +46,27 @@ from polyengine.translate._values import (
     Value,
     type_of,
 )
+from polyengine.translate._visibility import (
+    IMPORT_NAMES,
+    kind_text,
+    named_copy,
+    visible_extern,
+    visible_value,
+)
 from polyengine.translate.plan import (
     CoreArg,
     CoreExport,
     CoreInstance,
     CoreModule,
-    Lift,
     StaticModule,
 )
 from polyengine.types.model import (
-    Borrow,
-    Enum,
-    Flags,
     FuncType,
-    Future,
-    List,
-    Map,
-    Option,
-    Own,
-    Record,
-    Result,
-    Stream,
-    Tuple,
-    ValType,
-    Variant,
 )
 from polyengine.types.subtype import (
     ComponentT,
     CoreFuncT,
     CoreModuleT,
-    DefType,
     ExternT,
     InstanceT,
     Mismatch,

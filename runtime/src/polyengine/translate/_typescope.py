@@ -14,13 +14,6 @@ from collections.abc import Callable
 from polyengine.binary import ast
 from polyengine.binary.ast import Sort
 from polyengine.translate._scope import Fail, Scope
-from polyengine.translate._visibility import (
-    ALL_NAMES,
-    COMPONENT_TYPE_IMPORT_NAMES,
-    kind_text,
-    name_extern,
-    visible_extern,
-)
 from polyengine.translate._values import (
     Arena,
     ComponentV,
@@ -32,6 +25,13 @@ from polyengine.translate._values import (
     Unavailable,
     Value,
     ValueV,
+)
+from polyengine.translate._visibility import (
+    ALL_NAMES,
+    COMPONENT_TYPE_IMPORT_NAMES,
+    kind_text,
+    name_extern,
+    visible_extern,
 )
 from polyengine.types.model import FuncType, ValType
 from polyengine.types.subtype import (

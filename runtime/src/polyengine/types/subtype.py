@@ -236,9 +236,7 @@ class _Mapper:
         return t
 
     def ft(self, t: FuncType) -> FuncType:
-        out = FuncType(
-            tuple((n, self.vt(p)) for n, p in t.params), self._opt(t.result), t.is_async
-        )
+        out = FuncType(tuple((n, self.vt(p)) for n, p in t.params), self._opt(t.result), t.is_async)
         if out == t:
             return t
         self._new(t, out)
