@@ -68,7 +68,7 @@ def test_argument_count_and_range_checked(wat: Wat) -> None:
 def test_unbranded_host_exception_traps_naming_import_and_poisons(wat: Wat) -> None:
     async def main() -> None:
         inst = await polyengine.instantiate(wat(BASIC), basic_imports([]))
-        with pytest.raises(Trap, match=r"host import fail raised ValueError: host is unhappy") as ei:
+        with pytest.raises(Trap, match=r"host import fail raised ValueError: host is unh") as ei:
             await inst.exports.boom()
         assert isinstance(ei.value.__cause__, ValueError)
         with pytest.raises(Trap, match="poisoned"):

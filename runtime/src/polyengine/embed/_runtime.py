@@ -42,10 +42,8 @@ CoreVal = int | float
 
 
 def _core_failure(exc: engine.CoreTrap) -> BaseException:
-    """What to raise for a core call that trapped: keeps the trap's own cause."""
-    out = _as_trap(exc)
-    out.__suppress_context__ = True
-    return out
+    """What to raise for a core call that trapped (it keeps its own ``__cause__``)."""
+    return _as_trap(exc)
 
 
 def _as_trap(exc: BaseException) -> BaseException:
@@ -132,7 +130,7 @@ class ExportCall:
             try:
                 results = callee.call_raw(flat)
             except engine.CoreTrap as exc:
-                raise _core_failure(exc)
+                raise (f := _core_failure(exc)) from f.__cause__
             borrows.exit()
             cx.refresh()
             value = lifted.lift_results(cx, results)
@@ -142,7 +140,7 @@ class ExportCall:
                 try:
                     post.call_raw(results)
                 except engine.CoreTrap as exc:
-                    raise _core_failure(exc)
+                    raise (f := _core_failure(exc)) from f.__cause__
                 finally:
                     ci.may_leave = True
             return value
@@ -211,7 +209,7 @@ class ComponentRuntime:
             try:
                 inst = engine.instantiate(self.store, module, externs)
             except engine.CoreTrap as exc:
-                raise _core_failure(exc)
+                raise (f := _core_failure(exc)) from f.__cause__
             self.core_instances.append(inst)
 
     # -- resolution --------------------------------------------------------------------
@@ -401,7 +399,7 @@ class ComponentRuntime:
             except engine.CoreTrap as exc:
                 trap = _core_failure(exc)
                 callee_rec.poisoned = trap
-                raise trap
+                raise trap from trap.__cause__
             finally:
                 callee_rec.ci.leave_to(caller.record.ci)
             ccx.refresh()
