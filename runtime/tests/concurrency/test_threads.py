@@ -13,6 +13,7 @@ from polyengine.concurrency import (
     Store,
     run_activation,
     run_to_completion,
+    start_host_call,
 )
 from polyengine.concurrency.builtins import (
     canon_thread_index,
@@ -182,3 +183,28 @@ def test_run_activation_abandons_a_parked_activation_when_closed() -> None:
     outer.close()
     assert closed == [True]
     assert not act.is_parked
+
+
+def test_sync_task_blocking_with_only_a_sibling_ready_is_a_deadlock() -> None:
+    st = store()
+    inner, sibling = InstanceState(st, name="inner"), InstanceState(st, name="sibling")
+
+    def never(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        raise AssertionError("a sibling's thread must not run during the sync call")
+        yield from ()
+
+    def arm(thread: Thread) -> Suspends[None]:
+        idx = canon_thread_new_indirect(thread, py_core(never), 0)[0]
+        assert isinstance(idx, int)
+        canon_thread_resume_later(thread, idx)
+        yield from ()
+
+    call = start_host_call(stackful(sibling, arm), [])
+    assert call.resolved
+
+    def sync_block(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        yield from canon_thread_suspend(thread, False)
+        return []
+
+    with pytest.raises(Trap, match="deadlock detected"):
+        run_to_completion(py_lifted(inner, sync_block), [])

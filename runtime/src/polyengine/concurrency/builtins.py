@@ -91,7 +91,12 @@ BLOCKING_BUILTINS = frozenset(
 def get_handle(thread: Thread, i: int, kind: type[Any], what: str) -> Any:
     """``inst.handles.get(i)`` checked to be a ``kind`` (trap naming ``what`` otherwise)."""
     e = thread.inst.handles.get(i)
-    ctrap_if(not isinstance(e, kind), TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
+    article = "an" if what[:1] in ("a", "e", "i", "o", "u") else "a"
+    ctrap_if(
+        not isinstance(e, kind),
+        TrapCode.HANDLE_TYPE_MISMATCH,
+        f"handle {i} is not {article} {what}",
+    )
     return e
 
 

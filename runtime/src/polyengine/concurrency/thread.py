@@ -296,14 +296,14 @@ class Thread:
 
         Concurrency.md §Blocking: a task whose function type is not ``async``
         may not block before returning a value. Blocking is still allowed when
-        another thread of the same instance is ready to use the stack.
+        some other thread of the store is ready to use the stack; if none of
+        the call's own instance can then run, the synchronous call loop of
+        ``canon lift`` reports the deadlock.
         """
-        task = self.task
-        if task.may_block():
+        if self.task.may_block():
             return
-        inst = self.inst
-        for t in inst.threads:
-            if t is not self and t is not inst.exclusive_thread and t.ready():
+        for t in self.store.waiting:
+            if t is not self and t is not t.task.inst.exclusive_thread and t.ready():
                 return
         ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
