@@ -15,7 +15,7 @@ Three kinds of failure cross the boundary:
 from __future__ import annotations
 
 from polyengine.engine import CoreTrap
-from polyengine_protocol import Trap, is_trap
+from polyengine_protocol import Trap, is_trap, is_wasi_exit
 
 __all__ = ["HostImportError", "Trap", "host_import_trap", "trap_from_core"]
 
@@ -37,13 +37,15 @@ def trap_from_core(exc: CoreTrap) -> BaseException:
     """Translate a trap that unwound a core call into what the embedder sees.
 
     A host exception that unwound the guest is returned as is when it is a
-    ``Trap`` (already attributed) or a ``BaseException`` that must propagate
-    (``KeyboardInterrupt``, ``SystemExit``); any other unwinding becomes a
-    ``Trap`` with the core trap's code.
+    ``Trap`` (already attributed), a WASI exit (``polyengine.wasiExit/1``:
+    the guest asked to exit, the embedder decides what that means) or a
+    ``BaseException`` that must propagate (``KeyboardInterrupt``,
+    ``SystemExit``); any other unwinding becomes a ``Trap`` with the core
+    trap's code.
     """
     host = exc.host_exception
     if host is not None:
-        if is_trap(host):
+        if is_trap(host) or is_wasi_exit(host):
             return host
         if not isinstance(host, Exception):
             return host

@@ -27,7 +27,7 @@ from polyengine.embed._runtime import ComponentRuntime, CoreVal
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
-from polyengine_protocol import Trap, is_component_exception, is_suspending
+from polyengine_protocol import Trap, is_component_exception, is_suspending, is_wasi_exit
 
 __all__ = ["HostLinker", "HostResourceTable", "describe_import"]
 
@@ -277,6 +277,8 @@ class HostLinker:
             except Trap:
                 raise
             except Exception as exc:
+                if is_wasi_exit(exc):
+                    raise
                 raise host_import_trap(where, exc) from exc
             finally:
                 runtime_resources.end_call(borrowed)
