@@ -47,11 +47,13 @@ from polyengine.translate._values import (
     type_of,
 )
 from polyengine.translate._visibility import (
-    IMPORT_NAMES,
     kind_text,
+    name_members,
     named_copy,
     visible_extern,
     visible_value,
+    walk_exports,
+    walk_imports,
 )
 from polyengine.translate.plan import (
     CoreArg,
@@ -199,8 +201,10 @@ class Walk:
         self.exports: dict[str, Value] = {}
         self.import_names = NameSet("import")
         self.export_names = NameSet("export")
-        self.resource_names: dict[str, int] = {}
+        self.import_resources: dict[str, int] = {}
+        self.export_resources: dict[str, int] = {}
         self.first_rid = len(tr.arena.resources)
+        self.owner = tr.arena.new_owner()
         tr.walks += 1
         if tr.walks > MAX_INSTANTIATIONS:
             raise TranslationError("too many component instantiations", comp.offset, "component")
@@ -443,8 +447,8 @@ class Walk:
 
         t = self.tr.types.externtype(d.type, s, new_rid)
         check_attributes(d.name, t)
-        check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
-        if not visible_extern(arena, t, IMPORT_NAMES):
+        check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.import_resources)
+        if not visible_extern(arena, t, walk_imports(self.owner)):
             raise Fail(f"{kind_text(t)} not valid to be used as import")
         if self.args is None:
             value, t = self.abstract_import(name, t, created)
@@ -459,11 +463,16 @@ class Walk:
             except Mismatch as exc:
                 raise Fail(f"type mismatch in import `{name}`: {exc}") from None
             value = arg
-            t = type_of(arg)
+            if isinstance(arg, FuncV) and isinstance(t, FuncType):
+                # the child sees the function with the type it declared
+                declared = substitute(t, bind, arena.derive)
+                assert isinstance(declared, FuncType)
+                value = FuncV(declared, arg.src)
+            t = type_of(value)
         if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
-            self.resource_names[name] = t.t.rid
+            self.import_resources[name] = t.t.rid
         self.imports.append((name, t))
-        value = named_copy(arena, value, "import")
+        value = named_copy(arena, value, "import", self.owner)
         s.add(sort_of_type(t) if not isinstance(value, ComponentV) else Sort.COMPONENT, value)
 
     def abstract_import(self, name: str, t: ExternT, created: list[int]) -> tuple[Value, ExternT]:
@@ -519,14 +528,18 @@ class Walk:
                     new_info.instance, new_info.dtor = old_info.instance, old_info.dtor
                     new_info.import_path = old_info.import_path
                 v = TypeV(want.t, named=True)
+            elif isinstance(v, InstanceV) and isinstance(want, InstanceT):
+                # the ascribed type is what the outside sees
+                v = InstanceV({n: v.exports[n] for n, _ in want.exports}, v.path)
         t = type_of(v)
         check_attributes(d.name, t)
-        check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.resource_names)
-        if not visible_value(self.tr.arena, v):
+        check_annotated(parsed.kind, parsed.resource, parsed.label, t, self.export_resources)
+        name_members(self.tr.arena, v, "export", self.owner)
+        if not visible_value(self.tr.arena, v, walk_exports(self.owner)):
             raise Fail(f"{kind_text(t)} not valid to be used as export")
-        v = named_copy(self.tr.arena, v, "export")
+        v = named_copy(self.tr.arena, v, "export", self.owner)
         if isinstance(v, TypeV) and isinstance(v.t, ResourceT):
-            self.resource_names[name] = v.t.rid
+            self.export_resources[name] = v.t.rid
             info = self.tr.arena.resources[v.t.rid]
             if not info.name:
                 info.name = name

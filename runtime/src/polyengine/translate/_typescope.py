@@ -27,8 +27,8 @@ from polyengine.translate._values import (
     ValueV,
 )
 from polyengine.translate._visibility import (
-    ALL_NAMES,
-    COMPONENT_TYPE_IMPORT_NAMES,
+    declarator_exports,
+    declarator_imports,
     kind_text,
     name_extern,
     visible_extern,
@@ -227,6 +227,7 @@ class TypeContext:
         self, decls: tuple[ast.ComponentDecl, ...], parent: Scope, *, is_component: bool
     ) -> ComponentT | InstanceT:
         s = Scope(parent, is_component=False)
+        owner = self.arena.new_owner()
         imports: list[tuple[str, ExternT]] = []
         exports: list[tuple[str, ExternT]] = []
         imported: list[int] = []
@@ -269,12 +270,12 @@ class TypeContext:
                     if isinstance(xt, InstanceT):
                         xt = freshen_instance(xt, new_rid, self.arena)
                     if is_component:
-                        allowed = COMPONENT_TYPE_IMPORT_NAMES if is_import else ALL_NAMES
+                        allowed = (declarator_imports if is_import else declarator_exports)(owner)
                         if not visible_extern(self.arena, xt, allowed):
                             where = "import" if is_import else "export"
                             raise Fail(f"{kind_text(xt)} not valid to be used as {where}")
                     how = ("cimport" if is_import else "cexport") if is_component else "iexport"
-                    xt = name_extern(self.arena, xt, how)
+                    xt = name_extern(self.arena, xt, how, owner)
                     check_attributes(name, xt)
                     check_annotated(parsed.kind, parsed.resource, parsed.label, xt, resource_names)
                     if isinstance(xt, TypeT) and isinstance(xt.t, ResourceT):

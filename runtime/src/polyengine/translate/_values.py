@@ -165,21 +165,29 @@ class Arena:
     next_sink: int = 0
     # External visibility (Explainer.md §"External Visibility of Types"): type
     # objects introduced by an import ("import") or an export ("export"), by id.
-    named: dict[int, str] = field(default_factory=dict)
+    named: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     keep: list[object] = field(default_factory=list)
+    next_owner: int = 0
 
     def new_resource(self, info: ResourceInfo) -> int:
         self.resources.append(info)
         return len(self.resources) - 1
 
-    def name_type(self, t: object, how: str) -> None:
-        self.named[id(t)] = how
-        self.keep.append(t)
+    def new_owner(self) -> int:
+        """A fresh id for a scope that can name types (a component walk or a declarator)."""
+        self.next_owner += 1
+        return self.next_owner
+
+    def name_type(self, t: object, how: str, owner: int) -> None:
+        names = self.named.get(id(t))
+        if names is None:
+            self.named[id(t)] = names = set()
+            self.keep.append(t)
+        names.add((how, owner))
 
     def derive(self, src: object, new: object) -> None:
-        how = self.named.get(id(src))
-        if how is not None:
-            self.name_type(new, how)
+        for how, owner in sorted(self.named.get(id(src), ())):
+            self.name_type(new, how, owner)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ instance type).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from polyengine.translate._values import Arena, FuncV, InstanceV, TypeV, Value
 from polyengine.translate.plan import Lift
@@ -35,9 +36,38 @@ from polyengine.types.model import (
 )
 from polyengine.types.subtype import DefType, ExternT, InstanceT, ResourceT, TypeT
 
-ALL_NAMES = frozenset({"import", "export", "cimport", "cexport", "iexport"})
-IMPORT_NAMES = frozenset({"import", "cimport", "iexport"})
-COMPONENT_TYPE_IMPORT_NAMES = frozenset({"import", "cimport", "iexport"})
+Allowed = Callable[[str, int], bool]
+"""Decides whether a name of a kind, made by an owner, counts in some context."""
+
+_DECLARATOR_KINDS = frozenset({"iexport", "cimport", "cexport"})
+
+
+def walk_imports(owner: int) -> Allowed:
+    """What an import of component walk ``owner`` may mention."""
+    return lambda how, o: (how == "import" and o == owner) or how in _DECLARATOR_KINDS
+
+
+def walk_exports(owner: int) -> Allowed:
+    """What an export of component walk ``owner`` may mention."""
+    return lambda how, o: (how in ("import", "export") and o == owner) or how in _DECLARATOR_KINDS
+
+
+def declarator_imports(owner: int) -> Allowed:
+    """What an import declarator of component type ``owner`` may mention."""
+    return lambda how, o: (how == "cimport" and o == owner) or how in ("import", "iexport")
+
+
+def declarator_exports(owner: int) -> Allowed:
+    """What an export declarator of component type ``owner`` may mention."""
+    return lambda how, o: (
+        (how in ("cimport", "cexport") and o == owner)
+        or how
+        in (
+            "import",
+            "export",
+            "iexport",
+        )
+    )
 
 
 def copy_type(t: DefType) -> DefType:
@@ -49,24 +79,39 @@ def copy_type(t: DefType) -> DefType:
     return t
 
 
-def named_copy(arena: Arena, v: Value, how: str) -> Value:
+def named_copy(arena: Arena, v: Value, how: str, owner: int) -> Value:
     """The value behind a new import/export index: its types (and those of an
     instance, transitively) become names of kind ``how``."""
     match v:
         case TypeV():
             out = TypeV(copy_type(v.t), named=True)
-            arena.name_type(out.t, how)
+            if how == "import":
+                arena.derive(v.t, out.t)  # an argument keeps the names it had outside
+            arena.name_type(out.t, how, owner)
             return out
         case InstanceV():
-            return InstanceV({n: named_copy(arena, x, how) for n, x in v.exports.items()}, v.path)
+            return InstanceV(
+                {n: named_copy(arena, x, how, owner) for n, x in v.exports.items()}, v.path
+            )
     return v
 
 
-def name_extern(arena: Arena, t: ExternT, how: str) -> ExternT:
+def name_members(arena: Arena, v: Value, how: str, owner: int) -> None:
+    """Name the types an instance carries, before its export is checked: they are
+    exported together, so they may refer to one another."""
+    if isinstance(v, InstanceV):
+        for x in v.exports.values():
+            if isinstance(x, TypeV):
+                arena.name_type(x.t, how, owner)
+            else:
+                name_members(arena, x, how, owner)
+
+
+def name_extern(arena: Arena, t: ExternT, how: str, owner: int) -> ExternT:
     """For a declarator: a copy of a type import/export that carries a name."""
     if isinstance(t, TypeT) and isinstance(t.t, ValType | ResourceT):
         out = TypeT(copy_type(t.t))
-        arena.name_type(out.t, how)
+        arena.name_type(out.t, how, owner)
         return out
     return t
 
@@ -75,10 +120,10 @@ def kind_text(t: ExternT) -> str:
     return {FuncType: "func", InstanceT: "instance", TypeT: "type"}.get(type(t), "item")
 
 
-def _visible(arena: Arena, t: ValType, allowed: frozenset[str]) -> bool:
-    how = arena.named.get(id(t))
-    if how is not None:
-        return how in allowed
+def _visible(arena: Arena, t: ValType, allowed: Allowed) -> bool:
+    names = arena.named.get(id(t))
+    if names is not None:
+        return any(allowed(how, owner) for how, owner in names)
     if isinstance(t, Record | Variant | Enum | Flags | Own | Borrow):
         return False
     return all(_visible(arena, c, allowed) for c in _kids(t))
@@ -103,7 +148,7 @@ def _kids(t: ValType) -> list[ValType]:
     return []
 
 
-def visible_extern(arena: Arena, t: ExternT, allowed: frozenset[str]) -> bool:
+def visible_extern(arena: Arena, t: ExternT, allowed: Allowed) -> bool:
     """Whether every named-kind type that ``t`` mentions has a name in ``allowed``."""
     match t:
         case FuncType():
@@ -119,14 +164,14 @@ def visible_extern(arena: Arena, t: ExternT, allowed: frozenset[str]) -> bool:
     return True
 
 
-def visible_value(arena: Arena, v: Value) -> bool:
+def visible_value(arena: Arena, v: Value, allowed: Allowed) -> bool:
     """External visibility for an export: lifted functions, types, and instances of them."""
     match v:
         case FuncV(t, Lift()):
-            return visible_extern(arena, t, ALL_NAMES)
+            return visible_extern(arena, t, allowed)
         case TypeV(t):
             if isinstance(t, ValType | FuncType | InstanceT):
-                return visible_extern(arena, TypeT(t), ALL_NAMES)
+                return visible_extern(arena, TypeT(t), allowed)
         case InstanceV(exports):
-            return all(visible_value(arena, x) for x in exports.values())
+            return all(visible_value(arena, x, allowed) for x in exports.values())
     return True
