@@ -327,3 +327,60 @@ with EngineStore() as store:
 assert sys.getrecursionlimit() == {limit}
 """,
     )
+
+
+def test_memory_views_outlive_a_closed_store_safely(run_isolated: Run) -> None:
+    check(
+        run_isolated,
+        """
+m = compile_module(wasmtime.wat2wasm('(module (memory (export "m") 1))'))
+store = EngineStore()
+mem = instantiate(store, m, []).memory("m")
+view = mem.view()
+part = view[100:200]
+mem.write(100, b"kept")
+store.close()
+assert bytes(part[:4]) == b"kept"
+view[0:4] = b"safe"  # still mapped: deletion waits for the views
+try:
+    mem.view()
+except StoreClosedError:
+    pass
+del view, part
+gc.collect()
+assert store._state.store_ptr == 0  # deleted once the last view went
+# Collected store with a live view.
+store = EngineStore()
+view = instantiate(store, m, []).memory("m").view()
+del store
+gc.collect()
+view[65535] = 1
+assert view[65535] == 1
+""",
+    )
+
+
+def test_other_threads_cannot_drive_a_store(run_isolated: Run) -> None:
+    check(
+        run_isolated,
+        """
+import threading
+async def main():
+    loop = asyncio.get_running_loop()
+    with EngineStore() as store:
+        inst = make(store, lambda a: loop.create_future())
+        call = start(inst.func("run"), [1])
+        errors = []
+        def other():
+            for op in (call.poll, call.cancel, lambda: start(inst.func("viasync"), [1])):
+                try:
+                    op()
+                except EngineError as e:
+                    errors.append(e)
+        t = threading.Thread(target=other)
+        t.start(); t.join()
+        assert len(errors) == 3, errors
+        assert call.cancel()
+asyncio.run(main())
+""",
+    )

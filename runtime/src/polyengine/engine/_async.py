@@ -564,14 +564,16 @@ class ParkableCall:
         if fc is None:
             return True
         state = self._state
-        if not state.ctx:
-            self._finish_cancelled("the store was closed")
+        if not state.ctx or fc.token not in state.futures:
+            why = "the call was dropped" if state.ctx else "the store was closed"
+            self._finish_cancelled(why)
             return True
         if self._polling:
             self._rewake = True
             return False
         if state.depth:
             raise EngineError("cannot poll a parked call from inside a guest call of its store")
+        state.check_thread()
         self._polling = True
         try:
             while True:
@@ -611,6 +613,7 @@ class ParkableCall:
             return False
         if self._polling or self._state.depth:
             raise EngineError("cannot cancel a call from inside a guest call of its store")
+        self._state.check_thread()
         fc.release(self._state)
         self._finish_cancelled("the call was cancelled")
         return True
@@ -649,8 +652,10 @@ class ParkableCall:
 
     def __del__(self) -> None:
         fc = getattr(self, "_fc", None)
-        if fc is not None and self._state.ctx:
-            fc.release(self._state)
+        if fc is not None:
+            self._fc = None
+            if self._state.ctx:
+                fc.release(self._state)
 
     def __repr__(self) -> str:
         return f"<ParkableCall {'done' if self._fc is None else 'parked'} {self.func!r}>"
@@ -666,6 +671,7 @@ def start(func: CoreFunc, args: Sequence[CoreValue]) -> ParkableCall:
         state.raise_closed()
     if state.depth:
         raise EngineError("cannot start a parkable call from inside a guest call of its store")
+    state.check_thread()
     call = object.__new__(ParkableCall)
     call.func = func
     call.store = store

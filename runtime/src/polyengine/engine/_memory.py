@@ -3,11 +3,13 @@
 A :class:`GuestMemory` hands out a writable ``memoryview`` over the guest's
 bytes, built from the data pointer and length; it is re-derived only when
 the memory's size changed (memories never move in our engine configuration,
-so an older view stays valid but may be shorter than the memory).  Views are
-valid while the store is open.  Accesses through ``read``/``write``/``check``
-are bounds-checked and trap (``CoreTrap`` with code ``memory_out_of_bounds``)
-like a guest access would (``CanonicalABI.md`` §"Loading": ``trap_if`` on
-out-of-range pointers).
+so an older view stays valid but may be shorter than the memory).  A view
+(or a slice of one) kept after the store is closed still points at mapped
+memory: the store's deletion waits until the last view is gone.
+
+Accesses through ``read``/``write``/``check`` are bounds-checked and trap
+(``CoreTrap`` with code ``memory_out_of_bounds``) like a guest access would
+(``CanonicalABI.md`` §"Loading": ``trap_if`` on out-of-range pointers).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _out_of_bounds(ptr: int, n: int, size: int) -> CoreTrap:
 class GuestMemory:
     """A core linear memory of one store."""
 
-    __slots__ = ("_addr", "_mem", "_state", "_view", "_view_size", "store")
+    __slots__ = ("__weakref__", "_addr", "_mem", "_state", "_view", "_view_size", "store")
 
     store: EngineStore
     _state: _StoreState
@@ -56,6 +58,7 @@ class GuestMemory:
         self._addr = ctypes.addressof(m)
         self._view = None
         self._view_size = -1
+        store._state.memories.add(self)
         return self
 
     def _ctx(self) -> int:
@@ -83,7 +86,9 @@ class GuestMemory:
             mv = memoryview(bytearray())
         else:
             base = ffi.memory_data(ctx, self._addr)
-            mv = memoryview((ctypes.c_ubyte * n).from_address(base)).cast("B")
+            buffer = (ctypes.c_ubyte * n).from_address(base)
+            self._state.track_view(buffer)
+            mv = memoryview(buffer).cast("B")
         self._view = mv
         self._view_size = n
         return mv

@@ -37,7 +37,6 @@ class _StoreState:
 
     __slots__ = (
         "__weakref__",
-        "activations",
         "async_linker",
         "async_required",
         "ctx",
@@ -48,9 +47,11 @@ class _StoreState:
         "futures",
         "host_errors",
         "keepalive",
+        "memories",
         "next_token",
         "owner_thread",
         "store_ptr",
+        "views",
     )
 
     def __init__(self, engine: Engine) -> None:
@@ -66,8 +67,6 @@ class _StoreState:
         self.async_required = False
         # token -> live call future pointer (parked or running calls).
         self.futures: dict[int, int] = {}
-        # token -> pending async host activation (see _async.py).
-        self.activations: dict[int, object] = {}
         # The parkable call being polled right now (innermost), if any.
         self.current_call: Any = None
         # How many call futures of this store are being polled right now.
@@ -76,6 +75,11 @@ class _StoreState:
         config = engine.config
         self.fiber_budget = max(50, (config.fiber_stack_size - config.max_wasm_stack) // 4096)
         self.owner_thread = threading.get_ident()
+        # Buffers handed out as memory views (weakly): the store's memory stays
+        # mapped until the last of them is gone, even after close().
+        self.views: list[weakref.ref[object]] = []
+        # Memories whose cached view is dropped on close.
+        self.memories: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def token(self) -> int:
         t = self.next_token
@@ -86,14 +90,24 @@ class _StoreState:
         """Keep ``exc`` and return a new trap whose message names it."""
         token = self.token()
         self.host_errors[token] = exc
-        text = str(exc)
+        try:
+            text = str(exc)
+        except BaseException:
+            text = "<unprintable>"
         if len(text) > 200:
             text = text[:200] + "..."
         return ffi.new_trap(
             f"host function raised {type(exc).__name__}: {text} [{_HOST_ERROR_TAG} {token}]"
         )
 
+    def track_view(self, buffer: object) -> None:
+        views = self.views
+        if len(views) >= 64:
+            views[:] = [r for r in views if r() is not None]
+        views.append(weakref.ref(buffer))
+
     def close(self) -> None:
+        """Delete live futures, then the store once no memory view can reach it."""
         if not self.ctx:
             return
         futures = list(self.futures.values())
@@ -101,17 +115,40 @@ class _StoreState:
         for fut in reversed(futures):
             ffi.call_future_delete(fut)
         self.ctx = 0
-        ffi.store_delete(self.store_ptr)
-        self.store_ptr = 0
+        self.host_errors.clear()
+        for memory in list(self.memories):
+            memory._view = None
+        live = [b for b in (r() for r in self.views) if b is not None]
+        self.views.clear()
+        if not live:
+            self._delete()
+            return
+        remaining = [len(live)]
+
+        def gone() -> None:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                self._delete()
+
+        for buffer in live:
+            weakref.finalize(buffer, gone)
+
+    def _delete(self) -> None:
+        if self.store_ptr:
+            ffi.store_delete(self.store_ptr)
+            self.store_ptr = 0
         if self.async_linker:
             ffi.linker_delete(self.async_linker)
             self.async_linker = 0
         self.keepalive.clear()
-        self.host_errors.clear()
-        self.activations.clear()
 
     def raise_closed(self) -> NoReturn:
         raise StoreClosedError("the store is closed")
+
+    def check_thread(self) -> None:
+        """Refuse use from a thread other than the store's (polls release the GIL)."""
+        if threading.get_ident() != self.owner_thread:
+            raise EngineError("an EngineStore is used only from the thread that created it")
 
 
 def raise_call_failure(state: _StoreState, trap: int, error: int) -> NoReturn:
@@ -221,6 +258,3 @@ class EngineStore:
         """Trap once the engine's epoch advances ``ticks`` past the current one."""
         ffi.context_set_epoch_deadline(self._ctx(), ticks)
 
-    def _check_thread(self) -> None:
-        if threading.get_ident() != self._state.owner_thread:
-            raise EngineError("an EngineStore is used from the thread that created it only")
