@@ -69,21 +69,19 @@ class HostCall:
             cb(self)
 
     def cancel(self) -> None:
-        """Request cancellation (the guest may still return a value)."""
+        """Request cancellation (the guest may still return a value).
+
+        A trap raised by the callee meanwhile poisons its instance and fails
+        the call.
+        """
         task = self.task
         if task is None or self.settled:
             return
-        inst = task.inst
-        if not inst.may_enter_from(None):
-            return
-        inst.enter_from(None)
         try:
             task.request_cancellation(None)
         except Trap as trap:
-            inst.store.poison(inst, trap)
+            task.inst.store.poison(task.inst, trap)
             self._fail(trap)
-        finally:
-            inst.leave_to(None)
 
 
 def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:

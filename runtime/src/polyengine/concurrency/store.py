@@ -232,8 +232,7 @@ class Store:
             self.poison(inst, trap)
             raise
         finally:
-            if not inst.may_enter:
-                inst.leave_to(None)
+            inst.leave_to(None)
             self.nesting_depth -= 1
         return True
 

@@ -1,0 +1,179 @@
+"""Cancellation through the callback ABI, host-side cancellation, poisoning hooks,
+and work that continues after a task returned."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from polyengine.abi.memory import BytearrayMemory
+from polyengine.abi.trap import Trap
+from polyengine.concurrency import (
+    CallbackCode,
+    Driver,
+    EventCode,
+    InstanceState,
+    Store,
+    Subtask,
+    canon_lower,
+    run_to_completion,
+    start_host_call,
+)
+from polyengine.concurrency.builtins import (
+    canon_subtask_cancel,
+    canon_task_cancel,
+    canon_waitable_set_new,
+    canon_waitable_set_wait,
+)
+from polyengine.concurrency.fakes import py_lifted, py_lowered, returns, stackful
+from polyengine.concurrency.sched import SchedulePolicy
+from polyengine.concurrency.store import InstanceState as _IS
+from polyengine.concurrency.task import OnCancel, OnResolve, OnStart
+from polyengine.concurrency.thread import CoreVal, Suspends, Thread
+from polyengine.types import model as m
+
+
+def fifo() -> Store:
+    return Store(SchedulePolicy(None))
+
+
+def test_callback_receives_task_cancelled_and_confirms() -> None:
+    store = fifo()
+    a, b = InstanceState(store, name="a"), InstanceState(store, name="b")
+    events: list[tuple[int, int, int]] = []
+
+    def start(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        ws = canon_waitable_set_new(thread)[0]
+        assert isinstance(ws, int)
+        return (yield from returns(CallbackCode.WAIT | (ws << 4)))
+
+    def cb(thread: Thread, args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        events.append((int(args[0]), int(args[1]), int(args[2])))
+        canon_task_cancel(thread)
+        return (yield from returns(CallbackCode.EXIT))
+
+    lower = py_lowered(py_lifted(b, start, is_async=True, async_=True, callback=cb), async_=True)
+    got: list[object] = []
+
+    def main(thread: Thread) -> Suspends[None]:
+        status = (yield from canon_lower(lower, thread, []))[0]
+        assert isinstance(status, int)
+        got.append(status & 0xF)
+        got.append((yield from canon_subtask_cancel(thread, False, status >> 4))[0])
+
+    run_to_completion(stackful(a, main), [])
+    assert events == [(EventCode.TASK_CANCELLED, 0, 0)]
+    assert got == [Subtask.State.STARTED, Subtask.State.CANCELLED_BEFORE_RETURNED]
+    assert b.exclusive_thread is None
+
+
+def test_host_cancels_a_call_held_by_backpressure() -> None:
+    store = fifo()
+    inst = InstanceState(store)
+    inst.backpressure = 1
+    ran: list[str] = []
+
+    def body(_t: Thread) -> Suspends[None]:
+        ran.append("ran")
+        yield from ()
+
+    call = start_host_call(stackful(inst, body), [])
+    assert not call.settled
+    call.cancel()
+    assert call.resolved and call.result is None
+    assert ran == []
+
+
+def test_poison_hooks_see_the_instance_and_trap() -> None:
+    store = fifo()
+    inst = InstanceState(store, name="p")
+    seen: list[tuple[_IS, str]] = []
+    store.on_poison.append(lambda i, t: seen.append((i, str(t))))
+
+    def f(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        raise Trap("guest fault", code="test")
+        yield from ()
+
+    with pytest.raises(Trap, match="guest fault"):
+        run_to_completion(py_lifted(inst, f), [])
+    assert seen == [(inst, "guest fault")]
+    with pytest.raises(Trap, match="cannot enter"):
+        run_to_completion(py_lifted(inst, f), [])
+
+
+def test_other_instances_stay_usable_after_a_poisoning() -> None:
+    store = fifo()
+    bad, good = InstanceState(store, name="bad"), InstanceState(store, name="good")
+
+    def f(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        raise Trap("boom")
+        yield from ()
+
+    def ok(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        return (yield from returns(1))
+
+    with pytest.raises(Trap):
+        run_to_completion(py_lifted(bad, f), [])
+    assert run_to_completion(py_lifted(good, ok, result=m.U32()), []) == [1]
+
+
+def test_work_after_return_continues_between_calls() -> None:
+    async def main() -> list[str]:
+        store = fifo()
+        driver = Driver(store)
+        inst = InstanceState(store)
+        log: list[str] = []
+        lower_host = py_lowered(
+            _host_sleep(driver, 0.02), ft=m.FuncType((), None, True), async_=False
+        )
+        mem = BytearrayMemory(64)
+
+        def body(thread: Thread) -> Suspends[None]:
+            thread.task.return_([])
+            log.append("returned")
+            yield from canon_lower(lower_host, thread, [])
+            log.append("after host work")
+            _ = mem
+
+        await driver.run(stackful(inst, body), [])
+        log.append("call awaited")
+        await asyncio.sleep(0.1)
+        return log
+
+    assert asyncio.run(main()) == ["returned", "call awaited", "after host work"]
+
+
+def _host_sleep(driver: Driver, delay: float) -> Any:
+    def fi(on_start: OnStart, on_resolve: OnResolve, _caller: object) -> OnCancel:
+        on_start()
+
+        def done(_f: asyncio.Future[None]) -> None:
+            on_resolve([])
+
+        driver.spawn_host(asyncio.sleep(delay), done)
+        return lambda _c: None
+
+    return fi
+
+
+def test_host_cancel_is_delivered_to_a_cancellable_wait() -> None:
+    store = fifo()
+    inst = InstanceState(store)
+    mem = BytearrayMemory(64)
+    got: list[int] = []
+
+    def first(thread: Thread) -> Suspends[None]:
+        ws = canon_waitable_set_new(thread)[0]
+        assert isinstance(ws, int)
+        code = (yield from canon_waitable_set_wait(thread, True, mem, ws, 0))[0]
+        assert isinstance(code, int)
+        got.append(code)
+        canon_task_cancel(thread)
+
+    call = start_host_call(stackful(inst, first), [])
+    assert not call.settled
+    call.cancel()
+    assert got == [EventCode.TASK_CANCELLED]
+    assert call.resolved and call.result is None
