@@ -29,7 +29,6 @@ from polyengine.concurrency.builtins import (
 )
 from polyengine.concurrency.fakes import py_lifted, py_lowered, returns, stackful
 from polyengine.concurrency.sched import SchedulePolicy
-from polyengine.concurrency.store import InstanceState as _IS
 from polyengine.concurrency.task import OnCancel, OnResolve, OnStart
 from polyengine.concurrency.thread import CoreVal, Suspends, Thread
 from polyengine.types import model as m
@@ -89,7 +88,7 @@ def test_host_cancels_a_call_held_by_backpressure() -> None:
 def test_poison_hooks_see_the_instance_and_trap() -> None:
     store = fifo()
     inst = InstanceState(store, name="p")
-    seen: list[tuple[_IS, str]] = []
+    seen: list[tuple[InstanceState, str]] = []
     store.on_poison.append(lambda i, t: seen.append((i, str(t))))
 
     def f(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
