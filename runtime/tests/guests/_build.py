@@ -222,9 +222,13 @@ class GuestSpec:
     command: bool = False
     p3: bool = False
     extra: tuple[str, ...] = field(default=())
+    #: Sources outside ``runtime/tests/guests/<name>/``, relative to the repository root.
+    location: str | None = None
 
     @property
     def source_dir(self) -> Path:
+        if self.location is not None:
+            return REPO_ROOT / self.location
         return GUESTS_DIR / self.name
 
 
@@ -291,6 +295,15 @@ GUESTS: dict[str, GuestSpec] = {
             world="js-qjs-async",
             app="app.js",
             stub_wasi=True,
+        ),
+        GuestSpec(
+            "example-py-app",
+            "componentize-py",
+            FEATURES_SYNC,
+            "examples/py-app, the componentize-py example command",
+            world="py-app",
+            command=True,
+            location="examples/py-app",
         ),
     )
 }
@@ -406,6 +419,7 @@ def cache_key(spec: GuestSpec, tool_versions: list[str]) -> str:
             spec.stub_wasi,
             spec.sync,
             list(spec.extra),
+            spec.location,
         ],
         "tools": tool_versions,
     }

