@@ -384,3 +384,33 @@ async def main():
 asyncio.run(main())
 """,
     )
+
+
+def test_closing_a_store_from_inside_its_calls_is_refused(run_isolated: Run) -> None:
+    check(
+        run_isolated,
+        """
+refused = []
+def closer(store):
+    def fn(a):
+        try:
+            store.close()
+        except EngineError:
+            refused.append(1)
+        return a
+    return fn
+# The plain synchronous path.
+store = EngineStore()
+s = define_host_func(store, ["i32"], ["i32"], lambda a: closer(store)(a))
+m = compile_module(wasmtime.wat2wasm('''(module (import "h" "s" (func $s (param i32) (result i32)))
+  (func (export "f") (param i32) (result i32) local.get 0 call $s))'''))
+assert instantiate(store, m, [s]).func("f").call_raw([3]) == [3]
+store.close()
+# On a fiber, in a sync host function and in an async one.
+with EngineStore() as store:
+    inst = make(store, closer(store), sync=closer(store))
+    assert start(inst.func("both"), [5]).result() == [5]
+    assert inst.func("both").call_raw([6]) == [6]
+assert len(refused) == 5, refused
+""",
+    )

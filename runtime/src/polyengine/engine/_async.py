@@ -137,6 +137,13 @@ class _Activation:
 
     def poll(self) -> bool:
         """The continuation: ``False`` while pending, else write results or a trap."""
+        self.state.host_depth += 1
+        try:
+            return self._poll()
+        finally:
+            self.state.host_depth -= 1
+
+    def _poll(self) -> bool:
         if self.error is None and self.ready is None:
             pending = self.pending
             if pending is None:
@@ -257,6 +264,7 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
             ctypes.c_void_p.from_address((cont_addr or 0) + _ENV_OFFSET).value = token
         except BaseException:
             return  # env stays 0: the continuation completes with default results
+        state.host_depth += 1
         try:
             out: Any = fn(sig.read_params(params_addr or 0))
             add = getattr(out, "add_done_callback", None)
@@ -273,6 +281,8 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
                 act.ready = out
         except BaseException as exc:
             act.error = exc
+        finally:
+            state.host_depth -= 1
 
     return entry
 
@@ -571,9 +581,7 @@ class ParkableCall:
         if self._polling:
             self._rewake = True
             return False
-        if state.depth:
-            raise EngineError("cannot poll a parked call from inside a guest call of its store")
-        state.check_thread()
+        state.check_outside("poll a parked call")
         self._polling = True
         try:
             while True:
@@ -611,9 +619,9 @@ class ParkableCall:
         fc = self._fc
         if fc is None:
             return False
-        if self._polling or self._state.depth:
+        if self._polling:
             raise EngineError("cannot cancel a call from inside a guest call of its store")
-        self._state.check_thread()
+        self._state.check_outside("cancel a call")
         fc.release(self._state)
         self._finish_cancelled("the call was cancelled")
         return True
@@ -647,8 +655,16 @@ class ParkableCall:
         waker = self._waker
         if waker is not None:
             waker(self)
-        else:
-            self.poll()
+            return
+        state = self._state
+        if state.depth or state.host_depth:
+            # Settled from inside a guest call of this store (a callback run at
+            # once by a non-asyncio future): poll from the loop instead.
+            import asyncio
+
+            asyncio.get_running_loop().call_soon(self._wake)
+            return
+        self.poll()
 
     def __del__(self) -> None:
         fc = getattr(self, "_fc", None)
@@ -669,9 +685,7 @@ def start(func: CoreFunc, args: Sequence[CoreValue]) -> ParkableCall:
     state = func._state
     if not state.ctx:
         state.raise_closed()
-    if state.depth:
-        raise EngineError("cannot start a parkable call from inside a guest call of its store")
-    state.check_thread()
+    state.check_outside("start a parkable call")
     call = object.__new__(ParkableCall)
     call.func = func
     call.store = store

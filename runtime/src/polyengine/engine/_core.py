@@ -247,6 +247,7 @@ def _make_trampoline(
 
     def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
         # Every path returns an int: 0 for success, else an owned trap.
+        state.host_depth += 1
         try:
             buf = from_address(addr or 0)
             out = fn(ps.unpack_from(buf))
@@ -260,6 +261,8 @@ def _make_trampoline(
                 return state.record_host_error(exc)
             except BaseException:
                 return ffi.new_trap("host function failed")
+        finally:
+            state.host_depth -= 1
 
     return trampoline
 

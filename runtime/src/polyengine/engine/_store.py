@@ -45,6 +45,7 @@ class _StoreState:
         "engine",
         "fiber_budget",
         "futures",
+        "host_depth",
         "host_errors",
         "keepalive",
         "memories",
@@ -71,6 +72,8 @@ class _StoreState:
         self.current_call: Any = None
         # How many call futures of this store are being polled right now.
         self.depth = 0
+        # How many host functions of this store are running right now.
+        self.host_depth = 0
         # Python recursion levels that fit on a fiber next to the guest's stack.
         config = engine.config
         self.fiber_budget = max(50, (config.fiber_stack_size - config.max_wasm_stack) // 4096)
@@ -144,6 +147,13 @@ class _StoreState:
 
     def raise_closed(self) -> NoReturn:
         raise StoreClosedError("the store is closed")
+
+    def check_outside(self, what: str) -> None:
+        """Refuse ``what`` while a guest call of this store is running, or from another thread."""
+        if self.depth or self.host_depth:
+            raise EngineError(f"cannot {what} from inside a guest call of its store")
+        if threading.get_ident() != self.owner_thread:
+            raise EngineError("an EngineStore is used only from the thread that created it")
 
     def check_thread(self) -> None:
         """Refuse use from a thread other than the store's (polls release the GIL)."""
@@ -225,7 +235,13 @@ class EngineStore:
         return len(self._state.futures)
 
     def close(self) -> None:
-        """Cancel every live call, then delete the store (idempotent)."""
+        """Cancel every live call, then delete the store (idempotent).
+
+        Refused (``EngineError``) from inside one of the store's own calls.
+        """
+        state = self._state
+        if state.ctx and (state.depth or state.host_depth):
+            raise EngineError("cannot close a store from inside one of its calls")
         self._finalizer()
 
     def __enter__(self) -> EngineStore:
