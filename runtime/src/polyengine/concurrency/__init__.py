@@ -17,6 +17,10 @@ from .driver import Driver as Driver
 from .driver import HostCall as HostCall
 from .driver import run_to_completion as run_to_completion
 from .driver import start_host_call as start_host_call
+from .host_ends import HostFutureReader as HostFutureReader
+from .host_ends import HostFutureWriter as HostFutureWriter
+from .host_ends import HostStreamReader as HostStreamReader
+from .host_ends import HostStreamWriter as HostStreamWriter
 from .lift import CallbackCode as CallbackCode
 from .lift import CanonLift as CanonLift
 from .lift import CanonLower as CanonLower
