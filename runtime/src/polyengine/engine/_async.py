@@ -340,11 +340,22 @@ class _CallLayout:
 
     One buffer per call holds, in order: the ``wasm_trap_t*`` and
     ``wasmtime_error_t*`` out-cells, the arguments and the results (both as
-    ``wasmtime_val_t``).  ``template`` is a zeroed buffer with the argument
-    kinds already filled in.
+    ``wasmtime_val_t``).  ``blocking`` is the function's buffer for calls that
+    may not park: those nest strictly (the arguments are copied when the
+    future is created, results and out-cells written when it completes), so
+    one buffer serves them all.
     """
 
-    __slots__ = ("args_struct", "kinds", "results_off", "results_struct", "size")
+    __slots__ = (
+        "args_struct",
+        "blocking",
+        "blocking_addr",
+        "kinds",
+        "nresults",
+        "results_off",
+        "results_struct",
+        "size",
+    )
 
     def __init__(self, func: CoreFunc) -> None:
         from ._core import _KIND
@@ -355,8 +366,29 @@ class _CallLayout:
         self.kinds = [_KIND[t] for t in func.params]
         self.args_struct = val_struct(func.params, with_kind=True)
         self.results_struct = val_struct(func.results, with_kind=False)
+        self.nresults = m
         self.results_off = 16 + ffi.VAL_SIZE * n
         self.size = self.results_off + ffi.VAL_SIZE * max(m, 1)
+        self.blocking = (ctypes.c_ubyte * self.size)()
+        self.blocking_addr = ctypes.addressof(self.blocking)
+
+    def pack_args(
+        self, buf: ctypes.Array[ctypes.c_ubyte], func: CoreFunc, args: Sequence[CoreValue]
+    ) -> None:
+        kinds = self.kinds
+        n = len(kinds)
+        if len(args) != n:
+            normalize(func.params, args, "call")  # raises the arity error
+        if not n:
+            return
+        flat: list[CoreValue] = [0] * (2 * n)
+        flat[0::2] = kinds
+        flat[1::2] = args
+        try:
+            self.args_struct.pack_into(buf, 16, *flat)
+        except struct.error:
+            flat[1::2] = normalize(func.params, args, "call")
+            self.args_struct.pack_into(buf, 16, *flat)
 
 
 def _layout(func: CoreFunc) -> _CallLayout:
@@ -379,19 +411,8 @@ class _FutureCall:
         layout = _layout(func)
         self.layout = layout
         buf = self.buf = (ctypes.c_ubyte * layout.size)()
-        kinds = layout.kinds
-        n = len(kinds)
-        if n:
-            if len(args) != n:
-                normalize(func.params, args, "call")  # raises the arity error
-            flat: list[CoreValue] = [0] * (2 * n)
-            flat[0::2] = kinds
-            flat[1::2] = args
-            try:
-                layout.args_struct.pack_into(buf, 16, *flat)
-            except struct.error:
-                flat[1::2] = normalize(func.params, args, "call")
-                layout.args_struct.pack_into(buf, 16, *flat)
+        layout.pack_args(buf, func, args)
+        n = len(layout.kinds)
         base = ctypes.addressof(buf)
         state = func._state
         fut = ffi.func_call_async(
@@ -457,21 +478,40 @@ def _poll_future(state: _StoreState, fut: int, current: ParkableCall | None) -> 
 
 
 def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
-    """``call_raw`` in an async-required store: a call future that must not park."""
+    """``call_raw`` in an async-required store: a call future that must not park.
+
+    Nothing can close the store or poll another call while this one runs
+    (both are refused inside a guest call), so the future is not registered:
+    it is always deleted before returning.
+    """
     state = func._state
-    fc = _FutureCall(func, args)
+    layout = func._call_layout
+    if layout is None:
+        layout = _layout(func)
+    assert isinstance(layout, _CallLayout)
+    buf = layout.blocking
+    layout.pack_args(buf, func, args)
+    base = layout.blocking_addr
+    fut = ffi.func_call_async(
+        state.ctx, func._addr, base + 16, len(layout.kinds), base + layout.results_off,
+        layout.nresults, base, base + 8,
+    )
+    if not fut:
+        raise EngineError("wasmtime_func_call_async failed")
     try:
-        ready = _poll_future(state, fc.fut, None)
-    except BaseException:
-        fc.release(state)
-        raise
-    fc.release(state)
+        ready = _poll_future(state, fut, None)
+    finally:
+        ffi.call_future_delete(fut)
+    trap, err = _cells.unpack_from(buf)
+    if trap or err:
+        _cells.pack_into(buf, 0, 0, 0)
+        raise_call_failure(state, trap, err)
     if not ready:
         raise CoreTrap(
             "a synchronous call tried to suspend (an async host function was pending)",
             "cannot_block_sync_task",
         )
-    return fc.outcome(state)
+    return list(layout.results_struct.unpack_from(buf, layout.results_off))
 
 
 def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]) -> CoreInstance:
