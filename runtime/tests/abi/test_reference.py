@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from polyengine.abi.compile import Compiler, snake
+from polyengine.abi.functions import ValuesCodec
 from polyengine.abi.memory import BytearrayMemory
 from polyengine.abi.options import StringEncoding
 from polyengine.types.layout import PtrType
@@ -79,7 +80,7 @@ R: Any = ref
 
 MEM_SIZE = 1 << 18
 SETTINGS = settings(
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -256,5 +257,32 @@ def test_guest_to_guest_transcoding_matches_the_reference(
     ref_lifted = R.load(ref_src, 256, ref_type(t))
     ref_mem = BytearrayMemory(MEM_SIZE)
     R.store(_RefCx(dst, "i32", ref_mem), ref_lifted, ref_type(t), 256)
+    assert mem.calls == ref_mem.calls
+    assert mem.buf == ref_mem.buf
+
+
+@SETTINGS
+@given(st.data(), st.lists(types, max_size=20), encodings, st.sampled_from([1, 4, 16]))
+def test_value_lists_spill_like_the_reference(
+    data: st.DataObject, ts: list[ValType], enc: StringEncoding, max_flat: int
+) -> None:
+    vs = [data.draw(values(t)) for t in ts]
+    rts = [ref_type(t) for t in ts]
+    rvs = [ref_value(t, v, enc, "i32") for t, v in zip(ts, vs, strict=True)]
+    codec = ValuesCodec(Compiler(enc), ts, [f"p{i}" for i in range(len(ts))])
+    cx, mem = make_cx(enc, size=MEM_SIZE)
+    ref_mem = BytearrayMemory(MEM_SIZE)
+    rcx = _RefCx(enc, "i32", ref_mem)
+    flat = codec.lower_flat_values(cx, max_flat, vs)
+    ref_flat = R.lower_flat_values(rcx, max_flat, rvs, rts)
+    assert _bits(flat) == _bits(ref_flat)
+    assert mem.calls == ref_mem.calls
+    assert mem.buf == ref_mem.buf
+    back = R.lift_flat_values(rcx, max_flat, R.CoreValueIter(flat), rts)
+    assert back == R.lift_flat_values(rcx, max_flat, R.CoreValueIter(ref_flat), rts)
+    # Into a caller-provided out-pointer.
+    out = codec.lower_flat_values(cx, max_flat, vs, 512)
+    ref_out = R.lower_flat_values(rcx, max_flat, rvs, rts, R.CoreValueIter([512]))
+    assert _bits(out) == _bits(ref_out)
     assert mem.calls == ref_mem.calls
     assert mem.buf == ref_mem.buf
