@@ -71,6 +71,7 @@ class Host:
 
 def setup(store: EngineStore, wat: Wat, host: Host) -> CoreInstance:
     w = define_async_host_func(store, ["i32"], ["i32"], host.wait)
+
     def sync(args: Sequence[CoreValue]) -> Sequence[CoreValue]:
         return host.sync(args)
 
@@ -192,6 +193,7 @@ def test_host_exceptions_in_async_functions(wat: Wat) -> None:
 def test_immediate_results_coroutines_and_sync_calls(wat: Wat) -> None:
     async def main() -> None:
         with EngineStore() as store:
+
             async def later(args: Sequence[CoreValue]) -> list[CoreValue]:
                 await asyncio.sleep(0)
                 return [int(args[0]) * 2]
@@ -320,7 +322,7 @@ def test_store_without_async_features_keeps_the_sync_path(wat: Wat) -> None:
     with EngineStore(suspend=False) as store:
         with pytest.raises(EngineError, match="suspend=False"):
             define_async_host_func(store, [], [], lambda a: [])
-        add = instantiate(store, wat("(module (func (export \"f\")))"), []).func("f")
+        add = instantiate(store, wat('(module (func (export "f")))'), []).func("f")
         with pytest.raises(EngineError, match="suspend=False"):
             start(add, [])
 
@@ -375,10 +377,74 @@ def test_closing_the_store_cancels_parked_calls(wat: Wat) -> None:
 
 def test_start_checks_arguments(wat: Wat) -> None:
     with EngineStore() as store:
-        func: CoreFunc = instantiate(store, wat(GUEST.replace('"wait"', '"w"')), [
-            define_host_func(store, ["i32"], ["i32"], lambda a: a),
-            define_host_func(store, ["i32"], ["i32"], lambda a: a),
-        ]).func("add")
+        func: CoreFunc = instantiate(
+            store,
+            wat(GUEST.replace('"wait"', '"w"')),
+            [
+                define_host_func(store, ["i32"], ["i32"], lambda a: a),
+                define_host_func(store, ["i32"], ["i32"], lambda a: a),
+            ],
+        ).func("add")
         with pytest.raises(TypeError, match="expected 2 values"):
             start(func, [1])
         assert store.live_calls == 0
+
+
+def test_all_value_types_cross_the_async_seam(wat: Wat) -> None:
+    text = """(module
+      (import "h" "mix" (func $mix (param i32 i64 f32 f64) (result f64 i64 i32 f32)))
+      (func (export "go") (param i32 i64 f32 f64) (result f64 i64 i32 f32)
+        local.get 0 local.get 1 local.get 2 local.get 3 call $mix))"""
+
+    async def main() -> None:
+        seen: list[Sequence[CoreValue]] = []
+
+        def mix(args: Sequence[CoreValue]) -> asyncio.Future[list[CoreValue]]:
+            seen.append(args)
+            a, _b, c, d = args
+            fut: asyncio.Future[list[CoreValue]] = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().call_soon(fut.set_result, [d, -1, a, c])
+            return fut
+
+        with EngineStore() as store:
+            host = define_async_host_func(
+                store, ["i32", "i64", "f32", "f64"], ["f64", "i64", "i32", "f32"], mix
+            )
+            go = instantiate(store, wat(text), [host]).func("go")
+            assert go.params == ("i32", "i64", "f32", "f64")
+            result = await wait(start(go, [-1, 2**63, 0.5, -2.25]))
+            assert result == [-2.25, 2**64 - 1, 2**32 - 1, 0.5]
+            assert list(seen[0]) == [2**32 - 1, 2**63, 0.5, -2.25]
+
+    asyncio.run(main())
+
+
+def test_imports_of_every_kind_in_an_async_store(wat: Wat) -> None:
+    provider = """(module
+      (memory (export "m") 1) (table (export "t") 1 funcref)
+      (global (export "g") (mut i32) (i32.const 4))
+      (func (export "f") (param i32) (result i32) local.get 0 i32.const 1 i32.add))"""
+    consumer = """(module
+      (import "p" "m" (memory 1)) (import "p" "t" (table 1 funcref))
+      (import "p" "g" (global $g (mut i32)))
+      (import "p" "f" (func $f (param i32) (result i32)))
+      (import "h" "w" (func $w (param i32) (result i32)))
+      (type $t (func (param i32) (result i32)))
+      (func (export "go") (param i32) (result i32)
+        (i32.store (i32.const 8) (call $w (local.get 0)))
+        (call_indirect (type $t)
+          (i32.add (global.get $g) (i32.load (i32.const 8))) (i32.const 0))))"""
+
+    async def main() -> None:
+        with EngineStore() as store:
+            w = define_async_host_func(store, ["i32"], ["i32"], lambda a: [a[0]])
+            p = instantiate(store, wat(provider), [])
+            p.table("t").set(0, p.func("f"))
+            c = instantiate(
+                store, wat(consumer), [p.memory("m"), p.table("t"), p.global_("g"), p.func("f"), w]
+            )
+            assert c.func("go").call_raw([10]) == [15]
+            assert p.memory("m").read(8, 4) == (10).to_bytes(4, "little")
+            assert await wait(start(c.func("go"), [1])) == [6]
+
+    asyncio.run(main())

@@ -416,8 +416,14 @@ class _FutureCall:
         base = ctypes.addressof(buf)
         state = func._state
         fut = ffi.func_call_async(
-            state.ctx, func._addr, base + 16, n, base + layout.results_off,
-            len(func.results), base, base + 8,
+            state.ctx,
+            func._addr,
+            base + 16,
+            n,
+            base + layout.results_off,
+            len(func.results),
+            base,
+            base + 8,
         )
         if not fut:
             raise EngineError("wasmtime_func_call_async failed")
@@ -493,8 +499,14 @@ def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
     layout.pack_args(buf, func, args)
     base = layout.blocking_addr
     fut = ffi.func_call_async(
-        state.ctx, func._addr, base + 16, len(layout.kinds), base + layout.results_off,
-        layout.nresults, base, base + 8,
+        state.ctx,
+        func._addr,
+        base + 16,
+        len(layout.kinds),
+        base + layout.results_off,
+        layout.nresults,
+        base,
+        base + 8,
     )
     if not fut:
         raise EngineError("wasmtime_func_call_async failed")
@@ -539,10 +551,17 @@ def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]
                 raise LinkError(f"cannot link {module.name}: {ffi.take_error_message(err)}")
         inst = ffi.InstanceStruct()
         trap, err_cell = ctypes.c_void_p(0), ctypes.c_void_p(0)
-        fut = ffi.linker_instantiate_async(
-            linker, ctx, module._ptr, ctypes.addressof(inst),
-            ctypes.addressof(trap), ctypes.addressof(err_cell),
-        ) or 0
+        fut = (
+            ffi.linker_instantiate_async(
+                linker,
+                ctx,
+                module._ptr,
+                ctypes.addressof(inst),
+                ctypes.addressof(trap),
+                ctypes.addressof(err_cell),
+            )
+            or 0
+        )
         if not fut:
             raise EngineError("wasmtime_linker_instantiate_async failed")
         token = state.token()

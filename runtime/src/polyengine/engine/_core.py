@@ -386,7 +386,6 @@ def _expect(instance: CoreInstance, name: str, cls: type[_T]) -> _T:
     return found
 
 
-
 _EXTERN_KIND_NAMES = {
     ffi.EXTERN_FUNC: "func",
     ffi.EXTERN_MEMORY: "memory",
@@ -395,9 +394,7 @@ _EXTERN_KIND_NAMES = {
 }
 
 
-def check_imports(
-    store: EngineStore, module: CoreModule, imports: Sequence[Extern]
-) -> list[Any]:
+def check_imports(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> list[Any]:
     """The ``wasmtime_extern_t`` of each import, after checking store and kinds."""
     if module.engine is not store.engine:
         raise ValueError(f"core module {module.name} was compiled for a different engine")

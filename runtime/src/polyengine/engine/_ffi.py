@@ -85,9 +85,7 @@ context_set_fuel = _fn("wasmtime_context_set_fuel", P, P, c_uint64)
 context_get_fuel = _fn("wasmtime_context_get_fuel", P, P, POINTER(c_uint64))
 context_set_epoch_deadline = _fn("wasmtime_context_set_epoch_deadline", None, P, c_uint64)
 
-func_new_unchecked = _fn(
-    "wasmtime_func_new_unchecked", None, P, P, UNCHECKED_CALLBACK, P, P, P
-)
+func_new_unchecked = _fn("wasmtime_func_new_unchecked", None, P, P, UNCHECKED_CALLBACK, P, P, P)
 func_call_unchecked = _fn("wasmtime_func_call_unchecked", P, P, P, P, c_size_t, P)
 func_type = _fn("wasmtime_func_type", P, P, P)
 func_call_async = _fn("wasmtime_func_call_async", P, P, P, P, c_size_t, P, c_size_t, P, P)
@@ -100,12 +98,19 @@ instance_export_get = _fn("wasmtime_instance_export_get", c_bool, P, P, c_char_p
 linker_new = _fn("wasmtime_linker_new", P, P)
 linker_delete = _fn("wasmtime_linker_delete", None, P)
 linker_allow_shadowing = _fn("wasmtime_linker_allow_shadowing", None, P, c_bool)
-linker_define = _fn(
-    "wasmtime_linker_define", P, P, P, c_char_p, c_size_t, c_char_p, c_size_t, P
-)
+linker_define = _fn("wasmtime_linker_define", P, P, P, c_char_p, c_size_t, c_char_p, c_size_t, P)
 linker_define_async_func = _fn(
     "wasmtime_linker_define_async_func",
-    P, P, c_char_p, c_size_t, c_char_p, c_size_t, P, ASYNC_CALLBACK, P, P,
+    P,
+    P,
+    c_char_p,
+    c_size_t,
+    c_char_p,
+    c_size_t,
+    P,
+    ASYNC_CALLBACK,
+    P,
+    P,
 )
 linker_get = _fn("wasmtime_linker_get", c_bool, P, P, c_char_p, c_size_t, c_char_p, c_size_t, P)
 linker_instantiate_async = _fn("wasmtime_linker_instantiate_async", P, P, P, P, P, P, P)

@@ -273,4 +273,3 @@ class EngineStore:
     def set_epoch_deadline(self, ticks: int) -> None:
         """Trap once the engine's epoch advances ``ticks`` past the current one."""
         ffi.context_set_epoch_deadline(self._ctx(), ticks)
-
