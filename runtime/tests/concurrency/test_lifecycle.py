@@ -24,6 +24,7 @@ from polyengine.concurrency import (
 from polyengine.concurrency.builtins import (
     canon_subtask_cancel,
     canon_task_cancel,
+    canon_thread_yield,
     canon_waitable_set_new,
     canon_waitable_set_wait,
 )
@@ -176,3 +177,24 @@ def test_host_cancel_is_delivered_to_a_cancellable_wait() -> None:
     call.cancel()
     assert got == [EventCode.TASK_CANCELLED]
     assert call.resolved and call.result is None
+
+
+def test_host_code_failing_during_a_tick_becomes_a_trap() -> None:
+    store = fifo()
+    inst = InstanceState(store, name="h")
+
+    def broken(_on_start: OnStart, _on_resolve: OnResolve, _caller: object) -> OnCancel:
+        raise ValueError("host bug")
+
+    lower = py_lowered(broken, ft=m.FuncType((), None, True))
+
+    def body(thread: Thread) -> Suspends[None]:
+        yield from canon_thread_yield(thread, False)
+        yield from canon_lower(lower, thread, [])
+
+    call = start_host_call(stackful(inst, body), [])
+    with pytest.raises(Trap, match="host code raised ValueError: host bug") as info:
+        store.tick()
+    assert isinstance(info.value.__cause__, ValueError)
+    assert call.trap is info.value
+    assert inst.poisoned is info.value

@@ -213,7 +213,10 @@ class Store:
         """Resume one ready thread from the top level; ``False`` when none is ready.
 
         A trap escaping the thread poisons its instance (and fails the tasks
-        of that instance's threads) and is re-raised.
+        of that instance's threads) and is re-raised. Any other exception
+        (a fault in host code) is turned into a trap the same way;
+        ``KeyboardInterrupt`` and ``SystemExit`` poison and propagate as
+        themselves.
         """
         assert self.nesting_depth == 0
         thread = None
@@ -230,6 +233,13 @@ class Store:
             thread.resume()
         except Trap as trap:
             self.poison(inst, trap)
+            raise
+        except Exception as exc:
+            fault = Trap(f"host code raised {type(exc).__name__}: {exc}", code="host-error")
+            self.poison(inst, fault)
+            raise fault from exc
+        except BaseException as exc:
+            self.poison(inst, Trap(f"interrupted by {type(exc).__name__}", code="host-error"))
             raise
         finally:
             inst.leave_to(None)

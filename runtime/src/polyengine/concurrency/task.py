@@ -183,11 +183,12 @@ class Task:
             self.implicit_thread.resume(Cancelled.TRUE)
             return
         if self.state is not Task.State.STARTED:
-            return
+            return  # already requested or resolved: nothing more to deliver
         inst = self.inst
         candidates = [t for t in self.threads if t.cancellable and t.is_parked]
         if (
-            self.needs_exclusive_or_false()
+            self.ft.is_async
+            and self.needs_exclusive()
             and inst.exclusive_thread not in (None, self.implicit_thread)
             and self.implicit_thread in candidates
         ):
@@ -201,9 +202,6 @@ class Task:
                 inst.leave_to(caller)
         else:
             self.state = Task.State.PENDING_CANCEL
-
-    def needs_exclusive_or_false(self) -> bool:
-        return self.ft.is_async and self.needs_exclusive()
 
     def deliver_pending_cancel(self, cancellable: bool) -> bool:
         if cancellable and self.state is Task.State.PENDING_CANCEL:
