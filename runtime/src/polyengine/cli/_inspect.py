@@ -19,7 +19,7 @@ from polyengine.translate.plan import (
     TypeDesc,
 )
 from polyengine.types.model import Result
-from polyengine.types.wit_text import WitNames, functype_to_wit, typedef_to_wit
+from polyengine.types.wit_text import WitNames, functype_to_wit, ident, typedef_to_wit
 
 _IFACE = re.compile(r"^(?P<ns>[^:]+):(?P<pkg>[^/]+)/(?P<name>[^@]+)(?:@(?P<ver>.+))?$")
 
@@ -66,21 +66,21 @@ def _render_interface(desc: InstanceDesc, global_names: WitNames, indent: str) -
         elif n.startswith("[method]"):
             res, _, m = n[len("[method]") :].partition(".")
             sig = functype_to_wit(ft, names, skip_self=True)
-            methods.setdefault(res, []).append(f"{inner}  {m}: {sig};\n")
+            methods.setdefault(res, []).append(f"{inner}  {ident(m)}: {sig};\n")
         elif n.startswith("[static]"):
             res, _, m = n[len("[static]") :].partition(".")
             methods.setdefault(res, []).append(
-                f"{inner}  {m}: static {functype_to_wit(ft, names)};\n"
+                f"{inner}  {ident(m)}: static {functype_to_wit(ft, names)};\n"
             )
         else:
-            funcs.append(f"{inner}{n}: {functype_to_wit(ft, names)};\n")
+            funcs.append(f"{inner}{ident(n)}: {functype_to_wit(ft, names)};\n")
     for n, d in desc.exports:
         if not isinstance(d, TypeDesc):
             continue
         if d.resource is not None and local.resources.get(d.resource) == n:
             members = "".join(methods.pop(n, []))
             out.append(
-                f"{inner}resource {n}" + (f" {{\n{members}{inner}}}\n" if members else ";\n")
+                f"{inner}resource {ident(n)}" + (f" {{\n{members}{inner}}}\n" if members else ";\n")
             )
         elif d.type is not None:
             own = local.types.get(d.type)

@@ -167,6 +167,7 @@ class Arena:
     # objects introduced by an import ("import") or an export ("export"), by id.
     named: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     keep: list[object] = field(default_factory=list)
+    parents: dict[int, list[object]] = field(default_factory=dict)
     next_owner: int = 0
 
     def new_resource(self, info: ResourceInfo) -> int:
@@ -186,8 +187,22 @@ class Arena:
         names.add((how, owner))
 
     def derive(self, src: object, new: object) -> None:
-        for how, owner in sorted(self.named.get(id(src), ())):
-            self.name_type(new, how, owner)
+        """``new`` was made from ``src`` and carries whatever names ``src`` has, now or later."""
+        self.parents.setdefault(id(new), []).append(src)
+        self.keep.append(new)
+
+    def names_of(self, t: object) -> set[tuple[str, int]]:
+        out: set[tuple[str, int]] = set()
+        todo = [t]
+        seen: set[int] = set()
+        while todo:
+            x = todo.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            out |= self.named.get(id(x), set())
+            todo.extend(self.parents.get(id(x), ()))
+        return out
 
 
 @dataclass(slots=True)

@@ -121,8 +121,8 @@ def kind_text(t: ExternT) -> str:
 
 
 def _visible(arena: Arena, t: ValType, allowed: Allowed) -> bool:
-    names = arena.named.get(id(t))
-    if names is not None:
+    names = arena.names_of(t)
+    if names:
         return any(allowed(how, owner) for how, owner in names)
     if isinstance(t, Record | Variant | Enum | Flags | Own | Borrow):
         return False

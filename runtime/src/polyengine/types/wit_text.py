@@ -29,6 +29,15 @@ from polyengine.types.model import (
 
 _PRIM_NAMES = {cls: name for name, cls in PRIMITIVES.items()}
 
+WIT_KEYWORDS = frozenset(
+    ["as", "async", "bool", "borrow", "char", "constructor", "enum", "export", "f32", "f64", "flags", "float32", "float64", "from", "func", "future", "import", "include", "interface", "list", "option", "own", "package", "record", "resource", "result", "s16", "s32", "s64", "s8", "static", "stream", "string", "tuple", "type", "u16", "u32", "u64", "u8", "use", "variant", "with", "world", "error-context"]
+)
+
+
+def ident(name: str) -> str:
+    """``name`` as a WIT identifier, ``%``-escaped when it is a keyword."""
+    return f"%{name}" if name in WIT_KEYWORDS else name
+
 
 class WitNames:
     """Names for named value types and for resources (by resource table index)."""
@@ -54,7 +63,7 @@ def valtype_to_wit(t: ValType, names: WitNames, *, top: bool = False) -> str:
     if not top:
         name = names.types.get(t)
         if name is not None:
-            return name
+            return ident(name)
     match t:
         case List(et, n):
             inner = valtype_to_wit(et, names)
@@ -72,9 +81,9 @@ def valtype_to_wit(t: ValType, names: WitNames, *, top: bool = False) -> str:
             oks = "_" if ok is None else valtype_to_wit(ok, names)
             return f"result<{oks}, {valtype_to_wit(err, names)}>"
         case Own(rt):
-            return names.resources.get(rt, f"resource{rt}")
+            return ident(names.resources.get(rt, f"resource{rt}"))
         case Borrow(rt):
-            return f"borrow<{names.resources.get(rt, f'resource{rt}')}>"
+            return f"borrow<{ident(names.resources.get(rt, f'resource{rt}'))}>"
         case Stream(et):
             return "stream" if et is None else f"stream<{valtype_to_wit(et, names)}>"
         case Future(et):
@@ -82,7 +91,7 @@ def valtype_to_wit(t: ValType, names: WitNames, *, top: bool = False) -> str:
         case Map(k, v):
             return f"map<{valtype_to_wit(k, names)}, {valtype_to_wit(v, names)}>"
         case Record(fields):
-            body = ", ".join(f"{f.label}: {valtype_to_wit(f.t, names)}" for f in fields)
+            body = ", ".join(f"{ident(f.label)}: {valtype_to_wit(f.t, names)}" for f in fields)
             return f"record {{ {body} }}"
         case Variant(cases):
             body = ", ".join(
@@ -100,7 +109,7 @@ def valtype_to_wit(t: ValType, names: WitNames, *, top: bool = False) -> str:
 def functype_to_wit(ft: FuncType, names: WitNames, *, skip_self: bool = False) -> str:
     """``func(a: T, ...) -> R`` (``async func`` for async types)."""
     params = ft.params[1:] if skip_self and ft.params else ft.params
-    ps = ", ".join(f"{n}: {valtype_to_wit(t, names)}" for n, t in params)
+    ps = ", ".join(f"{ident(n)}: {valtype_to_wit(t, names)}" for n, t in params)
     head = "async func" if ft.is_async else "func"
     if ft.result is None:
         return f"{head}({ps})"
@@ -112,20 +121,22 @@ def typedef_to_wit(name: str, t: ValType, names: WitNames, indent: str) -> str:
     inner = indent + "  "
     match t:
         case Record(fields):
-            body = "".join(f"{inner}{f.label}: {valtype_to_wit(f.t, names)},\n" for f in fields)
-            return f"{indent}record {name} {{\n{body}{indent}}}\n"
+            body = "".join(
+                f"{inner}{ident(f.label)}: {valtype_to_wit(f.t, names)},\n" for f in fields
+            )
+            return f"{indent}record {ident(name)} {{\n{body}{indent}}}\n"
         case Variant(cases):
             body = "".join(
-                f"{inner}{c.label},\n"
+                f"{inner}{ident(c.label)},\n"
                 if c.t is None
-                else f"{inner}{c.label}({valtype_to_wit(c.t, names)}),\n"
+                else f"{inner}{ident(c.label)}({valtype_to_wit(c.t, names)}),\n"
                 for c in cases
             )
-            return f"{indent}variant {name} {{\n{body}{indent}}}\n"
+            return f"{indent}variant {ident(name)} {{\n{body}{indent}}}\n"
         case Enum(labels):
-            body = "".join(f"{inner}{x},\n" for x in labels)
-            return f"{indent}enum {name} {{\n{body}{indent}}}\n"
+            body = "".join(f"{inner}{ident(x)},\n" for x in labels)
+            return f"{indent}enum {ident(name)} {{\n{body}{indent}}}\n"
         case Flags(labels):
-            body = "".join(f"{inner}{x},\n" for x in labels)
-            return f"{indent}flags {name} {{\n{body}{indent}}}\n"
-    return f"{indent}type {name} = {valtype_to_wit(t, names, top=True)};\n"
+            body = "".join(f"{inner}{ident(x)},\n" for x in labels)
+            return f"{indent}flags {ident(name)} {{\n{body}{indent}}}\n"
+    return f"{indent}type {ident(name)} = {valtype_to_wit(t, names, top=True)};\n"
