@@ -30,7 +30,52 @@ from polyengine.types.model import (
 _PRIM_NAMES = {cls: name for name, cls in PRIMITIVES.items()}
 
 WIT_KEYWORDS = frozenset(
-    ["as", "async", "bool", "borrow", "char", "constructor", "enum", "export", "f32", "f64", "flags", "float32", "float64", "from", "func", "future", "import", "include", "interface", "list", "option", "own", "package", "record", "resource", "result", "s16", "s32", "s64", "s8", "static", "stream", "string", "tuple", "type", "u16", "u32", "u64", "u8", "use", "variant", "with", "world", "error-context"]
+    [
+        "as",
+        "async",
+        "bool",
+        "borrow",
+        "char",
+        "constructor",
+        "enum",
+        "export",
+        "f32",
+        "f64",
+        "flags",
+        "float32",
+        "float64",
+        "from",
+        "func",
+        "future",
+        "import",
+        "include",
+        "interface",
+        "list",
+        "option",
+        "own",
+        "package",
+        "record",
+        "resource",
+        "result",
+        "s16",
+        "s32",
+        "s64",
+        "s8",
+        "static",
+        "stream",
+        "string",
+        "tuple",
+        "type",
+        "u16",
+        "u32",
+        "u64",
+        "u8",
+        "use",
+        "variant",
+        "with",
+        "world",
+        "error-context",
+    ]
 )
 
 
