@@ -14,6 +14,7 @@ from polyengine.engine import (
     StoreClosedError,
     instantiate,
 )
+from polyengine.errors import LinkError
 
 Wat = Callable[..., CoreModule]
 
@@ -144,3 +145,33 @@ def test_memory_use_after_close_is_refused(wat: Wat) -> None:
     for op in (mem.view, mem.size, tab.size, glob.get, lambda: mem.read(0, 1)):
         with pytest.raises(StoreClosedError):
             op()
+
+
+def test_host_created_memory_table_and_global(wat: Wat) -> None:
+    from polyengine.engine import new_global, new_memory, new_table
+
+    consumer = """(module
+      (import "p" "m" (memory 1 2)) (import "p" "t" (table 2 funcref))
+      (import "p" "g" (global $g (mut i64)))
+      (type $t (func (param i32 i32) (result i32)))
+      (func (export "go") (param i32) (result i32)
+        (global.set $g (i64.add (global.get $g) (i64.const 1)))
+        (call_indirect (type $t) (i32.load (i32.const 0)) (local.get 0) (i32.const 1))))"""
+    with EngineStore() as store:
+        provider = instantiate(store, wat(MODULE), [])
+        mem = new_memory(store, 1, 2)
+        tab = new_table(store, 2, None, provider.func("sub"))
+        glob = new_global(store, "i64", -5)
+        assert tab.get(0) is not None and glob.get() == 2**64 - 5
+        tab.set(1, provider.func("add"))
+        mem.write(0, (40).to_bytes(4, "little"))
+        inst = instantiate(store, wat(consumer), [mem, tab, glob])
+        assert inst.func("go").call_raw([2]) == [42]
+        assert glob.get() == 2**64 - 4
+        assert new_global(store, "f32", 1.5, mutable=False).get() == 1.5
+        with pytest.raises(ValueError, match="bad memory limits"):
+            new_memory(store, 3, 2)
+        with pytest.raises(ValueError, match="unsupported global type"):
+            new_global(store, "v128", 0)
+        with pytest.raises(LinkError):
+            instantiate(store, wat(consumer), [new_memory(store, 1), tab, glob])

@@ -29,6 +29,9 @@ from ._errors import StoreClosedError as StoreClosedError
 from ._memory import CoreGlobal as CoreGlobal
 from ._memory import CoreTable as CoreTable
 from ._memory import GuestMemory as GuestMemory
+from ._memory import new_global as new_global
+from ._memory import new_memory as new_memory
+from ._memory import new_table as new_table
 from ._module import CoreModule as CoreModule
 from ._module import ImportDesc as ImportDesc
 from ._module import compile_module as compile_module
@@ -65,4 +68,7 @@ __all__ = [
     "get_engine",
     "instantiate",
     "module_cache_dir",
+    "new_global",
+    "new_memory",
+    "new_table",
 ]

@@ -17,12 +17,14 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+import wasmtime
+
 from . import _ffi as ffi
 from ._core import CoreFunc, wrap_extern
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
 
-__all__ = ["CoreGlobal", "CoreTable", "GuestMemory"]
+__all__ = ["CoreGlobal", "CoreTable", "GuestMemory", "new_global", "new_memory", "new_table"]
 
 
 def _out_of_bounds(ptr: int, n: int, size: int) -> CoreTrap:
@@ -135,6 +137,9 @@ class GuestMemory:
         return "<GuestMemory>" if self.store.closed else f"<GuestMemory {self.size()} bytes>"
 
 
+_FUNCREF = 5  # WASMTIME_FUNCREF
+
+
 class CoreTable:
     """A core ``funcref`` table of one store (for the canonical ABI's indirect trampolines)."""
 
@@ -170,7 +175,7 @@ class CoreTable:
 
     def _funcref(self, func: CoreFunc | None) -> Any:
         val = ffi.Val()
-        val.kind = 5  # WASMTIME_FUNCREF
+        val.kind = _FUNCREF
         if func is not None:
             if not isinstance(func, CoreFunc):
                 raise TypeError(
@@ -187,7 +192,7 @@ class CoreTable:
         val = ffi.Val()
         if index < 0 or not ffi.table_get(ctx, self._addr, index, ctypes.addressof(val)):
             raise CoreTrap(f"table index {index} out of bounds", "table_out_of_bounds")
-        if int(val.kind) != 5:
+        if int(val.kind) != _FUNCREF:
             raise EngineError("only funcref tables are supported")
         if val.of.funcref.store_id == 0:
             return None
@@ -289,17 +294,8 @@ class CoreGlobal:
         """Set a mutable global; ``EngineError`` if it is immutable."""
         from ._core import normalize
 
-        val = self._read()
-        t = _GLOBAL_KINDS[int(val.kind)]
-        (v,) = normalize((t,), (value,), "global value")
-        if t == "i32":
-            val.of.i32 = int(v) - (1 << 32) if int(v) >= 1 << 31 else int(v)
-        elif t == "i64":
-            val.of.i64 = int(v) - (1 << 64) if int(v) >= 1 << 63 else int(v)
-        elif t == "f32":
-            val.of.f32 = float(v)
-        else:
-            val.of.f64 = float(v)
+        t = _GLOBAL_KINDS[int(self._read().kind)]
+        val = _numeric_val(t, normalize((t,), (value,), "global value")[0])
         err = ffi.global_set(self._ctx(), self._addr, ctypes.addressof(val))
         if err:
             raise EngineError(f"cannot set global: {ffi.take_error_message(err)}")
@@ -309,3 +305,72 @@ class CoreGlobal:
         ext.kind = ffi.EXTERN_GLOBAL
         ext.of.global_ = self._global
         return ext
+
+
+def new_memory(store: EngineStore, min_pages: int, max_pages: int | None = None) -> GuestMemory:
+    """A host-created linear memory of ``store`` (64 KiB pages)."""
+    ctx = store._ctx()
+    if min_pages < 0 or (max_pages is not None and max_pages < min_pages):
+        raise ValueError(f"bad memory limits {min_pages}..{max_pages}")
+    ty = wasmtime.MemoryType(wasmtime.Limits(min_pages, max_pages))
+    mem = ffi.MemoryStruct()
+    err = ffi.memory_new(ctx, ffi.address(ty.ptr()), ctypes.addressof(mem))
+    if err:
+        raise EngineError(f"cannot create memory: {ffi.take_error_message(err)}")
+    return GuestMemory._wrap(store, mem)
+
+
+def new_table(
+    store: EngineStore, size: int, maximum: int | None = None, init: CoreFunc | None = None
+) -> CoreTable:
+    """A host-created ``funcref`` table of ``store``, every entry ``init`` (or null)."""
+    ctx = store._ctx()
+    if size < 0 or (maximum is not None and maximum < size):
+        raise ValueError(f"bad table limits {size}..{maximum}")
+    ty = wasmtime.TableType(wasmtime.ValType.funcref(), wasmtime.Limits(size, maximum))
+    val = ffi.Val()
+    val.kind = _FUNCREF
+    if init is not None:
+        if not isinstance(init, CoreFunc) or init.store is not store:
+            raise ValueError("init must be a CoreFunc of the same store")
+        val.of.funcref = init._func
+    table = ffi.TableStruct()
+    err = ffi.table_new(ctx, ffi.address(ty.ptr()), ctypes.addressof(val), ctypes.addressof(table))
+    if err:
+        raise EngineError(f"cannot create table: {ffi.take_error_message(err)}")
+    return CoreTable._wrap(store, table)
+
+
+def new_global(
+    store: EngineStore, valtype: str, value: int | float, mutable: bool = True
+) -> CoreGlobal:
+    """A host-created numeric global of ``store``."""
+    from ._core import VALTYPES, normalize
+
+    ctx = store._ctx()
+    if valtype not in VALTYPES:
+        raise ValueError(f"unsupported global type {valtype!r}")
+    ty = wasmtime.GlobalType(getattr(wasmtime.ValType, valtype)(), mutable)
+    val = _numeric_val(valtype, normalize((valtype,), (value,), "global value")[0])
+    glob = ffi.GlobalStruct()
+    err = ffi.global_new(ctx, ffi.address(ty.ptr()), ctypes.addressof(val), ctypes.addressof(glob))
+    if err:
+        raise EngineError(f"cannot create global: {ffi.take_error_message(err)}")
+    return CoreGlobal._wrap(store, glob)
+
+
+def _numeric_val(valtype: str, v: int | float) -> Any:
+    val = ffi.Val()
+    if valtype == "i32":
+        val.kind = ffi.KIND_I32
+        val.of.i32 = int(v) - (1 << 32) if int(v) >= 1 << 31 else int(v)
+    elif valtype == "i64":
+        val.kind = ffi.KIND_I64
+        val.of.i64 = int(v) - (1 << 64) if int(v) >= 1 << 63 else int(v)
+    elif valtype == "f32":
+        val.kind = ffi.KIND_F32
+        val.of.f32 = float(v)
+    else:
+        val.kind = ffi.KIND_F64
+        val.of.f64 = float(v)
+    return val
