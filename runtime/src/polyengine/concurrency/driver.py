@@ -105,6 +105,12 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
         inst.store.poison(inst, trap)
         call._fail(trap)
         return call
+    except Exception as exc:
+        fault = Trap(f"host code raised {type(exc).__name__}: {exc}", code="host-error")
+        fault.__cause__ = exc
+        inst.store.poison(inst, fault)
+        call._fail(fault)
+        return call
     finally:
         inst.leave_to(None)
     call.task = task
