@@ -188,7 +188,7 @@ def test_subtask_drop_before_resolution_traps_and_poisons() -> None:
         canon_subtask_drop(thread, idx)
         return []
 
-    with pytest.raises(Trap, match="has not resolved"):
+    with pytest.raises(Trap, match="cannot drop a subtask which has not yet resolved"):
         run_to_completion(py_lifted(a, main, is_async=True, async_=True), [])
     assert a.poisoned is not None
     with pytest.raises(Trap, match="cannot enter component instance"):

@@ -81,7 +81,7 @@ def test_lifting_a_busy_or_joined_end_traps() -> None:
     assert isinstance(v, int)
     ri = v & 0xFFFF_FFFF
     assert now(canon_stream_read(ta, U8S, opts, ri, 0, 4)) == [BLOCKED]
-    with pytest.raises(Trap, match="busy"):
+    with pytest.raises(Trap, match="cannot remove busy stream"):
         codec.lift_flat(cx, [ri], 0)
 
     v2 = canon_stream_new(ta, U8S)[0]
@@ -90,7 +90,7 @@ def test_lifting_a_busy_or_joined_end_traps() -> None:
     ws = canon_waitable_set_new(ta)[0]
     assert isinstance(ws, int)
     canon_waitable_join(ta, ri2, ws)
-    with pytest.raises(Trap, match="waitable set"):
+    with pytest.raises(Trap, match="cannot lift stream while it's in a waitable set"):
         codec.lift_flat(cx, [ri2], 0)
 
 
@@ -166,3 +166,22 @@ def test_error_context_lifecycle() -> None:
         canon_error_context_drop(ta, i)
     with pytest.raises(Trap, match="not an error-context"):
         canon_error_context_debug_message(ta, lambda s, p: None, canon_waitable_set_new(ta)[0], 0)  # type: ignore[arg-type]
+
+
+def test_lifting_a_done_end_traps_with_the_reason() -> None:
+    _store, a, b, comp = setup()
+    ta, tb = bare_thread(a), bare_thread(b)
+    mem = BytearrayMemory(64)
+    opts = CopyOptions(CanonicalOptions(memory=mem, is_async=True), Compiler().codec(m.U8()))
+    shared = SharedStreamImpl(m.U8())
+    ri = a.handles.add(ReadableStreamEnd(shared))
+    wi = b.handles.add(WritableStreamEnd(shared))
+    from polyengine.concurrency.copy_builtins import canon_stream_drop_writable
+
+    canon_stream_drop_writable(tb, U8S, wi)
+    assert now(canon_stream_read(ta, U8S, opts, ri, 0, 1)) == [1]  # DROPPED, nothing copied
+    cx = LiftLowerContext(CanonicalOptions(), a.ci)
+    with pytest.raises(
+        Trap, match="cannot lift stream after being notified that the writable end dropped"
+    ):
+        comp.codec(U8S).lift_flat(cx, [ri], 0)

@@ -271,7 +271,7 @@ def canon_subtask_cancel(thread: Thread, async_: bool, i: int) -> Suspends[list[
     ctrap_if(
         subtask.in_waitable_set() and not async_,
         TrapCode.WAITABLE_SET,
-        "cannot synchronously cancel a subtask that is in a waitable set",
+        "waitable cannot be used synchronously while added to a waitable set",
     )
     if subtask.resolved():
         assert subtask.has_pending_event()

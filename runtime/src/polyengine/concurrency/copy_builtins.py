@@ -108,15 +108,25 @@ def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
     ctrap_if(
         e.in_waitable_set() and not async_,
         TrapCode.WAITABLE_SET,
-        f"cannot synchronously copy on a {what} that is in a waitable set",
+        "waitable cannot be used synchronously while added to a waitable set",
     )
     return e
 
 
 def _state_message(e: CopyEnd, what: str) -> str:
     if e.state is CopyState.DONE:
-        return f"{what} is done: cannot copy after the other end was dropped or the value delivered"
+        return _done_message(e, "read from" if e.role == "readable" else "write to")
     return f"{what} already has a copy in progress"
+
+
+def _done_message(e: CopyEnd, verb: str) -> str:
+    """Why a done end cannot be used (the wording other hosts use)."""
+    if e.kind == "future":
+        if e.role == "readable":
+            return f"cannot {verb} future after previous read succeeded"
+        return f"cannot {verb} future after previous write succeeded or readable end dropped"
+    other = "writable" if e.role == "readable" else "readable"
+    return f"cannot {verb} stream after being notified that the {other} end dropped"
 
 
 def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
@@ -293,7 +303,7 @@ def _cancel_copy(  # noqa: PLR0917 - the spec's parameter list
     ctrap_if(
         e.in_waitable_set() and not async_,
         TrapCode.WAITABLE_SET,
-        f"cannot synchronously cancel a copy on a {what} that is in a waitable set",
+        "waitable cannot be used synchronously while added to a waitable set",
     )
     e.state = CopyState.CANCELLING_COPY
     if not e.has_pending_event():

@@ -54,12 +54,12 @@ OnCopyDone: TypeAlias = Callable[[CopyResult], None]
 
 
 def _check_same_instance(
-    inst: InstanceState | None, pending: InstanceState | None, t: m.ValType | None
+    inst: InstanceState | None, pending: InstanceState | None, t: m.ValType | None, kind: str
 ) -> None:
     ctrap_if(
         inst is not None and inst is pending and not none_or_number_type(t),
         TrapCode.SAME_INSTANCE_COPY,
-        "cannot read and write a stream or future of a non-numeric type in the same instance",
+        f"cannot read from and write to intra-component {kind} (same instance, non-numeric type)",
     )
 
 
@@ -133,7 +133,7 @@ class SharedStreamImpl:
         if pending is None:
             self.set_pending(inst, dst, on_copy, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t)
+        _check_same_instance(inst, self.pending_inst, self.t, "stream")
         assert isinstance_readable(pending)
         if pending.remain() > 0:
             if dst.remain() > 0:
@@ -160,7 +160,7 @@ class SharedStreamImpl:
         if pending is None:
             self.set_pending(inst, src, on_copy, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t)
+        _check_same_instance(inst, self.pending_inst, self.t, "stream")
         assert isinstance_writable(pending)
         if pending.remain() > 0:
             if src.remain() > 0:
@@ -231,7 +231,7 @@ class SharedFutureImpl:
         if pending is None:
             self.set_pending(inst, dst, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t)
+        _check_same_instance(inst, self.pending_inst, self.t, "future")
         assert isinstance_readable(pending)
         transfer(cast(ReadableBuffer, pending), dst, 1)
         self.reset_and_notify_pending(CopyResult.COMPLETED)
@@ -248,7 +248,7 @@ class SharedFutureImpl:
         if pending is None:
             self.set_pending(inst, src, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t)
+        _check_same_instance(inst, self.pending_inst, self.t, "future")
         assert isinstance_writable(pending)
         transfer(src, cast(WritableBuffer, pending), 1)
         self.reset_and_notify_pending(CopyResult.COMPLETED)
@@ -265,9 +265,15 @@ class CopyState(Enum):
 
 
 class CopyEnd(Waitable):
-    """One end of a stream or future, as a waitable with a copy state."""
+    """One end of a stream or future, as a waitable with a copy state.
+
+    ``kind`` (``"stream"``/``"future"``) and ``role`` (``"readable"``/
+    ``"writable"``) name the end in trap messages.
+    """
 
     __slots__ = ("shared", "state")
+    kind = "stream"
+    role = "readable"
 
     def __init__(self, shared: SharedStreamImpl | SharedFutureImpl) -> None:
         super().__init__()
@@ -282,7 +288,7 @@ class CopyEnd(Waitable):
         return self.state in (CopyState.COPYING, CopyState.CANCELLING_COPY)
 
     def drop(self) -> None:
-        ctrap_if(self.copying(), TrapCode.BUSY, "cannot drop busy stream or future")
+        ctrap_if(self.copying(), TrapCode.BUSY, f"cannot drop busy {self.kind}")
         self.shared.drop()
         super().drop()
 
@@ -307,6 +313,7 @@ class ReadableStreamEnd(CopyEnd):
 class WritableStreamEnd(CopyEnd):
     __slots__ = ()
     shared: SharedStreamImpl
+    role = "writable"
 
     def __init__(self, shared: SharedStreamImpl) -> None:
         super().__init__(shared)
@@ -324,6 +331,7 @@ class WritableStreamEnd(CopyEnd):
 class ReadableFutureEnd(CopyEnd):
     __slots__ = ()
     shared: SharedFutureImpl
+    kind = "future"
 
     def __init__(self, shared: SharedFutureImpl) -> None:
         super().__init__(shared)
@@ -337,6 +345,8 @@ class ReadableFutureEnd(CopyEnd):
 class WritableFutureEnd(CopyEnd):
     __slots__ = ()
     shared: SharedFutureImpl
+    kind = "future"
+    role = "writable"
 
     def __init__(self, shared: SharedFutureImpl) -> None:
         super().__init__(shared)
@@ -350,6 +360,6 @@ class WritableFutureEnd(CopyEnd):
         ctrap_if(
             self.state is not CopyState.DONE,
             TrapCode.COPY_STATE,
-            "cannot drop the writable end of a future before a value was written",
+            "cannot drop future write end without first writing a value",
         )
         super().drop()

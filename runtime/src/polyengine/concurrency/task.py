@@ -223,7 +223,7 @@ class Task:
         ctrap_if(
             self.num_borrows > 0,
             TrapCode.BORROWS_OUTSTANDING,
-            "borrowed handles still remain at task return",
+            "borrow handles still remain at the end of the call",
         )
         self.on_resolve(result)
         self.state = Task.State.RESOLVED
@@ -237,7 +237,7 @@ class Task:
         ctrap_if(
             self.num_borrows > 0,
             TrapCode.BORROWS_OUTSTANDING,
-            "borrowed handles still remain at task cancel",
+            "borrow handles still remain at the end of the call",
         )
         self.on_resolve(None)
         self.state = Task.State.RESOLVED
@@ -314,6 +314,6 @@ class Subtask(Waitable):
         ctrap_if(
             not self.resolve_delivered(),
             TrapCode.SUBTASK,
-            "cannot drop a subtask that has not resolved",
+            "cannot drop a subtask which has not yet resolved",
         )
         super().drop()

@@ -37,9 +37,20 @@ def _lift_async_value(
     ctrap_if(not isinstance(e, end_t), TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
     assert isinstance(e, CopyEnd)
     ctrap_if(e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
-    ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, f"{what} {i} is busy or done")
-    ctrap_if(e.in_waitable_set(), TrapCode.WAITABLE_SET, f"{what} {i} is in a waitable set")
+    ctrap_if(e.copying(), TrapCode.BUSY, f"cannot remove busy {e.kind}")
+    ctrap_if(e.state is CopyState.DONE, TrapCode.COPY_STATE, _lift_done_message(e))
+    ctrap_if(
+        e.in_waitable_set(),
+        TrapCode.WAITABLE_SET,
+        f"cannot lift {e.kind} while it's in a waitable set",
+    )
     return e.shared
+
+
+def _lift_done_message(e: CopyEnd) -> str:
+    if e.kind == "future":
+        return "cannot lift future after previous read succeeded"
+    return "cannot lift stream after being notified that the writable end dropped"
 
 
 class TaskModelHooks:

@@ -141,10 +141,10 @@ class WaitableSet:
 
     def drop(self) -> None:
         ctrap_if(
-            len(self.elems) > 0, TrapCode.WAITABLE_SET, "cannot drop a waitable set with members"
+            len(self.elems) > 0, TrapCode.WAITABLE_SET, "cannot drop waitable set with members"
         )
         ctrap_if(
             self.num_waiting > 0,
             TrapCode.WAITABLE_SET,
-            "cannot drop a waitable set being waited on",
+            "cannot drop waitable set with waiters",
         )
