@@ -26,7 +26,7 @@ from typing import Any
 from polyengine.abi.compile import Codec, Compiler, CoreVal
 from polyengine.abi.errors import LowerError, LowerTypeError
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.abi.trap import range_trap
 from polyengine.types.layout import (
     MAX_FLAT_ASYNC_PARAMS,
     MAX_FLAT_PARAMS,
@@ -73,16 +73,9 @@ class ValuesCodec:
         self._lowers = [c.lower_flat for c in self.codecs]
 
     def _check_tuple_ptr(self, cx: LiftLowerContext, ptr: int) -> None:
-        trap_if(
-            ptr & (self.tuple_align - 1) != 0,
-            TrapCode.MISALIGNED,
-            f"pointer {ptr} to spilled values is misaligned",
-        )
-        trap_if(
-            ptr + self.tuple_size > len(cx.mv),
-            TrapCode.OUT_OF_BOUNDS,
-            f"spilled values at {ptr} of {self.tuple_size} bytes are out of bounds",
-        )
+        a, n = self.tuple_align, self.tuple_size
+        if ptr & (a - 1) or ptr + n > len(cx.mv):
+            range_trap("spilled values", ptr, n, a, len(cx.mv))
 
     def lift_flat_values(
         self, cx: LiftLowerContext, max_flat: int, vals: Sequence[CoreVal], start: int = 0

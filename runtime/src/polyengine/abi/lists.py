@@ -24,7 +24,7 @@ from polyengine.abi.compile import (
 )
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.abi.trap import range_trap
 from polyengine.types.model import U8, Bool, Char, List, Map, String
 
 __all__ = ["compile_fixed_list", "compile_list", "compile_map"]
@@ -118,17 +118,8 @@ def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:
 
     def load_range(cx: LiftLowerContext, ptr: int, n: int) -> Any:
         nbytes = n * es
-        trap_if(
-            nbytes > MAX_LIST_BYTE_LENGTH,
-            TrapCode.LIST_TOO_LONG,
-            f"list of {n} elements exceeds the size limit",
-        )
-        trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"list pointer {ptr} misaligned")
-        trap_if(
-            ptr + nbytes > len(cx.mv),
-            TrapCode.OUT_OF_BOUNDS,
-            f"list at {ptr} of {nbytes} bytes is out of bounds",
-        )
+        if nbytes > MAX_LIST_BYTE_LENGTH or ptr & (ea - 1) or ptr + nbytes > len(cx.mv):
+            range_trap("list", ptr, nbytes, ea, len(cx.mv), limit=MAX_LIST_BYTE_LENGTH)
         return read(cx, ptr, n)
 
     def store_range(cx: LiftLowerContext, v: Any) -> tuple[int, int]:
@@ -138,12 +129,8 @@ def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:
         if nbytes > MAX_LIST_BYTE_LENGTH:
             raise LowerValueError(f"list of {n} elements is too long for a component")
         ptr = cx.allocate(ea, nbytes)
-        trap_if(ptr & (ea - 1) != 0, TrapCode.MISALIGNED, f"realloc returned misaligned {ptr}")
-        trap_if(
-            ptr + nbytes > len(cx.mv),
-            TrapCode.OUT_OF_BOUNDS,
-            f"realloc returned {ptr}, {nbytes} bytes from it are out of bounds",
-        )
+        if ptr & (ea - 1) or ptr + nbytes > len(cx.mv):
+            range_trap("block from realloc", ptr, nbytes, ea, len(cx.mv))
         write(cx, v, ptr, n)
         return ptr, n
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
-from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.abi.trap import TrapCode, trap, trap_if
 
 __all__ = [
     "BorrowingTask",
@@ -68,11 +68,12 @@ class Table(Generic[E]):
 
     def get(self, i: int) -> E:
         """The element at ``i``; traps when out of range or free."""
-        trap_if(i >= len(self.array), TrapCode.INVALID_HANDLE, f"handle index {i} out of range")
-        e = self.array[i]
-        trap_if(e is None, TrapCode.INVALID_HANDLE, f"handle index {i} is not in use")
-        assert e is not None
-        return e
+        if i < len(self.array):
+            e = self.array[i]
+            if e is not None:
+                return e
+            trap(TrapCode.INVALID_HANDLE, f"handle index {i} is not in use")
+        trap(TrapCode.INVALID_HANDLE, f"handle index {i} out of range")
 
     def add(self, e: E) -> int:
         """Store ``e`` in a free slot (reused first) and return its index."""
@@ -258,17 +259,12 @@ class CallLenders:
 def _resource_handle(
     inst: ComponentInstance, h: object, i: int, rt: ResourceType
 ) -> ResourceHandle:
-    trap_if(
-        not isinstance(h, ResourceHandle),
-        TrapCode.INVALID_HANDLE,
-        f"handle index {i} is not a resource handle",
-    )
-    assert isinstance(h, ResourceHandle)
-    trap_if(
-        h.rt is not rt,
-        TrapCode.HANDLE_TYPE_MISMATCH,
-        f"handle index {i} is a {h.rt!r}, expected a {rt!r}",
-    )
+    if type(h) is ResourceHandle and h.rt is rt:
+        return h
+    if not isinstance(h, ResourceHandle):
+        trap(TrapCode.INVALID_HANDLE, f"handle index {i} is not a resource handle")
+    if h.rt is not rt:
+        trap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle index {i} is a {h.rt!r}, expected a {rt!r}")
     return h
 
 

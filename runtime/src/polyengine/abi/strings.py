@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from polyengine.abi.errors import LowerValueError
 from polyengine.abi.options import LiftLowerContext, StringEncoding
-from polyengine.abi.trap import Trap, TrapCode, trap_if
+from polyengine.abi.trap import Trap, TrapCode, range_trap, trap_if
 from polyengine.types.layout import PtrType, ptr_size
 
 __all__ = [
@@ -90,17 +90,16 @@ def make_string_decoder(
     tag = utf16_tag(ptr_type)
 
     def check(mv: memoryview, ptr: int, byte_length: int, align: int) -> None:
-        trap_if(
-            byte_length > MAX_STRING_BYTE_LENGTH,
-            TrapCode.STRING_TOO_LONG,
-            f"string of {byte_length} bytes exceeds the limit",
-        )
-        trap_if(ptr & (align - 1) != 0, TrapCode.MISALIGNED, f"string pointer {ptr} misaligned")
-        trap_if(
-            ptr + byte_length > len(mv),
-            TrapCode.OUT_OF_BOUNDS,
-            f"string at {ptr} of {byte_length} bytes is out of bounds",
-        )
+        if byte_length > MAX_STRING_BYTE_LENGTH or ptr & (align - 1) or ptr + byte_length > len(mv):
+            range_trap(
+                "string",
+                ptr,
+                byte_length,
+                align,
+                len(mv),
+                limit=MAX_STRING_BYTE_LENGTH,
+                too_long_code=TrapCode.STRING_TOO_LONG,
+            )
 
     def decode_utf8(mv: memoryview, ptr: int, units: int) -> str:
         check(mv, ptr, units, 1)
@@ -146,12 +145,8 @@ def load_string_from_range(cx: LiftLowerContext, ptr: int, tagged_code_units: in
 
 
 def _check_block(cx: LiftLowerContext, ptr: int, n: int, align: int) -> None:
-    trap_if(ptr & (align - 1) != 0, TrapCode.MISALIGNED, f"realloc returned misaligned {ptr}")
-    trap_if(
-        ptr + n > len(cx.mv),
-        TrapCode.OUT_OF_BOUNDS,
-        f"realloc returned {ptr}, {n} bytes from it are out of bounds",
-    )
+    if ptr & (align - 1) or ptr + n > len(cx.mv):
+        range_trap("block from realloc", ptr, n, align, len(cx.mv))
 
 
 def _write(cx: LiftLowerContext, ptr: int, data: bytes) -> None:

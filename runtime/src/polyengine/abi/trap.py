@@ -47,3 +47,30 @@ def trap_if(cond: bool, code: str, message: str) -> None:
     """Raise a :class:`Trap` with ``code`` and ``message`` when ``cond`` holds."""
     if cond:
         raise Trap(message, code=code)
+
+
+def range_trap(
+    what: str,
+    ptr: int,
+    nbytes: int,
+    align: int,
+    memory_length: int,
+    *,
+    limit: int | None = None,
+    too_long_code: str = TrapCode.LIST_TOO_LONG,
+) -> NoReturn:
+    """Raise the trap for a bad memory range, checking in the spec's order.
+
+    Hot paths test all conditions in one expression and call this only on
+    failure: the byte-length ``limit`` (if any), then alignment, then bounds.
+    """
+    if limit is not None and nbytes > limit:
+        trap(too_long_code, f"{what} of {nbytes} bytes exceeds the limit of {limit}")
+    if ptr & (align - 1):
+        trap(TrapCode.MISALIGNED, f"{what} pointer {ptr} is not {align}-byte aligned")
+    if ptr + nbytes > memory_length:
+        trap(
+            TrapCode.OUT_OF_BOUNDS,
+            f"{what} at {ptr} of {nbytes} bytes is out of bounds (memory is {memory_length})",
+        )
+    raise AssertionError("range_trap called on a valid range")

@@ -32,7 +32,7 @@ from polyengine.abi.compile import (
 )
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.abi.trap import TrapCode, trap
 from polyengine.types.despecialize import despecialize
 from polyengine.types.layout import (
     align_to,
@@ -160,7 +160,8 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
             lowers.append(_coerced_lower(c, lower_conv, zeros))
 
     def case_index(i: int) -> int:
-        trap_if(i >= n, TrapCode.INVALID_DISCRIMINANT, f"case index {i} out of range ({n} cases)")
+        if i >= n:
+            trap(TrapCode.INVALID_DISCRIMINANT, f"case index {i} out of range ({n} cases)")
         return i
 
     def load(cx: LiftLowerContext, ptr: int) -> Any:
