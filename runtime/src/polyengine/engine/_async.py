@@ -180,6 +180,9 @@ def _continuation_poll_py(env: int | None) -> bool:
         act = _activations.get(env or 0)
         if act is None:
             return True
+        pending = act.pending
+        if pending is not None and act.ready is None and act.error is None and not pending.done():
+            return False  # still parked
         return act.poll()
     except BaseException:
         return True
@@ -204,7 +207,6 @@ _template.env = None
 _template.finalizer = _continuation_drop
 _TEMPLATE_ADDR = ctypes.addressof(_template)
 _CONT_SIZE = ctypes.sizeof(ffi.Continuation)
-_ENV_OFFSET: int = ffi.Continuation.env.offset
 
 
 class _Signature:
@@ -255,15 +257,21 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
         trap_addr: int | None,
         cont_addr: int | None,
     ) -> None:
-        # First of all: a continuation wasmtime can poll, whatever happens next.
-        memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
+        # First of all: a continuation wasmtime can poll, whatever happens next
+        # (the template's callbacks, with this activation's token as env).
+        token = 0
         try:
             token = next(_tokens)
+            _template.env = token
+        finally:
+            if not token:
+                _template.env = None
+            memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
+        try:
             act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
             _activations[token] = act
-            ctypes.c_void_p.from_address((cont_addr or 0) + _ENV_OFFSET).value = token
         except BaseException:
-            return  # env stays 0: the continuation completes with default results
+            return  # unknown token: the continuation completes with default results
         state.host_depth += 1
         try:
             out: Any = fn(sig.read_params(params_addr or 0))
