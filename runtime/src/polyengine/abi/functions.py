@@ -37,7 +37,7 @@ from polyengine.types.layout import (
 )
 from polyengine.types.model import FuncType, ValType
 
-__all__ = ["LiftedFunc", "LoweredFunc", "ValuesCodec"]
+__all__ = ["LiftedFunc", "LoweredFunc", "ValuesCodec", "result_outcome", "result_value"]
 
 
 class ValuesCodec:
@@ -208,3 +208,19 @@ class LoweredFunc:
         vs = [result] if self.results.codecs else []
         out = None if self.out_ptr_index is None else int(flat_args[self.out_ptr_index])
         return self.results.lower_flat_values(cx, self.max_flat_results, vs, out)
+
+
+def result_outcome(v: Any) -> tuple[bool, Any]:
+    """Split a lifted ``result<T, E>`` value into ``(is_ok, payload)``.
+
+    For the embed layer's function-result rule (python-mapping.md §2): an
+    export returning ``result`` returns the ``ok`` payload or raises
+    ``ComponentException`` with the ``err`` payload; an empty side gives
+    ``None``.
+    """
+    return (v["kind"] == "ok", v.get("value"))
+
+
+def result_value(is_ok: bool, payload: Any = None) -> dict[str, Any]:
+    """The ``result<T, E>`` value to lower for a host import that returned or raised."""
+    return {"kind": "ok" if is_ok else "err", "value": payload}

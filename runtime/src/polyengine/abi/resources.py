@@ -282,6 +282,7 @@ def lift_own(inst: ComponentInstance, i: int, rt: ResourceType) -> int:
 
 def lift_borrow(inst: ComponentInstance, i: int, rt: ResourceType, scope: LendingSubtask) -> int:
     """Read the rep of handle ``i``, lending it for the call (§"Loading", ``lift_borrow``)."""
+    assert scope is not None, "lifting a borrow needs the call's lending scope (borrow_scope)"
     h = _resource_handle(inst, inst.handles.get(i), i, rt)
     scope.add_lender(h)
     return h.rep
@@ -297,6 +298,7 @@ def lower_borrow(inst: ComponentInstance, rep: int, rt: ResourceType, scope: Bor
 
     Into the resource's own implementation the rep itself is passed.
     """
+    assert scope is not None, "lowering a borrow needs the callee's task scope (borrow_scope)"
     if inst is rt.impl:
         return rep
     h = ResourceHandle(rt, rep, own=False, borrow_scope=scope)
