@@ -17,6 +17,24 @@ Modules, in the spec's order:
 * :mod:`~polyengine.abi.functions` - :class:`LiftedFunc`/:class:`LoweredFunc`
   for whole parameter and result lists;
 * :mod:`~polyengine.abi.errors` - the path-carrying lowering errors.
+
+Typical use by the embed layer, once per ``canon lift`` at instantiation::
+
+    comp = Compiler(opts.string_encoding, opts.addrtype,
+                    resource_type=rt_of_index, host_resources=host_map,
+                    async_values=concurrency_hooks)
+    f = LiftedFunc.compile(comp, ft, is_async=opts.is_async,
+                           callback=opts.callback is not None)
+
+and per call::
+
+    cx = LiftLowerContext(opts, inst, borrow_scope=CallBorrows())
+    flat_results = core_func(*f.lower_params(cx, args))
+    value = f.lift_results(cx, flat_results)   # then post-return
+
+A host import reached through ``canon lower`` uses :class:`LoweredFunc`
+the other way round (``lift_params`` with a :class:`CallLenders` scope,
+then ``lower_results`` with the core arguments, for the out-pointer).
 """
 
 from polyengine.abi.compile import AsyncValueHooks as AsyncValueHooks
