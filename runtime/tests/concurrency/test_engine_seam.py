@@ -199,3 +199,49 @@ def test_wasm_trap_becomes_a_task_model_trap() -> None:
         assert inst.poisoned is not None
     finally:
         estore.close()
+
+
+START_WAT = """(module
+  (import "" "mem" (memory 1))
+  (import "" "waitable-set.new" (func $new (result i32)))
+  (import "" "waitable-set.wait" (func $wait (param i32 i32) (result i32)))
+  (global $ws (mut i32) (i32.const 0))
+  (func $start
+    (global.set $ws (call $new))
+    (if (i32.ne (global.get $ws) (i32.const 1)) (then unreachable))
+    (drop (call $wait (global.get $ws) (i32.const 0))))
+  (start $start))"""
+
+
+def test_start_function_that_blocks_traps() -> None:
+    from polyengine.concurrency.driver import sync_scope
+    from polyengine.engine import CoreTrap
+
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        inst = InstanceState(store, name="s")
+        mem = instantiate(estore, compile_module(wasmtime.wat2wasm(MEM_WAT), "mem"), []).memory(
+            "mem"
+        )
+        imports = [
+            mem,
+            builtin_host_func(
+                estore, store, [], ["i32"], lambda th, _a: canon_waitable_set_new(th)
+            ),
+            builtin_host_func(
+                estore,
+                store,
+                ["i32", "i32"],
+                ["i32"],
+                lambda th, a_: canon_waitable_set_wait(th, False, mem, *a_),
+            ),
+        ]
+        module = compile_module(wasmtime.wat2wasm(START_WAT), "s")
+        with sync_scope(inst), pytest.raises((Trap, CoreTrap)) as info:
+            instantiate(estore, module, imports)
+        assert "cannot block a synchronous task before returning" in str(info.value)
+        assert store.current is None
+        assert len(inst.threads) == 0
+    finally:
+        estore.close()

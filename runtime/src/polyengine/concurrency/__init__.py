@@ -17,6 +17,7 @@ from .driver import Driver as Driver
 from .driver import HostCall as HostCall
 from .driver import run_to_completion as run_to_completion
 from .driver import start_host_call as start_host_call
+from .driver import sync_scope as sync_scope
 from .host_ends import HostFutureReader as HostFutureReader
 from .host_ends import HostFutureWriter as HostFutureWriter
 from .host_ends import HostStreamReader as HostStreamReader

@@ -14,15 +14,19 @@ trap, which poisons its instance.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from polyengine.types.model import FuncType
+
 from .lift import CanonLift, start_task
-from .store import Store
+from .store import InstanceState, Store
 from .task import Task
+from .thread import Suspends, Thread
 from .traps import Trap, TrapCode, ctrap, ctrap_if
 
-__all__ = ["Driver", "HostCall", "run_to_completion", "start_host_call"]
+__all__ = ["Driver", "HostCall", "run_to_completion", "start_host_call", "sync_scope"]
 
 T = TypeVar("T")
 
@@ -118,6 +122,37 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
         call._fail(task.failed)
     task.on_trap = call._fail
     return call
+
+
+@contextmanager
+def sync_scope(inst: InstanceState) -> Iterator[Thread]:
+    """Run host-driven core code of ``inst`` (a start function) as a synchronous task.
+
+    Built-ins called meanwhile see a current thread whose task is
+    synchronous and unreturned, so anything that would block traps with
+    "cannot block a synchronous task before returning" (Concurrency.md
+    §Interaction with the start function).
+    """
+    task = Task(FuncType((), None, False), inst, list, _ignore)
+    task.state = Task.State.STARTED
+
+    def body(_t: Thread) -> Suspends[None]:
+        yield from ()
+
+    thread = Thread(task, body)
+    task.implicit_thread = thread
+    task.register_thread(thread)
+    end = thread.run_inline()
+    try:
+        yield thread
+    finally:
+        end()
+        task.state = Task.State.RESOLVED
+        task.unregister_thread(thread)
+
+
+def _ignore(_result: list[Any] | None) -> None:
+    pass
 
 
 def _tick_all(store: Store, limit: int | None = None) -> int:

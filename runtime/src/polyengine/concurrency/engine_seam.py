@@ -39,7 +39,7 @@ from polyengine.engine import (
 from .lift import CoreFunc as TaskCoreFunc
 from .store import Store
 from .thread import Block, Cancelled, CoreVal, Suspends, Thread
-from .traps import Trap
+from .traps import Trap, TrapCode, ctrap
 
 __all__ = [
     "DEFERRED_BUILTINS",
@@ -144,8 +144,15 @@ class EngineActivation:
 
     def resume(self, cancelled: Cancelled) -> Block | None:
         if self._call is None:
-            assert not cancelled
-            self._with_active(self._start)
+            assert not cancelled and self._results is None
+            try:
+                self._with_active(self._start)
+            except EngineError:
+                # Inside a guest call of this store (a start function, or a
+                # host-driven call) the engine cannot start a parkable call:
+                # run it as a plain call, in which nothing may block.
+                self._results = self._call_plain()
+                return None
         else:
             assert self._gen is not None and self._gen_started, "parked outside a built-in"
             block = self._step(cancelled)
@@ -171,6 +178,19 @@ class EngineActivation:
     def _start(self) -> None:
         self._call = start(self.func, self.args)
         self._call.set_waker(_no_wake)
+
+    def _call_plain(self) -> list[CoreVal]:
+        saved = EngineActivation._active[:]
+        EngineActivation._active.clear()
+        try:
+            out = self.func.call_raw(self.args)
+        except CoreTrap as e:
+            if isinstance(e.host_exception, Trap):
+                raise e.host_exception from None
+            raise Trap(str(e), code=e.code or "trap") from e
+        finally:
+            EngineActivation._active[:] = saved
+        return [v for v in out if isinstance(v, int | float)]
 
     def _with_active(self, fn: Callable[[], object]) -> None:
         EngineActivation._active.append(self)
@@ -244,6 +264,15 @@ def _outcome(call: ParkableCall) -> list[CoreVal]:
         raise Trap(str(e), code=e.code or "trap") from e
 
 
+def _complete_or_trap(gen: Suspends[list[CoreVal]]) -> list[CoreVal]:
+    try:
+        next(gen)
+    except StopIteration as stop:
+        return list(stop.value)
+    gen.close()
+    ctrap(TrapCode.CANNOT_BLOCK_SYNC)
+
+
 def engine_core(func: CoreFunc) -> TaskCoreFunc:
     """The task model's :data:`~.lift.CoreFunc` for a core function of the engine."""
 
@@ -273,7 +302,9 @@ def builtin_host_func(
         out = fn(thread, [v for v in args if isinstance(v, int | float)])
         if not isinstance(out, GeneratorType):
             return out
-        assert EngineActivation._active, "a blocking built-in was called outside an activation"
+        if not EngineActivation._active:
+            # host-driven code that cannot park (a start function, a plain call)
+            return _complete_or_trap(out)
         return EngineActivation._active[-1].park_on(out, defer=defer)
 
     return define_async_host_func(estore, params, results, entry)

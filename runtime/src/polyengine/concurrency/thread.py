@@ -280,6 +280,23 @@ class Thread:
             store.current = prev
         return block.switch_to
 
+    def run_inline(self) -> Callable[[], None]:
+        """Mark this unstarted thread as the one running, for code the host
+        drives directly (a start function); returns the function ending it."""
+        assert self._gen is None and not self._running and not self._done
+        store = self.store
+        prev = store.current
+        store.current = self
+        self._running = True
+
+        def end() -> None:
+            assert store.current is self
+            store.current = prev
+            self._running = False
+            self._done = True
+
+        return end
+
     def abandon(self) -> None:
         """Discard a parked thread (its instance was poisoned or the store closed)."""
         if self.waiting():
