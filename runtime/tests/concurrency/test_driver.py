@@ -218,3 +218,22 @@ def test_cancelling_a_host_subtask_cancels_the_asyncio_task() -> None:
 
     seen = asyncio.run(main())
     assert seen == [0xFFFF_FFFF, Subtask.State.CANCELLED_BEFORE_RETURNED, "host cancelled"]
+
+
+def test_calling_a_poisoned_instance_fails_the_future() -> None:
+    async def main() -> None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+
+        def bad(_t: Thread) -> Suspends[None]:
+            raise Trap("first call traps")
+            yield from ()
+
+        with pytest.raises(Trap, match="first call traps"):
+            await driver.run(stackful(inst, bad), [])
+        fut = driver.call(stackful(inst, bad), [])
+        with pytest.raises(Trap, match="cannot enter component instance"):
+            await fut
+
+    asyncio.run(main())

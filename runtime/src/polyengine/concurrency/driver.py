@@ -222,7 +222,11 @@ class Driver:
         """Start a host→guest call; the future gets its results or its trap."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Any] | None] = loop.create_future()
-        call = start_host_call(lf, args)
+        try:
+            call = start_host_call(lf, args)
+        except Trap as trap:
+            fut.set_exception(trap)
+            return fut
 
         def settle(c: HostCall) -> None:
             if fut.done():
