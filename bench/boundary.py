@@ -787,7 +787,6 @@ def breakdown_import(poly: Poly, eng: EngineFloor, s: Settings) -> None:
 def cprofile_paths(poly: Poly, s: Settings, top: int = 14) -> None:
     """cProfile listings (by own time) of the polyengine paths."""
     import cProfile
-    import io
     import pstats
 
     n_small = 200 if s.quick else 20_000
@@ -820,14 +819,17 @@ def cprofile_paths(poly: Poly, s: Settings, top: int = 14) -> None:
         prof.enable()
         loop(n)
         prof.disable()
-        out = io.StringIO()
-        stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
-        stats.print_stats(top)
-        lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
-        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls"))
-        print(f"-- cProfile: {label}, {n} calls (own time, top {top}) --")
-        for ln in lines[start : start + top + 1]:
-            print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
+        raw: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
+        raw = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+        rows = sorted(raw.items(), key=lambda kv: -kv[1][2])[:top]
+        print(f"-- cProfile: {label}, {n} calls; per path call, by own time (top {top}) --")
+        print(f"  {'own':>10} {'cumulative':>11} {'calls':>6}  function")
+        for (file, line, func), (_cc, nc, tt, ct, _callers) in rows:
+            where = file.replace(str(Path(polyengine.__file__).parent), "polyengine")
+            where = where.replace(str(Path(asyncio.__file__).parent), "asyncio")
+            name = func if file == "~" else f"{where}:{line}({func})"
+            own, cum = _fmt_time(tt / n * 1e9), _fmt_time(ct / n * 1e9)
+            print(f"  {own:>10} {cum:>11} {nc / n:6.2f}  {name}")
 
 
 def line_profile_paths(poly: Poly, s: Settings) -> None:
@@ -867,12 +869,158 @@ def line_profile_paths(poly: Poly, s: Settings) -> None:
             print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
 
 
+def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
+    """Hand-written versions of what the optimization proposals would compile, measured.
+
+    Each prototype keeps the checks the real path makes (instance entry, value
+    ranges, traps); none of them is used by polyengine itself.
+    """
+    from polyengine.abi.resources import CallBorrows
+    from polyengine.abi.trap import TrapCode, trap_if
+
+    rows: list[tuple[str, float, float]] = []
+    rt = poly.runtime
+    call = poly.export_call("add")
+    assert call((1, 2)) == 3
+    ro, callee = call._options, call._callee
+    assert ro is not None and callee is not None
+    rec, ci = ro.record, ro.record.ci
+    c: Any = callee
+    state, ffi_call = c._state, effi.func_call_unchecked
+    addr, baddr, nslots, taddr, trap = c._addr, c._buf_addr, c._nslots, c._trap_addr, c._trap
+    pack, unpack, buf = c._params_struct.pack_into, c._results_struct.unpack_from, c._buf
+
+    # P1: a scalar-only export compiled to one closure (no context, no borrow scope,
+    # no generic value loops); arity and u32 range checks kept.
+    def fast_add(args: Sequence[Any]) -> int:
+        if rec.poisoned is not None or not ci.may_enter:
+            rt.check_enter(rec, "add")
+        a, b = args
+        if type(a) is not int or type(b) is not int or not (0 <= a <= 0xFFFFFFFF >= b >= 0):
+            raise TypeError("add expects two u32")
+        ci.may_enter = False
+        try:
+            pack(buf, 0, a, b)
+            if ffi_call(state.ctx, addr, baddr, nslots, taddr) or trap.value:
+                raise RuntimeError("trap")
+            result: int = unpack(buf)[0]
+            return result
+        finally:
+            ci.may_enter = True
+
+    assert fast_add((1, 2)) == 3
+    rows.append(
+        (
+            "P1 ExportCall -> compiled scalar fast path",
+            per_call_ns(poly.direct("add", 1, 2), s),
+            per_call_ns(repeat(fast_add, (1, 2)), s),
+        )
+    )
+
+    # P2: the coroutine wrapper without the separate check() call.
+    def plain_export(target: Callable[[Any], Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
+        async def export(*args: Any) -> Any:
+            return target(args)
+
+        return export
+
+    lean = plain_export(call)
+
+    async def lean_body(n: int) -> None:
+        for _ in range(n):
+            await lean(1, 2)
+
+    current_coro = per_call_ns(poly.awaited("add", 1, 2), s)
+    rows.append(
+        (
+            "P2 export coroutine without check() call",
+            current_coro,
+            per_call_ns(run_async(poly.loop, lean_body), s),
+        )
+    )
+
+    # P3: the blocking facade drives the coroutine itself (send(None) -> StopIteration)
+    # and only falls back to the event loop when it actually suspends.
+    target = poly.sync.instance.exports.add
+    sync_loop = poly.sync._loop
+
+    def drive(*args: Any) -> Any:
+        coro = target(*args)
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        coro.close()  # a real facade would hand the suspended coroutine to the loop
+        return sync_loop.run_until_complete(target(*args))
+
+    assert drive(1, 2) == 3
+    rows.append(
+        (
+            "P3 sync facade drives the coroutine directly",
+            per_call_ns(poly.facade("add", 1, 2), s),
+            per_call_ns(repeat(drive, 1, 2), s),
+        )
+    )
+
+    # P4: CallBorrows.exit with the message built only when it traps.
+    borrows = CallBorrows()
+
+    def exit_lazy() -> None:
+        if borrows.num_borrows > 0:
+            trap_if(True, TrapCode.BORROWS_OUTSTANDING, f"{borrows.num_borrows} outstanding")
+
+    rows.append(
+        (
+            "P4 CallBorrows.exit: f-string only on the trap path",
+            per_call_ns(repeat(borrows.exit), s),
+            per_call_ns(repeat(exit_lazy), s),
+        )
+    )
+
+    # P5: a scalar-only host import compiled to one closure, on the engine's trampoline.
+    store = engine.EngineStore(suspend=False)
+    try:
+        module = engine.compile_module(wasmtime.wat2wasm(guest.CORE_MODULE), "bench proto")
+        host_fn = identity
+
+        def fast_body(flat: Sequence[int | float]) -> list[int | float]:
+            if not ci.may_leave:
+                raise RuntimeError("may not leave")
+            value = host_fn(int(flat[0]) & 0xFFFFFFFF)
+            if type(value) is not int or not 0 <= value <= 0xFFFFFFFF:
+                raise TypeError("f must return a u32")
+            return [value]
+
+        f = engine.define_host_func(store, ["i32"], ["i32"], fast_body)
+        proto_call = engine.instantiate(store, module, [f]).func("call-host")
+        ch = poly.export_call("call-host")
+        rows.append(
+            (
+                "P5 host import -> compiled scalar trampoline body",
+                per_import_ns(lambda n: ch((n,)), s),
+                per_import_ns(lambda n: proto_call.call_raw((n,)), s),
+            )
+        )
+    finally:
+        store.close()
+
+    print("-- prototypes of the proposals (current -> prototype, same settings) --")
+    for label, now, new in rows:
+        gain = now - new
+        print(
+            f"  {label:<52}{_fmt_time(now):>12} ->{_fmt_time(new):>12}"
+            f"  saves {_fmt_time(gain).strip()} ({100 * gain / now:4.1f}%)"
+        )
+
+
 def profile_all(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     print()
     print("== profile of the polyengine paths ==")
     breakdown_export(poly, s)
     print()
     breakdown_import(poly, eng, s)
+    print()
+    prototypes(poly, eng, s)
     print()
     cprofile_paths(poly, s)
     print()
