@@ -208,3 +208,23 @@ def test_sync_task_blocking_with_only_a_sibling_ready_is_a_deadlock() -> None:
 
     with pytest.raises(Trap, match="deadlock detected"):
         run_to_completion(py_lifted(inner, sync_block), [])
+
+
+def test_store_close_abandons_parked_threads() -> None:
+    st = store()
+    inst = InstanceState(st)
+    cleaned: list[str] = []
+
+    def body(thread: Thread) -> Suspends[None]:
+        try:
+            yield from canon_thread_suspend(thread, True)
+        finally:
+            cleaned.append("unwound")
+
+    call = start_host_call(stackful(inst, body), [])
+    assert not call.settled
+    st.close()
+    assert cleaned == ["unwound"]
+    assert st.waiting == []
+    assert not st.tick()
+    st.close()

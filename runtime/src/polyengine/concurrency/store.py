@@ -264,6 +264,21 @@ class Store:
             hook(inst, trap)
         self.wake()
 
+    def close(self) -> None:
+        """Abandon every parked thread (their activations are cancelled); idempotent.
+
+        Call before closing the engine store, so no parked call outlives it.
+        """
+        seen: set[int] = set()
+        for st in list(self.states.values()):
+            for t in list(st.threads):
+                if not t.running() and id(t) not in seen:
+                    seen.add(id(t))
+                    t.abandon()
+        for t in list(self.waiting):
+            t.abandon()
+        self.waiting.clear()
+
     def deadlocked(self) -> bool:
         """No ready thread and no host operation in flight."""
         return self.host_pending == 0 and not any(t.ready() for t in self.waiting)
