@@ -207,6 +207,7 @@ _template.env = None
 _template.finalizer = _continuation_drop
 _TEMPLATE_ADDR = ctypes.addressof(_template)
 _CONT_SIZE = ctypes.sizeof(ffi.Continuation)
+_ENV_OFFSET: int = ffi.Continuation.env.offset
 
 
 class _Signature:
@@ -246,6 +247,7 @@ class _Signature:
 
 def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
     memmove = ctypes.memmove
+    from_address = ctypes.c_void_p.from_address
 
     def entry(  # noqa: PLR0917 (the C callback's signature)
         env: int | None,
@@ -258,20 +260,15 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
         cont_addr: int | None,
     ) -> None:
         # First of all: a continuation wasmtime can poll, whatever happens next
-        # (the template's callbacks, with this activation's token as env).
-        token = 0
+        # (the template's callbacks and env 0, which completes at once).
+        memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
         try:
             token = next(_tokens)
-            _template.env = token
-        finally:
-            if not token:
-                _template.env = None
-            memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
-        try:
             act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
             _activations[token] = act
+            from_address((cont_addr or 0) + _ENV_OFFSET).value = token
         except BaseException:
-            return  # unknown token: the continuation completes with default results
+            return
         state.host_depth += 1
         try:
             out: Any = fn(sig.read_params(params_addr or 0))
