@@ -78,7 +78,7 @@ def _compound(children: st.SearchStrategy[ValType]) -> st.SearchStrategy[ValType
 
 types: st.SearchStrategy[ValType] = st.recursive(primitives, _compound, max_leaves=6)
 
-chars = st.characters(blacklist_categories=("Cs",))
+chars = st.characters(exclude_categories=["Cs"])
 
 
 def values(t: ValType, boxed: bool = False) -> st.SearchStrategy[Any]:
@@ -96,11 +96,11 @@ def values(t: ValType, boxed: bool = False) -> st.SearchStrategy[Any]:
             return st.text(chars, max_size=12)
         case List(U8(), None):
             return st.binary(max_size=12)
-        case List(U8(), n):
+        case List(U8(), int(n)):
             return st.binary(min_size=n, max_size=n)
         case List(et, None):
             return st.lists(values(et), max_size=4)
-        case List(et, n):
+        case List(et, int(n)):
             return st.lists(values(et), min_size=n, max_size=n)
         case Tuple(ts):
             return st.tuples(*[values(u) for u in ts])

@@ -44,6 +44,7 @@ from polyengine.types.model import (
     Stream,
     String,
     Tuple,
+    ValType,
     Variant,
 )
 
@@ -96,9 +97,9 @@ def test_despecialize() -> None:
         (Map(String(), U8()), 4, 8),
     ],
 )
-def test_alignment_and_size(t: object, align: int, size: int) -> None:
-    assert alignment(t) == align  # type: ignore[arg-type]
-    assert elem_size(t) == size  # type: ignore[arg-type]
+def test_alignment_and_size(t: ValType, align: int, size: int) -> None:
+    assert alignment(t) == align
+    assert elem_size(t) == size
 
 
 def test_memory64_pointers() -> None:

@@ -24,6 +24,7 @@ from polyengine.abi.strings import (
     utf16_tag,
 )
 from polyengine.abi.trap import Trap, TrapCode
+from polyengine.types.layout import PtrType
 from polyengine.types.model import String
 
 TAG = 1 << 31
@@ -300,3 +301,17 @@ def test_string_flat_pointer_pair_memory64() -> None:
     _, tagged = struct.unpack("<QQ", mem.read(16, 16))
     assert tagged == 1 | (1 << 63)
     assert c.load(cx, 16) == "\u4e2d"
+
+
+@pytest.mark.parametrize(("src_pt", "dst_pt"), [("i64", "i32"), ("i32", "i64"), ("i64", "i64")])
+@pytest.mark.parametrize("s", ["h\u4e2d", "h\u00e9"])
+def test_transcoding_between_address_widths(src_pt: PtrType, dst_pt: PtrType, s: str) -> None:
+    src_cx, _ = make_cx("latin1+utf16", ptr_type=src_pt)
+    dst_cx, _ = make_cx("latin1+utf16", ptr_type=dst_pt)
+    raw = s.encode("utf-16-le")
+    src_cx.mv[64 : 64 + len(raw)] = raw
+    tagged = (len(raw) // 2) | utf16_tag(src_pt)
+    ptr, dst_tagged = transcode_string(src_cx, 64, tagged, dst_cx)
+    assert bool(dst_tagged & utf16_tag(dst_pt)) == (s == "h\u4e2d")
+    decode = make_string_decoder("latin1+utf16", dst_pt)
+    assert decode(dst_cx.mv, ptr, dst_tagged) == s

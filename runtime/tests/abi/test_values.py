@@ -11,6 +11,7 @@ from abi_helpers import make_cx, roundtrip, same, through_flat, through_memory
 
 from polyengine.abi.compile import Compiler
 from polyengine.abi.errors import LowerOverflowError, LowerTypeError, LowerValueError
+from polyengine.abi.options import StringEncoding
 from polyengine.abi.trap import Trap, TrapCode
 from polyengine.types.model import (
     F32,
@@ -171,9 +172,10 @@ def test_char() -> None:
 
 
 def test_strings_and_byte_lists() -> None:
-    for enc in ("utf8", "utf16", "latin1+utf16"):
+    encodings: list[StringEncoding] = ["utf8", "utf16", "latin1+utf16"]
+    for enc in encodings:
         for s in ("", "abc", "caf\u00e9", "\u4e2d\u6587", "\U0001f600 x"):
-            roundtrip(String(), s, encoding=enc)  # type: ignore[arg-type]
+            roundtrip(String(), s, encoding=enc)
     roundtrip(List(U8()), b"\x00\xff abc")
     roundtrip(List(U8()), bytearray(b"xy"), b"xy")
     roundtrip(List(U8()), memoryview(b"xyz"), b"xyz")
@@ -438,8 +440,10 @@ def test_maps() -> None:
 
 def test_memory64() -> None:
     t = Record((Field("s", String()), Field("l", List(U16())), Field("o", Option(String()))))
-    for enc in ("utf8", "utf16", "latin1+utf16"):
-        roundtrip(t, {"s": "\u4e2dx", "l": [1, 2], "o": "\u00e9"}, encoding=enc, ptr_type="i64")  # type: ignore[arg-type]
+    encodings: list[StringEncoding] = ["utf8", "utf16", "latin1+utf16"]
+    for enc in encodings:
+        v = {"s": "\u4e2dx", "l": [1, 2], "o": "\u00e9"}
+        roundtrip(t, v, encoding=enc, ptr_type="i64")
     c = Compiler(ptr_type="i64").codec(String())
     assert c.size == 16 and c.align == 8 and c.flat == ("i64", "i64")
 

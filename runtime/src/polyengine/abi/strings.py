@@ -59,6 +59,7 @@ def _replace_surrogates(exc: UnicodeError) -> tuple[bytes, int]:
 
 codecs.register_error(USV_ERRORS, _replace_surrogates)
 
+_ANY_UTF16_TAG = (1 << 31) | (1 << 63)
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 _NON_LATIN1 = re.compile("[^\x00-\xff]")
 
@@ -161,10 +162,13 @@ def store_string_into_range(cx: LiftLowerContext, v: StringValue) -> tuple[int, 
     spec's allocation and ``realloc`` sequence.
     """
     src, src_encoding, src_tagged = v
-    tag = utf16_tag(cx.opts.addrtype)
+    # The source's tag bit depends on the *source* memory's address width;
+    # lengths stay below 2**28, so either tag bit identifies UTF-16 (this
+    # also covers a 64-bit source stored into a 32-bit destination).
+    tag = _ANY_UTF16_TAG & src_tagged
     src_simple: str
     if src_encoding == "latin1+utf16":
-        if src_tagged & tag:
+        if tag:
             src_simple, src_units = "utf16", src_tagged ^ tag
         else:
             src_simple, src_units = "latin1", src_tagged
