@@ -15,8 +15,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    from polyengine.cli import _translate
+    from polyengine.cli import _run, _translate
 
+    _run.register(verbs)
     _translate.register(verbs)
     return parser
 
