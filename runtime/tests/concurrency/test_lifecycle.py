@@ -25,7 +25,9 @@ from polyengine.concurrency.builtins import (
     canon_subtask_cancel,
     canon_task_cancel,
     canon_thread_yield,
+    canon_waitable_join,
     canon_waitable_set_new,
+    canon_waitable_set_poll,
     canon_waitable_set_wait,
 )
 from polyengine.concurrency.fakes import py_lifted, py_lowered, returns, stackful
@@ -198,3 +200,82 @@ def test_host_code_failing_during_a_tick_becomes_a_trap() -> None:
     assert isinstance(info.value.__cause__, ValueError)
     assert call.trap is info.value
     assert inst.poisoned is info.value
+
+
+def test_cancelled_callee_may_still_return_a_value() -> None:
+    store = fifo()
+    a, b = InstanceState(store, name="a"), InstanceState(store, name="b")
+    mem = BytearrayMemory(64)
+    trace: list[object] = []
+
+    def callee(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        ws = canon_waitable_set_new(thread)[0]
+        assert isinstance(ws, int)
+        trace.append((yield from canon_waitable_set_wait(thread, True, mem, ws, 0))[0])
+        # the request was delivered: a later cancellable yield is not cancelled again
+        trace.append((yield from canon_thread_yield(thread, True))[0])
+        thread.task.return_([43])
+        return []
+
+    lower = py_lowered(py_lifted(b, callee, result=m.U8(), is_async=True, async_=True), async_=True)
+
+    def main(thread: Thread) -> Suspends[None]:
+        st = (yield from canon_lower(lower, thread, []))[0]
+        assert isinstance(st, int)
+        trace.append((yield from canon_subtask_cancel(thread, False, st >> 4))[0])
+
+    run_to_completion(stackful(a, main), [])
+    assert trace == [EventCode.TASK_CANCELLED, 0, Subtask.State.RETURNED]
+
+
+def test_cancel_requested_during_a_non_cancellable_wait_stays_pending() -> None:
+    store = fifo()
+    a, b = InstanceState(store, name="a"), InstanceState(store, name="b")
+    mem = BytearrayMemory(64)
+    trace: list[object] = []
+    resolvers: list[OnResolve] = []
+
+    def host(on_start: OnStart, on_resolve: OnResolve, _caller: object) -> OnCancel:
+        on_start()
+        store.begin_host_work()
+        resolvers.append(on_resolve)
+        return lambda _c: None
+
+    host_lower = py_lowered(host, ft=m.FuncType((), None, True))
+
+    def callee(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        yield from canon_lower(host_lower, thread, [])  # synchronous: not cancellable
+        with pytest.raises(Trap, match="no cancellation was delivered"):
+            canon_task_cancel(thread)
+        ws = canon_waitable_set_new(thread)[0]
+        assert isinstance(ws, int)
+        trace.append((yield from canon_waitable_set_wait(thread, True, mem, ws, 0))[0])
+        trace.append(canon_waitable_set_poll(thread, True, mem, ws, 0)[0])
+        canon_task_cancel(thread)
+        return []
+
+    lower = py_lowered(py_lifted(b, callee, is_async=True, async_=True), async_=True)
+
+    def main(thread: Thread) -> Suspends[None]:
+        st = (yield from canon_lower(lower, thread, []))[0]
+        assert isinstance(st, int)
+        trace.append((yield from canon_subtask_cancel(thread, True, st >> 4))[0])
+        ws = canon_waitable_set_new(thread)[0]
+        assert isinstance(ws, int)
+        canon_waitable_join(thread, st >> 4, ws)
+        yield from canon_waitable_set_wait(thread, False, mem, ws, 8)
+        trace.append(int.from_bytes(mem.buf[12:16], "little"))
+
+    call = start_host_call(stackful(a, main), [])
+    assert trace == [0xFFFF_FFFF] and not call.settled
+    resolvers[0]([])
+    store.end_host_work()
+    while store.tick():
+        pass
+    assert call.resolved
+    assert trace == [
+        0xFFFF_FFFF,
+        EventCode.TASK_CANCELLED,
+        EventCode.NONE,
+        Subtask.State.CANCELLED_BEFORE_RETURNED,
+    ]
