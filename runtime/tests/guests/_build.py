@@ -220,6 +220,7 @@ class GuestSpec:
     app: str = "app"
     stub_wasi: bool = False
     sync: bool = False
+    libc: bool = True
     command: bool = False
     p3: bool = False
     extra: tuple[str, ...] = field(default=())
@@ -277,6 +278,15 @@ GUESTS: dict[str, GuestSpec] = {
             world="",
             app="hello.c",
             command=True,
+        ),
+        GuestSpec(
+            "c-abi",
+            "clang",
+            FEATURES_SYNC,
+            "C exports without libc: canonical ABI by hand (strings, lists, post-return)",
+            world="c-abi",
+            app="abi.c",
+            libc=False,
         ),
         GuestSpec(
             "js-qjs",
@@ -356,37 +366,34 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
     if spec.toolchain == "clang":
         clang = _clang()
         wt = _wasm_tools_required()
-        adapter = preview1_adapter("command")
-        versions = [
-            _tool_version([str(clang), "--version"]),
-            _tool_version([str(wt), "--version"]),
-            "adapter:" + hashlib.sha256(adapter.read_bytes()).hexdigest(),
-        ]
+        versions = [_tool_version([str(clang), "--version"]), _tool_version([str(wt), "--version"])]
+        adapter: Path | None = None
+        if spec.libc:
+            adapter = preview1_adapter("command")
+            versions.append("adapter:" + hashlib.sha256(adapter.read_bytes()).hexdigest())
 
         def build_c(src: Path, out: Path) -> None:
             core = src / "core.wasm"
+            if adapter is None:
+                # No libc: the canonical ABI by hand, then embed the WIT.
+                flags = ["--target=wasm32-unknown-unknown", "-nostdlib", "-Wl,--no-entry"]
+            else:
+                flags = ["--target=wasm32-wasi"]
             try:
-                _run(
-                    [str(clang), "--target=wasm32-wasi", "-O2", "-o", str(core), spec.app],
-                    cwd=src,
-                )
+                _run([str(clang), *flags, "-O2", "-o", str(core), spec.app], cwd=src)
             except GuestBuildError as exc:
                 raise ToolchainMissing(
-                    "clang cannot build for wasm32-wasi (is wasi-libc installed?"
+                    "clang cannot build for wasm32 (are lld-19 and wasi-libc installed?"
                     f" {APT_C_TOOLCHAIN}): {exc}"
                 ) from exc
-            _run(
-                [
-                    str(wt),
-                    "component",
-                    "new",
-                    str(core),
-                    "--adapt",
-                    f"wasi_snapshot_preview1={adapter}",
-                    "-o",
-                    str(out),
-                ]
-            )
+            if adapter is None:
+                embedded = src / "embedded.wasm"
+                embed = [str(wt), "component", "embed", "wit", "--world", spec.world]
+                _run([*embed, str(core), "-o", str(embedded)], cwd=src)
+                _run([str(wt), "component", "new", str(embedded), "-o", str(out)])
+                return
+            adapt = f"wasi_snapshot_preview1={adapter}"
+            _run([str(wt), "component", "new", str(core), "--adapt", adapt, "-o", str(out)])
 
         return versions, build_c
 
@@ -419,6 +426,7 @@ def cache_key(spec: GuestSpec, tool_versions: list[str]) -> str:
             spec.app,
             spec.stub_wasi,
             spec.sync,
+            spec.libc,
             list(spec.extra),
             spec.location,
         ],

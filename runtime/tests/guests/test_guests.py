@@ -225,3 +225,19 @@ def test_py_app_example_runs() -> None:
     failing = _wasmtime_run(guest, "--fail")
     assert failing.returncode != 0
     assert "asked to fail" in failing.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("add(2, 40)", "42"),
+        ("add(4294967295, 2)", "1"),
+        ('reverse("héllo ☃!")', '"!☃ olléh"'),
+        ('reverse("")', '""'),
+        ("sum([4294967295, 1, 2])", "4294967298"),
+        ("sum([])", "0"),
+        ("count-calls()", "0"),
+    ],
+)
+def test_c_abi_exports(call: str, expected: str) -> None:
+    assert _invoke(_build.build_guest("c-abi"), call) == expected
