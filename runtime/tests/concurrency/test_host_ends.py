@@ -75,7 +75,8 @@ def test_guest_writes_host_reads() -> None:
             chunk = await reader.read(4)
             if chunk is None:
                 break
-            chunks.append(bytes(chunk))
+            assert isinstance(chunk, bytes)
+            chunks.append(chunk)
         await call
         reader.drop()
         assert store.host_pending == 0
@@ -111,7 +112,7 @@ def test_host_writes_guest_reads_until_end() -> None:
                     return
 
         call = driver.call(stackful(inst, body), [])
-        assert await writer.write_all(list(b"streaming!"))
+        assert await writer.write_all(b"streaming!")
         writer.drop()
         await call
         return bytes(got)
@@ -189,3 +190,54 @@ def test_host_end_misuse_is_reported() -> None:
         assert store.host_pending == 0
 
     asyncio.run(main())
+
+
+def test_host_to_host_bytes_and_lists() -> None:
+    async def main() -> tuple[Any, Any]:
+        store = Store(SchedulePolicy(None))
+        shared = SharedStreamImpl(m.U8())
+        reader, writer = HostStreamReader(store, shared), HostStreamWriter(store, shared)
+        w = asyncio.ensure_future(writer.write(memoryview(b"abcdef")))
+        first = await reader.read(4)
+        n = await w
+        ushared = SharedStreamImpl(m.U32())
+        ureader, uwriter = HostStreamReader(store, ushared), HostStreamWriter(store, ushared)
+        uw = asyncio.ensure_future(uwriter.write([1, 2, 3]))
+        got = await ureader.read(8)
+        await uw
+        for e in (reader, writer, ureader, uwriter):
+            e.drop()
+        assert store.host_pending == 0
+        return (first, n), got
+
+    (first, n), got = asyncio.run(main())
+    assert first == b"abcd" and n == 4
+    assert got == [1, 2, 3]
+
+
+def test_a_megabyte_moves_in_one_copy() -> None:
+    async def main() -> tuple[int, bool]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        size = 1 << 20
+        mem = BytearrayMemory(size + 4096)
+        payload = bytes(range(256)) * (size // 256)
+        mem.write(0, payload)
+        shared = SharedStreamImpl(U8S.t)
+        wi = inst.handles.add(WritableStreamEnd(shared))
+        reader = HostStreamReader(store, shared)
+        ops: list[int] = []
+
+        def body(thread: Thread) -> Suspends[None]:
+            r = yield from canon_stream_write(thread, U8S, sync_opts(mem, m.U8()), wi, 0, size)
+            ops.append(int(r[0]) >> 4)
+            canon_stream_drop_writable(thread, U8S, wi)
+
+        call = driver.call(stackful(inst, body), [])
+        data = await reader.read(size)
+        await call
+        reader.drop()
+        return len(ops), data == payload
+
+    assert asyncio.run(main()) == (1, True)

@@ -170,14 +170,22 @@ class WritableGuestBuffer(GuestBuffer):
 
 
 class HostReadableBuffer:
-    """Host values offered to a reader (a host writer's source)."""
+    """Host values offered to a reader (a host writer's source).
+
+    For ``stream<u8>`` the values may be any bytes-like object; they then
+    reach guest memory with one slice copy.
+    """
 
     __slots__ = ("progress", "t", "values")
 
-    def __init__(self, t: m.ValType | None, values: list[Any]) -> None:
+    def __init__(self, t: m.ValType | None, values: list[Any] | bytes | bytearray | memoryview):
         self.t = t
         self.values = values
         self.progress = 0
+
+    @property
+    def is_bytes(self) -> bool:
+        return not isinstance(self.values, list)
 
     def remain(self) -> int:
         return len(self.values) - self.progress
@@ -189,18 +197,29 @@ class HostReadableBuffer:
         assert n <= self.remain()
         vs = self.values[self.progress : self.progress + n]
         self.progress += n
+        return vs if isinstance(vs, list) else list(vs)
+
+    def read_bytes(self, n: int) -> bytes | bytearray | memoryview:
+        assert n <= self.remain() and self.is_bytes
+        vs = self.values[self.progress : self.progress + n]
+        self.progress += n
+        assert not isinstance(vs, list)
         return vs
 
 
 class HostWritableBuffer:
-    """Room for up to ``capacity`` values that a writer delivers to the host."""
+    """Room for up to ``capacity`` values that a writer delivers to the host.
+
+    For ``stream<u8>`` the values accumulate in a ``bytearray`` (``values``),
+    filled from guest memory with one slice copy.
+    """
 
     __slots__ = ("capacity", "progress", "t", "values")
 
     def __init__(self, t: m.ValType | None, capacity: int) -> None:
         self.t = t
         self.capacity = capacity
-        self.values: list[Any] = []
+        self.values: list[Any] | bytearray = bytearray() if isinstance(t, m.U8) else []
         self.progress = 0
 
     def remain(self) -> int:
@@ -233,6 +252,31 @@ def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
         src.ptr += nbytes
         src.progress += n
         dst.ptr += nbytes
+        dst.progress += n
+        return
+    if n > 0 and isinstance(dst, HostWritableBuffer) and isinstance(dst.values, bytearray):
+        if isinstance(src, ReadableGuestBuffer) and src.raw:
+            src.cx.refresh()
+            dst.values += src.cx.mv[src.ptr : src.ptr + n]
+            src.ptr += n
+            src.progress += n
+            dst.progress += n
+            return
+        if isinstance(src, HostReadableBuffer) and src.is_bytes:
+            dst.values += src.read_bytes(n)
+            dst.progress += n
+            return
+    if (
+        n > 0
+        and isinstance(src, HostReadableBuffer)
+        and src.is_bytes
+        and isinstance(dst, WritableGuestBuffer)
+        and dst.raw
+    ):
+        assert dst.codec is not None and dst.codec.size == 1
+        dst.cx.refresh()
+        dst.cx.mv[dst.ptr : dst.ptr + n] = src.read_bytes(n)
+        dst.ptr += n
         dst.progress += n
         return
     dst.write(src.read(n))

@@ -100,8 +100,8 @@ class HostStreamReader(_HostEnd):
     def t(self) -> m.ValType | None:
         return self.shared.t
 
-    async def read(self, max_count: int) -> list[Any] | None:
-        """Up to ``max_count`` values; ``None`` once the writer dropped its end."""
+    async def read(self, max_count: int) -> list[Any] | bytes | None:
+        """Up to ``max_count`` values (``bytes`` for ``stream<u8>``); ``None`` at the end."""
         self._check_usable()
         if max_count < 1:
             raise ValueError("max_count must be at least 1")
@@ -118,6 +118,8 @@ class HostStreamReader(_HostEnd):
             self._busy = False
         if result is CopyResult.DROPPED and not buf.values:
             return None
+        if isinstance(buf.values, bytearray):
+            return bytes(buf.values)
         return buf.values
 
     def drop(self) -> None:
@@ -136,10 +138,18 @@ class HostStreamWriter(_HostEnd):
         super().__init__(store)
         self.shared = shared
 
-    async def write(self, values: list[Any]) -> int:
-        """Offer ``values``; return how many the reader took (0 once it dropped)."""
+    async def write(self, values: list[Any] | bytes | bytearray | memoryview) -> int:
+        """Offer ``values``; return how many the reader took (0 once it dropped).
+
+        For ``stream<u8>`` a bytes-like object is copied into guest memory in bulk.
+        """
         self._check_usable()
-        buf = HostReadableBuffer(self.shared.t, list(values))
+        vals: list[Any] | bytes | bytearray | memoryview = (
+            values
+            if isinstance(self.shared.t, m.U8) and not isinstance(values, list)
+            else list(values)
+        )
+        buf = HostReadableBuffer(self.shared.t, vals)
         self._busy = True
         try:
             shared = self.shared
@@ -152,9 +162,9 @@ class HostStreamWriter(_HostEnd):
             self._busy = False
         return buf.progress
 
-    async def write_all(self, values: list[Any]) -> bool:
+    async def write_all(self, values: list[Any] | bytes | bytearray | memoryview) -> bool:
         """Write every value; ``False`` if the reader dropped first."""
-        rest = list(values)
+        rest = values if isinstance(values, list | bytes | bytearray) else bytes(values)
         while rest:
             n = await self.write(rest)
             if n == 0 and self.shared.dropped:
@@ -182,6 +192,7 @@ class HostFutureReader(_HostEnd):
         """The value (the end is done afterwards)."""
         self._check_usable()
         buf = HostWritableBuffer(self.shared.t, 1)
+        buf.values = []
         self._busy = True
         try:
             shared = self.shared
