@@ -14,7 +14,7 @@ from polyengine.abi.compile import Compiler
 from polyengine.abi.memory import BytearrayMemory
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext, StringEncoding
 from polyengine.abi.resources import ComponentInstance
-from polyengine.types.model import U8, U32, List, String, ValType
+from polyengine.types.model import F32, U8, U32, Field, List, Record, String, ValType
 
 ROUNDS = 20
 
@@ -61,6 +61,9 @@ def main() -> None:
             bench(f"string 100 KB {label} {enc}", String(), s, len(s.encode()), enc)  # type: ignore[arg-type]
     words = list(range(1 << 18))
     bench("list<u32> 256 Ki elements", List(U32()), words, 4 << 18, "utf8")
+    point = Record((Field("x", F32()), Field("y", F32())))
+    points = [{"x": float(i), "y": -float(i)} for i in range(1 << 16)]
+    bench("list<record{f32,f32}> 64 Ki", List(point), points, 8 << 16, "utf8")
 
 
 if __name__ == "__main__":

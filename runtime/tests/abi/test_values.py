@@ -494,3 +494,32 @@ def test_lowering_writes_after_realloc_growth() -> None:
     assert same(through_memory(Compiler().codec(t), cx, v), v)
     assert len(mem) > 65536
     assert same(through_flat(Compiler().codec(t), cx, v), v)
+
+
+def test_records_of_scalars_load_through_one_struct() -> None:
+    point = Record((Field("x", F32()), Field("ok", Bool()), Field("c", Char()), Field("n", S64())))
+    c = Compiler().codec(point)
+    assert c.load_many is not None
+    assert Compiler().codec(RECORD).load_many is None
+    v = [
+        {"x": 1.5, "ok": True, "c": "\u00e9", "n": -(2**63)},
+        {"x": math.nan, "ok": False, "c": "a", "n": 7},
+    ]
+    roundtrip(List(point), v)
+    roundtrip(point, v[0])
+    roundtrip(Tuple((U8(), F64(), Bool())), (1, -0.5, True))
+    cx, mem = make_cx()
+    lc = Compiler().codec(List(point))
+    lc.store(cx, v, 64)
+    ptr = struct.unpack_from("<I", mem.buf, 64)[0]
+    assert c.size == 24  # x@0, ok@4, c@8, n@16
+    second = ptr + c.size
+    mem.buf[second + 4] = 9  # any nonzero byte is true
+    mem.write(second, struct.pack("<I", 0xFFC00001))  # a non-canonical NaN
+    back = lc.load(cx, 64)
+    assert back[1]["ok"] is True
+    assert struct.pack("<d", back[1]["x"]) == struct.pack("<Q", 0x7FF8000000000000)
+    mem.write(second + 8, struct.pack("<I", 0xD800))
+    with pytest.raises(Trap) as e:
+        lc.load(cx, 64)
+    assert e.value.code == TrapCode.INVALID_CHAR

@@ -48,6 +48,7 @@ from polyengine.abi.errors import (
     LowerValueError,
     describe,
 )
+from polyengine.abi.fused import scalar_struct
 from polyengine.abi.options import LiftLowerContext, StringEncoding
 from polyengine.abi.resources import (
     HostResources,
@@ -119,6 +120,7 @@ Load: TypeAlias = Callable[[LiftLowerContext, int], Any]
 Store: TypeAlias = Callable[[LiftLowerContext, Any, int], None]
 LiftFlat: TypeAlias = Callable[[LiftLowerContext, Sequence[CoreVal], int], Any]
 LowerFlat: TypeAlias = Callable[[LiftLowerContext, Any, list[CoreVal]], None]
+LoadMany: TypeAlias = Callable[[LiftLowerContext, int, int], list[Any]]
 
 MAX_LIST_BYTE_LENGTH = (1 << 28) - 1
 M32 = 0xFFFFFFFF
@@ -147,6 +149,8 @@ class Codec:
     store: Store
     lift_flat: LiftFlat
     lower_flat: LowerFlat
+    #: ``load_many(cx, ptr, n)``: ``n`` consecutive elements at once, when faster than ``load``
+    load_many: LoadMany | None = None
 
 
 class AsyncValueHooks(Protocol):
@@ -290,7 +294,14 @@ class Compiler:
         return c
 
     def _make(
-        self, t: ValType, load: Load, store: Store, lift_flat: LiftFlat, lower_flat: LowerFlat
+        self,
+        t: ValType,
+        load: Load,
+        store: Store,
+        lift_flat: LiftFlat,
+        lower_flat: LowerFlat,
+        *,
+        load_many: LoadMany | None = None,
     ) -> Codec:
         pt = self.ptr_type
         return Codec(
@@ -302,7 +313,46 @@ class Compiler:
             store,
             lift_flat,
             lower_flat,
+            load_many,
         )
+
+    def _fused_loads(
+        self,
+        t: ValType,
+        ts: Sequence[ValType],
+        offsets: Sequence[int],
+        build: Callable[[Any], Any],
+    ) -> tuple[Load, LoadMany] | None:
+        """Whole-record loads through one ``struct`` when all fields are scalars (fused.py)."""
+        fused = scalar_struct(ts, offsets, elem_size(t, self.ptr_type))
+        if fused is None:
+            return None
+        s, fixups = fused
+        unpack_from, iter_unpack, size = s.unpack_from, s.iter_unpack, s.size
+
+        if not fixups:
+
+            def load(cx: LiftLowerContext, ptr: int) -> Any:
+                return build(unpack_from(cx.mv, ptr))
+
+            def load_many(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
+                return [build(x) for x in iter_unpack(cx.mv[ptr : ptr + n * size])]
+
+            return load, load_many
+
+        def fix(raw: tuple[Any, ...]) -> Any:
+            vals = list(raw)
+            for i, f in fixups:
+                vals[i] = f(vals[i])
+            return build(vals)
+
+        def load_fixed(cx: LiftLowerContext, ptr: int) -> Any:
+            return fix(unpack_from(cx.mv, ptr))
+
+        def load_many_fixed(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
+            return [fix(x) for x in iter_unpack(cx.mv[ptr : ptr + n * size])]
+
+        return load_fixed, load_many_fixed
 
     def _build(self, t: ValType, boxed: bool) -> Codec:
         match t:
@@ -587,6 +637,11 @@ class Compiler:
         def load(cx: LiftLowerContext, ptr: int) -> dict[str, Any]:
             return {k: ld(cx, ptr + o) for k, o, ld in loads}
 
+        def build_record(vals: Sequence[Any]) -> dict[str, Any]:
+            return dict(zip(keys, vals, strict=True))
+
+        fused = self._fused_loads(t, [ft for _, ft in fields], offs, build_record)
+
         def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
             v = _need_mapping(v, "record")
             for k, o, st, optional in stores:
@@ -610,6 +665,8 @@ class Compiler:
                     e.prefix("." + k)
                     raise
 
+        if fused is not None:
+            return self._make(t, fused[0], store, lift_flat, lower_flat, load_many=fused[1])
         return self._make(t, load, store, lift_flat, lower_flat)
 
     def _tuple(self, t: Tuple, ts: Sequence[ValType]) -> Codec:
@@ -648,6 +705,9 @@ class Compiler:
                     e.prefix(f"[{k}]")
                     raise
 
+        fused = self._fused_loads(t, ts, offs, tuple)
+        if fused is not None:
+            return self._make(t, fused[0], store, lift_flat, lower_flat, load_many=fused[1])
         return self._make(t, load, store, lift_flat, lower_flat)
 
     # --- flags -------------------------------------------------------------------

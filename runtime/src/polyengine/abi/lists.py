@@ -95,6 +95,7 @@ def _elements(
 
         return read_bool, write_bool, lambda v: _need_sequence(v, "list<bool>")
     eload, estore = ec.load, ec.store
+    load_many = ec.load_many
 
     def read_any(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
         return [eload(cx, p) for p in range(ptr, ptr + n * es, es)]
@@ -107,6 +108,8 @@ def _elements(
                 e.prefix(f"[{k}]")
                 raise
 
+    if load_many is not None:
+        return load_many, write_any, lambda v: _need_sequence(v, "list")
     return read_any, write_any, lambda v: _need_sequence(v, "list")
 
 
