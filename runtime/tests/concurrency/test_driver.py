@@ -237,3 +237,60 @@ def test_calling_a_poisoned_instance_fails_the_future() -> None:
             await fut
 
     asyncio.run(main())
+
+
+def test_host_func_inst_plain_and_coroutine() -> None:
+    async def main() -> list[Any]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        out = []
+
+        async def double(x: int) -> int:
+            await asyncio.sleep(0.001)
+            return x * 2
+
+        for fn in (lambda x: x + 1, double):
+            inst = InstanceState(store)
+            fi = driver.host_func_inst(fn, name="test:pkg/i#f", has_result=True)
+            lower = py_lowered(fi, ft=ASYNC_FT)
+
+            def body(thread: Thread, lower: Any = lower) -> Suspends[None]:
+                r = yield from canon_lower(lower, thread, [3])
+                do_return(thread, r[0])
+
+            lf = py_lifted(
+                inst, lambda t, a, b=body: _run_body(b, t), result=U32, is_async=True, async_=True
+            )
+            out.append(await driver.run(lf, []))
+        return out
+
+    assert asyncio.run(main()) == [[4], [6]]
+
+
+def _run_body(body: Any, thread: Thread) -> Suspends[list[CoreVal]]:
+    yield from body(thread)
+    return []
+
+
+def test_host_func_inst_failure_traps_naming_the_import() -> None:
+    async def main() -> None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+
+        async def broken(_x: int) -> int:
+            await asyncio.sleep(0)
+            raise KeyError("nope")
+
+        inst = InstanceState(store, name="caller")
+        fi = driver.host_func_inst(broken, name="test:pkg/i#broken", has_result=True)
+        lower = py_lowered(fi, ft=ASYNC_FT)
+
+        def body(thread: Thread) -> Suspends[None]:
+            yield from canon_lower(lower, thread, [3])
+
+        with pytest.raises(Trap, match=r"host import test:pkg/i#broken raised KeyError") as info:
+            await driver.run(stackful(inst, body), [])
+        assert isinstance(info.value.__cause__, KeyError)
+        assert inst.poisoned is not None
+
+    asyncio.run(main())

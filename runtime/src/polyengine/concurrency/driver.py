@@ -14,6 +14,7 @@ trap, which poisons its instance.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -22,7 +23,7 @@ from polyengine.types.model import FuncType
 
 from .lift import CanonLift, start_task
 from .store import InstanceState, Store
-from .task import Task
+from .task import FuncInst, OnCancel, OnResolve, OnStart, Task
 from .thread import Suspends, Thread
 from .traps import Trap, TrapCode, ctrap, ctrap_if
 
@@ -155,6 +156,10 @@ def _ignore(_result: list[Any] | None) -> None:
     pass
 
 
+def _no_cancel(_requester: InstanceState | None) -> None:
+    pass
+
+
 def _tick_all(store: Store, limit: int | None = None) -> int:
     """Tick until nothing is ready (or ``limit`` ticks); traps only poison."""
     n = 0
@@ -272,6 +277,57 @@ class Driver:
 
         task.add_done_callback(done)
         return task
+
+    def host_func_inst(self, fn: Callable[..., Any], *, name: str, has_result: bool) -> FuncInst:
+        """A callable component function backed by the host callable ``fn``.
+
+        ``fn(*args)`` may return the result or an awaitable of it; an
+        awaitable runs as a host operation and resolves the call when it
+        settles. Anything ``fn`` raises traps the calling instance with a
+        message naming ``name`` (chained to the exception). A cancellation
+        request cancels the asyncio task one loop iteration later (never
+        inside the ``subtask.cancel`` built-in); the call then resolves as
+        cancelled.
+        """
+        store = self.store
+
+        def fail(caller: InstanceState | None, exc: BaseException) -> Trap:
+            trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
+            trap.__cause__ = exc
+            if caller is not None:
+                store.poison(caller, trap)
+            return trap
+
+        def func_inst(
+            on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None
+        ) -> OnCancel:
+            args = on_start()
+            try:
+                out = fn(*args)
+            except Exception as exc:
+                raise fail(caller, exc) from exc
+            if not inspect.isawaitable(out):
+                on_resolve([out] if has_result else [])
+                return _no_cancel
+
+            def done(f: asyncio.Future[Any]) -> None:
+                if f.cancelled():
+                    on_resolve(None)
+                    return
+                exc = f.exception()
+                if exc is not None:
+                    fail(caller, exc)
+                    return
+                on_resolve([f.result()] if has_result else [])
+
+            fut = self.spawn_host(out, done)
+
+            def cancel(_requester: InstanceState | None) -> None:
+                asyncio.get_running_loop().call_soon(fut.cancel)
+
+            return cancel
+
+        return func_inst
 
     # -- the runner ---------------------------------------------------------------------
 
