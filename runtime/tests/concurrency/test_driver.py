@@ -294,3 +294,43 @@ def test_host_func_inst_failure_traps_naming_the_import() -> None:
         assert inst.poisoned is not None
 
     asyncio.run(main())
+
+
+def test_host_func_inst_cancellation_is_deferred_then_resolves_cancelled() -> None:
+    async def main() -> list[object]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        seen: list[object] = []
+
+        async def forever(_x: int) -> int:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                seen.append("host saw CancelledError")
+                raise
+            return 0
+
+        fi = driver.host_func_inst(forever, name="test:pkg/i#forever", has_result=True)
+        lower = py_lowered(fi, ft=ASYNC_FT, async_=True)
+        mem = BytearrayMemory(64)
+
+        def body(thread: Thread) -> Suspends[None]:
+            st = (yield from canon_lower(lower, thread, [1]))[0]
+            assert isinstance(st, int)
+            await_started = yield from canon_subtask_cancel(thread, True, st >> 4)
+            seen.append(("cancel returned", await_started[0]))
+            ws = canon_waitable_set_new(thread)[0]
+            assert isinstance(ws, int)
+            canon_waitable_join(thread, st >> 4, ws)
+            yield from canon_waitable_set_wait(thread, False, mem, ws, 0)
+            seen.append(struct.unpack_from("<II", mem.buf, 0)[1])
+
+        await asyncio.wait_for(driver.run(stackful(inst, body), []), 2.0)
+        return seen
+
+    assert asyncio.run(main()) == [
+        ("cancel returned", 0xFFFF_FFFF),
+        "host saw CancelledError",
+        Subtask.State.CANCELLED_BEFORE_RETURNED,
+    ]
