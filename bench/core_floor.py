@@ -160,6 +160,25 @@ def main() -> None:
         assert call.result() == [cycles]
     # An async host function that returns at once (no park) inside a call.
     ready_call = per_call(lambda: ainst.func("host").call_raw((1,)), N // 4)
+    # call_raw at the top of an async store (a fiber of its own per call) ...
+    aadd = ainst.func("add")
+    top_call = per_call(lambda: aadd.call_raw((1, 2)), N // 4)
+    # ... and from a host function running on a fiber (in place).
+    nested_times: list[float] = []
+    k = N // 4
+
+    def nested_host(args: Sequence[CoreValue]) -> list[CoreValue]:
+        t = clock()
+        for _ in range(k):
+            aadd.call_raw((1, 2))
+        nested_times.append((clock() - t) / k * 1e6)
+        return [0]
+
+    nstore_host = define_host_func(astore, ["i32"], ["i32"], nested_host)
+    ninst = instantiate(astore, module, [nstore_host, w])
+    for _ in range(3):
+        start(ninst.func("host"), [0]).result()
+    nested_call = min(nested_times)
 
     # The same cycle driven by asyncio futures and the event loop.
     async def with_asyncio() -> float:
@@ -199,6 +218,8 @@ def main() -> None:
     print(f"      park + resume cycle           {park:8.3f} us  (settled by hand)")
     print(f"      park + resume via asyncio     {park_asyncio:8.3f} us  (future + loop turn)")
     print(f"      async host fn, ready at once  {ready_call:8.3f} us  (call_raw, no park)")
+    print(f"      call_raw add, top level       {top_call:8.3f} us  (a call future each)")
+    print(f"      call_raw add, nested on fiber {nested_call:8.3f} us  (in place)")
     print(f"      ratio park cycle / call_raw   {park / ours:.2f}x")
     store.close()
     astore.close()

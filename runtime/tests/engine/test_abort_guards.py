@@ -414,3 +414,62 @@ with EngineStore() as store:
 assert len(refused) == 5, refused
 """,
     )
+
+
+def test_nested_calls_on_a_fiber_never_park_with_python_on_it(run_isolated: Run) -> None:
+    check(
+        run_isolated,
+        """
+async def main():
+    loop = asyncio.get_running_loop()
+    futs = []
+    mode = {"ready": False}
+    def wait(a):
+        if mode["ready"]:
+            return [int(a[0]) * 2]
+        f = loop.create_future(); futs.append(f); return f
+    windows = []
+    with EngineStore() as store:
+        holder = {}
+        def sync(a):
+            windows.append(store._state.sync_window)
+            key = int(a[0])
+            if key == 1:  # nested call that reaches a pending async host function
+                try:
+                    holder["i"].func("run").call_raw([7])
+                except CoreTrap as e:
+                    assert e.code == "cannot_block_sync_task", e
+                    return [100]
+                raise AssertionError("parked with Python on the fiber")
+            if key == 2:  # nested call whose async host function is ready
+                mode["ready"] = True
+                try:
+                    return holder["i"].func("run").call_raw([21])
+                finally:
+                    mode["ready"] = False
+            if key == 3:  # two levels of nesting, innermost would park
+                return holder["i"].func("viasync").call_raw([1])
+            return a
+        inst = make(store, wait, sync=sync)
+        holder["i"] = inst
+        assert start(inst.func("viasync"), [1]).result() == [100]
+        assert futs and futs[-1].cancelled()
+        assert start(inst.func("viasync"), [2]).result() == [42]
+        assert start(inst.func("viasync"), [3]).result() == [100]
+        assert windows[:3] == [0, 0, 0] and windows[3] == 1  # nested sync ran in place
+        # A parked call with nested activity around it still resumes.
+        parked = start(inst.func("both"), [9])
+        assert start(inst.func("viasync"), [2]).result() == [42]
+        futs[-1].set_result([4])
+        await asyncio.sleep(0)
+        assert parked.result() == [4]
+        # An async host entry calling into the guest gets a fiber of its own.
+        def reenter(a):
+            return holder["j"].func("viasync").call_raw([5])
+        inst2 = make(store, reenter)
+        holder["j"] = inst2
+        assert start(inst2.func("run"), [0]).result() == [5]
+        assert inst2.func("run").call_raw([0]) == [5]
+asyncio.run(main())
+""",
+    )

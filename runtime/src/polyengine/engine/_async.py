@@ -137,11 +137,14 @@ class _Activation:
 
     def poll(self) -> bool:
         """The continuation: ``False`` while pending, else write results or a trap."""
-        self.state.host_depth += 1
+        state = self.state
+        state.host_depth += 1
+        state.blocking += 1
         try:
             return self._poll()
         finally:
-            self.state.host_depth -= 1
+            state.blocking -= 1
+            state.host_depth -= 1
 
     def _poll(self) -> bool:
         if self.error is None and self.ready is None:
@@ -270,6 +273,7 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
         except BaseException:
             return
         state.host_depth += 1
+        state.blocking += 1
         try:
             out: Any = fn(sig.read_params(params_addr or 0))
             add = getattr(out, "add_done_callback", None)
@@ -278,15 +282,24 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
 
                 out = asyncio.ensure_future(out)
                 add = out.add_done_callback
-            if add is not None:
+            if add is None:
+                act.ready = out
+            elif state.sync_window and not out.done():
+                # Python of a synchronous host function is live on this fiber:
+                # it must not park.  Trap like a sync task that would block.
+                out.cancel()
+                act.error = CoreTrap(
+                    "a synchronous call tried to suspend (an async host function was pending)",
+                    "cannot_block_sync_task",
+                )
+            else:
                 act.pending = out
                 act.call = state.current_call
                 add(act.settled)
-            else:
-                act.ready = out
         except BaseException as exc:
             act.error = exc
         finally:
+            state.blocking -= 1
             state.host_depth -= 1
 
     return entry

@@ -19,6 +19,8 @@ from ._ffi import WASMTIME_VERSION, address
 __all__ = ["Engine", "EngineConfig", "get_engine"]
 
 MiB = 1024 * 1024
+# Stack a fiber keeps for host code (ctypes callbacks, Python) beyond the guest's.
+MIN_HOST_STACK = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ class EngineConfig:
     wasmtime and has no switch).
 
     ``fiber_stack_size`` sizes the stack each parkable call runs on;
-    ``max_wasm_stack`` bounds the guest's own use of it and must be smaller.
+    ``max_wasm_stack`` bounds the guest's own use of it; at least 256 KiB more
+    is kept for host code, whose Python recursion on a fiber is limited to
+    what fits (a ``RecursionError``, never an overflow).
     ``consume_fuel`` and ``epoch_interruption`` enable the corresponding
     wasmtime limits (set per store).  ``module_cache`` turns the on-disk cache
     of compiled modules on or off; ``cache_dir`` overrides its location (else
@@ -48,10 +52,10 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.max_wasm_stack <= 0:
             raise ValueError("max_wasm_stack must be positive")
-        if self.fiber_stack_size <= self.max_wasm_stack:
+        if self.fiber_stack_size < self.max_wasm_stack + MIN_HOST_STACK:
             raise ValueError(
-                f"fiber_stack_size ({self.fiber_stack_size}) must exceed "
-                f"max_wasm_stack ({self.max_wasm_stack})"
+                f"fiber_stack_size ({self.fiber_stack_size}) must exceed max_wasm_stack "
+                f"({self.max_wasm_stack}) by at least {MIN_HOST_STACK} bytes for host code"
             )
 
     def code_fingerprint(self) -> str:

@@ -196,10 +196,15 @@ class CoreFunc:
         ctx = state.ctx
         if not ctx:
             state.raise_closed()
+        window = False
         if state.async_required:
-            from ._async import call_blocking
+            if not state.depth or state.blocking or not state.host_depth:
+                from ._async import call_blocking
 
-            return call_blocking(self, args)
+                return call_blocking(self, args)
+            # Inside a synchronous host function on a fiber: the fiber can run
+            # this call in place, as long as nothing parks meanwhile.
+            window = True
         ps = self._params_struct
         if ps is None:
             self._not_callable()
@@ -208,9 +213,18 @@ class CoreFunc:
             ps.pack_into(buf, 0, *args)
         except struct.error:
             ps.pack_into(buf, 0, *normalize(self.params, args, "call_raw"))
-        err = ffi.func_call_unchecked(
-            ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
-        )
+        if window:
+            state.sync_window += 1
+            try:
+                err = ffi.func_call_unchecked(
+                    ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
+                )
+            finally:
+                state.sync_window -= 1
+        else:
+            err = ffi.func_call_unchecked(
+                ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
+            )
         trap = self._trap.value
         if err or trap:
             self._trap.value = 0

@@ -39,6 +39,7 @@ class _StoreState:
         "__weakref__",
         "async_linker",
         "async_required",
+        "blocking",
         "ctx",
         "current_call",
         "depth",
@@ -52,6 +53,7 @@ class _StoreState:
         "next_token",
         "owner_thread",
         "store_ptr",
+        "sync_window",
         "views",
     )
 
@@ -74,6 +76,13 @@ class _StoreState:
         self.depth = 0
         # How many host functions of this store are running right now.
         self.host_depth = 0
+        # How many of those are async host callbacks (entry or continuation):
+        # they run inside wasmtime's blocking context, where a nested call
+        # must get a fiber of its own.
+        self.blocking = 0
+        # How many synchronous calls run on a fiber without a future of their
+        # own: while any does, an async host function may not park.
+        self.sync_window = 0
         # Python recursion levels that fit on a fiber next to the guest's stack.
         config = engine.config
         self.fiber_budget = max(50, (config.fiber_stack_size - config.max_wasm_stack) // 4096)
