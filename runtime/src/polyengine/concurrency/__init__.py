@@ -7,6 +7,25 @@ sets (:mod:`.waitable`), stream and future rendezvous (:mod:`.streams`,
 :mod:`.copy_builtins`) and ``canon lift``/``canon lower`` (:mod:`.lift`).
 The scheduler state lives in :class:`Store`; :mod:`.driver` drives calls to
 completion synchronously or on asyncio.
+
+Wiring a component (what the embed layer does):
+
+* one :class:`Store` per engine store (it reads ``POLYENGINE_SCHED_SEED``),
+  a :class:`Driver` on it for asyncio, and an :class:`InstanceState` per
+  component instance wrapping the ABI's ``ComponentInstance``;
+* each built-in of the plan becomes a core host function with
+  :func:`.engine_seam.builtin_host_func`, its immediates bound with
+  ``functools.partial`` (``canon_lower`` and ``canon_subtask_cancel`` with
+  ``defer=True``); the ABI's codecs get :class:`TaskModelHooks`;
+* each ``canon lift`` becomes a :class:`CanonLift`
+  (:func:`.glue.canon_lift_from_abi`, core functions through
+  :func:`.engine_seam.engine_core`) and each ``canon lower`` a
+  :class:`CanonLower` (:func:`.glue.canon_lower_from_abi`) whose callee is
+  :func:`lift_func` of another instance's lift or a host function
+  (:meth:`Driver.host_func_inst`);
+* the host calls an export with ``await driver.run(lift, args)`` (or
+  :func:`run_to_completion` when nothing waits on host work); start
+  functions run inside :func:`sync_scope`.
 """
 
 from .builtins import BLOCKED as BLOCKED
