@@ -5,11 +5,8 @@ functions, call exports with flat core values, reach memories, tables and
 globals, and park calls on wasmtime fibers (the suspension seam).
 """
 
-from ._async import AsyncHostFunction as AsyncHostFunction
 from ._async import CallCancelled as CallCancelled
-from ._async import HostPending as HostPending
 from ._async import ParkableCall as ParkableCall
-from ._async import define_async_host_func as define_async_host_func
 from ._async import start as start
 from ._async import wait as wait
 from ._config import Engine as Engine
@@ -26,6 +23,9 @@ from ._errors import CompileError as CompileError
 from ._errors import CoreTrap as CoreTrap
 from ._errors import EngineError as EngineError
 from ._errors import StoreClosedError as StoreClosedError
+from ._hostasync import AsyncHostFunction as AsyncHostFunction
+from ._hostasync import HostPending as HostPending
+from ._hostasync import define_async_host_func as define_async_host_func
 from ._memory import CoreGlobal as CoreGlobal
 from ._memory import CoreTable as CoreTable
 from ._memory import GuestMemory as GuestMemory

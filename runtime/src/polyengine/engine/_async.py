@@ -2,7 +2,7 @@
 
 architecture.md §4.  libwasmtime's async C API runs a call started with
 :func:`start` on a fiber.  When the guest calls an async host function (see
-:func:`define_async_host_func`) whose result is not ready, the fiber parks and
+``_hostasync.py``) whose result is not ready, the fiber parks and
 :meth:`ParkableCall.poll` returns ``False``; when the host's awaitable
 settles, its done-callback polls the call again (or hands it to the
 scheduler's waker), which resumes the fiber where it stopped.  Nothing polls
@@ -14,30 +14,33 @@ error):
 - every async host callback sets its continuation before doing anything else,
   and every ctypes callback returns a value of its declared type, whatever
   the Python code inside raised;
-- a finished call future is deleted at once and never polled again;
-  re-entrant polls of one call are deferred, and a call is never polled from
-  inside a guest call of its own store;
-- closing or collecting the store deletes its live call futures first;
+- a finished call future is deleted at once and never polled again; a wake
+  that arrives during a poll of the same call is deferred, and a call is
+  never started, polled or cancelled from inside a guest call of its store
+  (nor from another thread);
+- closing or collecting the store deletes its live call futures first, and
+  closing from inside one of its calls is refused;
 - Python never stays live on a fiber across a park: an async host function
-  only starts the host's work and returns; a synchronous call made from a
-  host function while on a fiber runs on its own nested future and traps
-  rather than park.
+  only starts the host's work and returns; a synchronous call made by a host
+  function on a fiber runs in place, and while it does an async host
+  function that would park traps instead (``cannot_block_sync_task``);
+- the Python recursion limit is clamped while a fiber runs, so host code
+  raises ``RecursionError`` (a trap) before it can overflow the fiber.
 
 A store becomes "async-required" once it has an async host function; from
-then on every entry into the guest (``call_raw``, ``instantiate``) goes
-through a call future.  A store without one keeps the plain synchronous
-path.
+then on an entry into the guest from the top (``call_raw``, ``instantiate``)
+runs on a call future of its own and traps rather than park.  A store
+without one keeps the plain synchronous path.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import struct
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Any, Protocol, TypeAlias
+from typing import Any
 
 from polyengine.errors import LinkError
 
@@ -46,307 +49,19 @@ from ._core import (
     CoreFunc,
     CoreInstance,
     CoreValue,
-    _functype,
-    check_valtypes,
     instantiation_failure,
     normalize,
     val_struct,
-    wrap_extern,
 )
 from ._errors import CoreTrap, EngineError
 from ._module import CoreModule
 from ._store import EngineStore, _StoreState, raise_call_failure
 
-__all__ = [
-    "AsyncHostFunction",
-    "CallCancelled",
-    "HostPending",
-    "ParkableCall",
-    "define_async_host_func",
-    "start",
-    "wait",
-]
-
-
-class HostPending(Protocol):
-    """What an async host function may return instead of its results.
-
-    An ``asyncio.Future``/``asyncio.Task`` fits; so does any object with these
-    methods whose callbacks run on the thread that drives the store.
-    """
-
-    def done(self) -> bool: ...
-    def result(self) -> Any: ...
-    def cancel(self) -> bool: ...
-    def add_done_callback(self, fn: Callable[[Any], object], /) -> Any: ...
-
-
-AsyncHostFunction: TypeAlias = Callable[
-    [Sequence[CoreValue]], "Sequence[CoreValue] | HostPending | Awaitable[Sequence[CoreValue]]"
-]
+__all__ = ["CallCancelled", "ParkableCall", "start", "wait"]
 
 
 class CallCancelled(EngineError):
     """The parkable call was cancelled before it finished."""
-
-
-# --------------------------------------------------------------------------
-# Async host functions: the continuation protocol.
-
-_activations: dict[int, _Activation] = {}
-_tokens = itertools.count(1)
-
-
-class _Activation:
-    """One invocation of an async host function, from entry to continuation drop.
-
-    ``results_addr``/``trap_addr`` point into wasmtime's frame of the parked
-    host call; they stay valid until the continuation reports ready or is
-    dropped.  Exactly one of ``pending``/``ready``/``error`` drives the next
-    continuation poll.
-    """
-
-    __slots__ = (
-        "call",
-        "error",
-        "pending",
-        "ready",
-        "results_addr",
-        "signature",
-        "state",
-        "trap_addr",
-    )
-
-    def __init__(
-        self, state: _StoreState, signature: _Signature, results_addr: int, trap_addr: int
-    ) -> None:
-        self.state = state
-        self.signature = signature
-        self.results_addr = results_addr
-        self.trap_addr = trap_addr
-        self.pending: HostPending | None = None
-        self.ready: Sequence[CoreValue] | None = None
-        self.error: BaseException | None = None
-        self.call: ParkableCall | None = None
-
-    def settled(self, _fut: object) -> None:
-        """Done-callback of the host's awaitable: resume the parked call."""
-        call = self.call
-        if call is not None:
-            call._wake()
-
-    def poll(self) -> bool:
-        """The continuation: ``False`` while pending, else write results or a trap."""
-        state = self.state
-        state.host_depth += 1
-        state.blocking += 1
-        try:
-            return self._poll()
-        finally:
-            state.blocking -= 1
-            state.host_depth -= 1
-
-    def _poll(self) -> bool:
-        if self.error is None and self.ready is None:
-            pending = self.pending
-            if pending is None:
-                self.error = EngineError("async host function produced no result")
-            elif not pending.done():
-                return False
-            else:
-                try:
-                    self.ready = pending.result()
-                except BaseException as exc:
-                    self.error = exc
-        if self.error is None:
-            try:
-                self.signature.write_results(self.results_addr, self.ready)
-            except BaseException as exc:
-                self.error = exc
-        if self.error is not None:
-            ctypes.c_void_p.from_address(self.trap_addr).value = self.state.record_host_error(
-                self.error
-            )
-        self.pending = None
-        return True
-
-    def dropped(self) -> None:
-        pending = self.pending
-        self.pending = None
-        self.call = None
-        if pending is not None and not pending.done():
-            pending.cancel()
-
-
-def _continuation_poll_py(env: int | None) -> bool:
-    try:
-        act = _activations.get(env or 0)
-        if act is None:
-            return True
-        pending = act.pending
-        if pending is not None and act.ready is None and act.error is None and not pending.done():
-            return False  # still parked
-        return act.poll()
-    except BaseException:
-        return True
-
-
-def _continuation_drop_py(env: int | None) -> None:
-    try:
-        act = _activations.pop(env or 0, None)
-        if act is not None:
-            act.dropped()
-    except BaseException:
-        return
-
-
-_continuation_poll = ffi.CONTINUATION_CALLBACK(_continuation_poll_py)
-_continuation_drop = ffi.FINALIZER(_continuation_drop_py)
-
-# A continuation with our callbacks and env 0, copied in with one memmove.
-_template = ffi.Continuation()
-_template.callback = _continuation_poll
-_template.env = None
-_template.finalizer = _continuation_drop
-_TEMPLATE_ADDR = ctypes.addressof(_template)
-_CONT_SIZE = ctypes.sizeof(ffi.Continuation)
-_ENV_OFFSET: int = ffi.Continuation.env.offset
-
-
-class _Signature:
-    __slots__ = ("buf_type", "kinds", "params", "params_struct", "results", "results_struct")
-
-    def __init__(self, params: tuple[str, ...], results: tuple[str, ...]) -> None:
-        from ._core import _KIND
-
-        self.params = params
-        self.results = results
-        self.params_struct = val_struct(params, with_kind=False)
-        self.results_struct = val_struct(results, with_kind=True)
-        self.kinds = tuple(_KIND[t] for t in results)
-        size = ffi.VAL_SIZE * max(len(params), len(results), 1)
-        self.buf_type = ctypes.c_ubyte * size
-
-    def read_params(self, addr: int) -> tuple[CoreValue, ...]:
-        if not self.params:
-            return ()
-        return self.params_struct.unpack_from(self.buf_type.from_address(addr))
-
-    def write_results(self, addr: int, out: Sequence[CoreValue] | None) -> None:
-        if out is None or isinstance(out, (str, bytes)):
-            raise TypeError(f"async host function returned {type(out).__name__}, not results")
-        kinds = self.kinds
-        n = len(kinds)
-        flat: list[CoreValue] = [0] * (2 * n)
-        flat[0::2] = kinds
-        try:
-            flat[1::2] = out
-            if n:
-                self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
-        except (struct.error, ValueError, TypeError):
-            flat[1::2] = normalize(self.results, list(out), "async host function result")
-            self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
-
-
-def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
-    memmove = ctypes.memmove
-    from_address = ctypes.c_void_p.from_address
-
-    def entry(  # noqa: PLR0917 (the C callback's signature)
-        env: int | None,
-        caller: int | None,
-        params_addr: int | None,
-        nparams: int,
-        results_addr: int | None,
-        nresults: int,
-        trap_addr: int | None,
-        cont_addr: int | None,
-    ) -> None:
-        # First of all: a continuation wasmtime can poll, whatever happens next
-        # (the template's callbacks and env 0, which completes at once).
-        memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
-        try:
-            token = next(_tokens)
-            act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
-            _activations[token] = act
-            from_address((cont_addr or 0) + _ENV_OFFSET).value = token
-        except BaseException:
-            return
-        state.host_depth += 1
-        state.blocking += 1
-        try:
-            out: Any = fn(sig.read_params(params_addr or 0))
-            add = getattr(out, "add_done_callback", None)
-            if add is None and hasattr(out, "__await__"):
-                import asyncio
-
-                out = asyncio.ensure_future(out)
-                add = out.add_done_callback
-            if add is None:
-                act.ready = out
-            elif state.sync_window and not out.done():
-                # Python of a synchronous host function is live on this fiber:
-                # it must not park.  Trap like a sync task that would block.
-                out.cancel()
-                act.error = CoreTrap(
-                    "a synchronous call tried to suspend (an async host function was pending)",
-                    "cannot_block_sync_task",
-                )
-            else:
-                act.pending = out
-                act.call = state.current_call
-                add(act.settled)
-        except BaseException as exc:
-            act.error = exc
-        finally:
-            state.blocking -= 1
-            state.host_depth -= 1
-
-    return entry
-
-
-def define_async_host_func(
-    store: EngineStore,
-    params: Sequence[str],
-    results: Sequence[str],
-    fn: AsyncHostFunction,
-) -> CoreFunc:
-    """A host function that may park the calling guest.
-
-    ``fn`` receives the flat arguments and returns either the flat results
-    (no parking) or a pending awaitable (an ``asyncio`` future or task, or a
-    coroutine, which is scheduled as a task) whose result is the flat
-    results.  The call that reached it parks until the awaitable settles,
-    then resumes; an exception becomes a trap carrying it.  The store
-    becomes async-required (see the module docstring).
-    """
-    if not store.suspend:
-        raise EngineError("this store was created with suspend=False")
-    p = check_valtypes(params, "define_async_host_func params")
-    r = check_valtypes(results, "define_async_host_func results")
-    state = store._state
-    ctx = store._ctx()
-    if not state.async_linker:
-        state.async_linker = ffi.linker_new(store.engine._ptr) or 0
-        if not state.async_linker:
-            raise EngineError("wasmtime_linker_new failed")
-    sig = _Signature(p, r)
-    cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn))
-    state.keepalive.append(cb)
-    name = f"async-host-{state.token()}".encode()
-    ty = _functype(p, r)
-    err = ffi.linker_define_async_func(
-        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, None, None
-    )
-    if err:
-        raise EngineError(f"cannot define async host function: {ffi.take_error_message(err)}")
-    ext = ffi.Extern()
-    if not ffi.linker_get(state.async_linker, ctx, b"", 0, name, len(name), ctypes.addressof(ext)):
-        raise EngineError("cannot materialize async host function")
-    state.async_required = True
-    found = wrap_extern(store, ext)
-    assert isinstance(found, CoreFunc)
-    return found
 
 
 # --------------------------------------------------------------------------
@@ -464,13 +179,6 @@ class _FutureCall:
             _cells.pack_into(buf, 0, 0, 0)
             raise_call_failure(state, trap, err)
         return list(self.layout.results_struct.unpack_from(buf, self.layout.results_off))
-
-
-# Stack a Python recursion level may take on a fiber, counted generously
-# (measured: a level of ``repr`` recursion takes well under 1 KiB on CPython
-# 3.11).  The recursion limit on a fiber is clamped so that host Python
-# raises RecursionError (a trap) before it can overflow the fiber's stack.
-_BYTES_PER_LEVEL = 4096
 
 
 def _frame_depth() -> int:

@@ -23,6 +23,9 @@ from ._errors import CoreTrap, EngineError, StoreClosedError
 __all__ = ["EngineStore"]
 
 _HOST_ERROR_TAG = "polyengine-host-error"
+# Stack one Python recursion level may take on a fiber, counted generously
+# (measured: a level of ``repr`` recursion takes well under 1 KiB on 3.11).
+_BYTES_PER_LEVEL = 4096
 _HOST_ERROR_RE = re.compile(r"\[" + _HOST_ERROR_TAG + r" (\d+)\]")
 
 
@@ -83,9 +86,13 @@ class _StoreState:
         # How many synchronous calls run on a fiber without a future of their
         # own: while any does, an async host function may not park.
         self.sync_window = 0
-        # Python recursion levels that fit on a fiber next to the guest's stack.
+        # Python recursion levels that fit on a fiber next to the guest's stack
+        # (the recursion limit on a fiber is clamped to this, so host Python
+        # raises RecursionError, a trap, before it can overflow the fiber).
         config = engine.config
-        self.fiber_budget = max(50, (config.fiber_stack_size - config.max_wasm_stack) // 4096)
+        self.fiber_budget = max(
+            50, (config.fiber_stack_size - config.max_wasm_stack) // _BYTES_PER_LEVEL
+        )
         self.owner_thread = threading.get_ident()
         # Buffers handed out as memory views (weakly): the store's memory stays
         # mapped until the last of them is gone, even after close().
