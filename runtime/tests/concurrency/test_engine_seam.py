@@ -245,3 +245,81 @@ def test_start_function_that_blocks_traps() -> None:
         assert len(inst.threads) == 0
     finally:
         estore.close()
+
+
+CB_WAT = """(module
+  (import "" "slow" (func $slow (result i32)))
+  (import "" "waitable-set.new" (func $new (result i32)))
+  (import "" "waitable.join" (func $join (param i32 i32)))
+  (import "" "task.return" (func $ret (param i32)))
+  (func (export "run") (result i32)
+    (local $st i32) (local $ws i32)
+    (local.set $st (call $slow))
+    (local.set $ws (call $new))
+    (call $join (i32.shr_u (local.get $st) (i32.const 4)) (local.get $ws))
+    (i32.or (i32.const 2) (i32.shl (local.get $ws) (i32.const 4))))
+  (func (export "cb") (param $code i32) (param $p1 i32) (param $p2 i32) (result i32)
+    (call $ret (i32.add (i32.mul (local.get $code) (i32.const 100)) (local.get $p2)))
+    (i32.const 0)))"""
+
+
+def test_callback_lifted_export_on_fibers() -> None:
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        a = InstanceState(store, name="cb")
+        b = InstanceState(store, name="slow")
+        ft = m.FuncType((), U32, True)
+
+        def ret(th: Any, args: list[CoreVal]) -> list[CoreVal]:
+            return canon_task_return(th, U32, th.task.return_key, ident, args)
+
+        b_imports = [
+            builtin_host_func(
+                estore, store, [], ["i32"], lambda th, _a: canon_thread_yield(th, False)
+            ),
+            builtin_host_func(estore, store, ["i32"], [], ret),
+        ]
+        b_core = instantiate(estore, compile_module(wasmtime.wat2wasm(B_WAT), "b"), b_imports)
+        lower_b = py_lowered(
+            CanonLift(
+                ft=ft,
+                inst=b,
+                callee=engine_core(b_core.func("slow")),
+                lower_args=no_args,
+                async_=True,
+                return_key="b",
+            ),
+            async_=True,
+        )
+        a_imports = [
+            builtin_host_func(
+                estore,
+                store,
+                [],
+                ["i32"],
+                lambda th, args: canon_lower(lower_b, th, args),
+                defer=True,
+            ),
+            builtin_host_func(
+                estore, store, [], ["i32"], lambda th, _a: canon_waitable_set_new(th)
+            ),
+            builtin_host_func(
+                estore, store, ["i32", "i32"], [], lambda th, a_: canon_waitable_join(th, *a_)
+            ),
+            builtin_host_func(estore, store, ["i32"], [], ret),
+        ]
+        a_core = instantiate(estore, compile_module(wasmtime.wat2wasm(CB_WAT), "cb"), a_imports)
+        lift_a = CanonLift(
+            ft=ft,
+            inst=a,
+            callee=engine_core(a_core.func("run")),
+            lower_args=no_args,
+            async_=True,
+            callback=engine_core(a_core.func("cb")),
+            return_key="a",
+        )
+        assert run_to_completion(lift_a, []) == [1 * 100 + 2]
+        assert a.exclusive_thread is None
+    finally:
+        estore.close()
