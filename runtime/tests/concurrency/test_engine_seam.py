@@ -323,3 +323,73 @@ def test_callback_lifted_export_on_fibers() -> None:
         assert a.exclusive_thread is None
     finally:
         estore.close()
+
+
+def test_stream_between_two_wasm_instances_with_blocking_copies() -> None:
+    from polyengine.abi.compile import Compiler
+    from polyengine.abi.options import CanonicalOptions
+    from polyengine.concurrency import ReadableStreamEnd, SharedStreamImpl, WritableStreamEnd
+    from polyengine.concurrency import start_host_call as start
+    from polyengine.concurrency.copy_builtins import (
+        CopyOptions,
+        canon_stream_read,
+        canon_stream_write,
+    )
+
+    u8s = m.Stream(m.U8())
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        r, w = InstanceState(store, name="r"), InstanceState(store, name="w")
+        shared = SharedStreamImpl(m.U8())
+        ri = r.handles.add(ReadableStreamEnd(shared))
+        wi = w.handles.add(WritableStreamEnd(shared))
+        results: dict[str, list[CoreVal]] = {}
+
+        def side(name: str, inst: InstanceState, op: Any, i: int) -> CanonLift:
+            mem = instantiate(
+                estore, compile_module(wasmtime.wat2wasm(MEM_WAT), f"m{name}"), []
+            ).memory("mem")
+            if name == "w":
+                mem.write(64, b"fiber")
+            opts = CopyOptions(CanonicalOptions(memory=mem), Compiler().codec(m.U8()))
+
+            def record(th: Any, args: list[CoreVal]) -> list[CoreVal]:
+                results[name] = list(args)
+                th.task.return_([])
+                return []
+
+            wat = f"""(module
+              (import "" "mem" (memory 1))
+              (import "" "copy" (func $copy (param i32 i32 i32) (result i32)))
+              (import "" "done" (func $done (param i32)))
+              (func (export "go")
+                (call $done (call $copy (i32.const {i}) (i32.const 64) (i32.const 5)))))"""
+            imports = [
+                mem,
+                builtin_host_func(
+                    estore, store, ["i32"] * 3, ["i32"], lambda th, a_: op(th, u8s, opts, *a_)
+                ),
+                builtin_host_func(estore, store, ["i32"], [], record),
+            ]
+            core = instantiate(estore, compile_module(wasmtime.wat2wasm(wat), name), imports)
+            side_mems[name] = mem
+            return CanonLift(
+                ft=m.FuncType((), None, True),
+                inst=inst,
+                callee=engine_core(core.func("go")),
+                lower_args=no_args,
+                async_=True,
+            )
+
+        side_mems: dict[str, Any] = {}
+        reader = start(side("r", r, canon_stream_read, ri), [])
+        assert not reader.settled  # parked on its fiber inside stream.read
+        assert run_to_completion(side("w", w, canon_stream_write, wi), []) == []
+        while store.tick():
+            pass
+        assert reader.resolved
+        assert results["r"] == [5 << 4] and results["w"] == [5 << 4]
+        assert side_mems["r"].read(64, 5) == b"fiber"
+    finally:
+        estore.close()
