@@ -234,7 +234,8 @@ class EngineActivation:
             self._pending = None
             call = self._call
             if call is not None and not call.done():
-                call.cancel()
+                with contextlib.suppress(EngineError):
+                    call.cancel()
             raise
         return block
 
