@@ -73,17 +73,24 @@ for fn, exc in [(raising, ValueError), (lambda a: Weird(), RuntimeError)]:
         expect_trap(lambda: inst.func("run").call_raw([1]), exc)
         call = start(inst.func("run"), [1])
         expect_trap(call.result, exc)
-# Not an Exception: re-raised as itself once the guest has unwound.
+# Not an Exception, but not an interrupt either: a trap carrying it.
 def base(a): raise GeneratorExit()
 with EngineStore() as store:
     inst = make(store, base)
+    expect_trap(lambda: inst.func("run").call_raw([1]), GeneratorExit)
+    expect_trap(start(inst.func("run"), [1]).result, GeneratorExit)
+    assert inst.func("viasync").call_raw([2]) == [2]
+# KeyboardInterrupt is re-raised as itself once the guest has unwound.
+def interrupt(a): raise KeyboardInterrupt()
+with EngineStore() as store:
+    inst = make(store, interrupt)
     for attempt in (lambda: inst.func("run").call_raw([1]), lambda: start(inst.func("run"), [1])):
         try:
             attempt()
-        except GeneratorExit:
+        except KeyboardInterrupt:
             pass
         else:
-            raise AssertionError("GeneratorExit lost")
+            raise AssertionError("KeyboardInterrupt lost")
     assert inst.func("viasync").call_raw([2]) == [2]
 """,
     )

@@ -175,6 +175,12 @@ def test_host_exceptions_in_async_functions(wat: Wat) -> None:
                 await wait(call)
             assert info.value.host_exception is error
 
+            call = start(inst.func("run"), [3])
+            host.pending.pop(3).cancel()
+            with pytest.raises(CoreTrap) as info:
+                await wait(call)
+            assert isinstance(info.value.host_exception, asyncio.CancelledError)
+
             call = start(inst.func("run"), [2])
             host.pending.pop(2).set_exception(KeyboardInterrupt())
             await asyncio.sleep(0)  # the done-callback polls: the interrupt comes out there

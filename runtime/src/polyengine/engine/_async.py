@@ -386,7 +386,7 @@ class ParkableCall:
             self._exc = exc
         self._run_callbacks()
         failure = self._exc
-        if failure is not None and not isinstance(failure, Exception):
+        if isinstance(failure, (KeyboardInterrupt, SystemExit)):
             raise failure
         return True
 

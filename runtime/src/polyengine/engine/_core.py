@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from collections.abc import Callable, Sequence
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
@@ -198,7 +199,12 @@ class CoreFunc:
             state.raise_closed()
         window = False
         if state.async_required:
-            if not state.depth or state.blocking or not state.host_depth:
+            if (
+                not state.depth
+                or state.blocking
+                or not state.host_depth
+                or (get_ident() != state.owner_thread)
+            ):
                 from ._async import call_blocking
 
                 return call_blocking(self, args)

@@ -181,9 +181,9 @@ def raise_call_failure(state: _StoreState, trap: int, error: int) -> NoReturn:
     """Turn an owned trap or error pointer from a call into the right exception.
 
     A trap raised by a host function re-raises that function's exception:
-    ``KeyboardInterrupt``/``SystemExit`` (and other non-``Exception``
-    exceptions) as themselves, a :class:`CoreTrap` from a nested call as the
-    same object, anything else as a :class:`CoreTrap` carrying it.
+    ``KeyboardInterrupt``/``SystemExit`` as themselves, a :class:`CoreTrap`
+    from a nested call as the same object, anything else (including
+    ``asyncio.CancelledError``) as a :class:`CoreTrap` carrying it.
     """
     if trap:
         message, code = ffi.take_trap(trap)
@@ -212,7 +212,7 @@ def raise_from_message(state: _StoreState, message: str, code: str | None) -> No
     if match is not None:
         exc = state.host_errors.pop(int(match.group(1)), None)
         if exc is not None:
-            if isinstance(exc, CoreTrap) or not isinstance(exc, Exception):
+            if isinstance(exc, (CoreTrap, KeyboardInterrupt, SystemExit)):
                 raise exc
             clean = summary[: match.start()].rstrip()
             raise CoreTrap(clean, None, exc, details=message) from exc
