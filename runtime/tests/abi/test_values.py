@@ -523,3 +523,40 @@ def test_records_of_scalars_load_through_one_struct() -> None:
     with pytest.raises(Trap) as e:
         lc.load(cx, 64)
     assert e.value.code == TrapCode.INVALID_CHAR
+
+
+def test_fused_scalar_stores_fall_back_for_everything_unusual() -> None:
+    from types import MappingProxyType
+
+    point = Record((Field("x", F32()), Field("ok", Bool()), Field("c", Char()), Field("n", U16())))
+    roundtrip(
+        point, {"x": 1, "ok": False, "c": "z", "n": 3}, {"x": 1.0, "ok": False, "c": "z", "n": 3}
+    )
+    roundtrip(
+        point,
+        {"x": 1e300, "ok": True, "c": "z", "n": 0},
+        {"x": math.inf, "ok": True, "c": "z", "n": 0},
+    )
+    roundtrip(
+        point,
+        MappingProxyType({"x": 0.5, "ok": True, "c": "q", "n": 1}),
+        {"x": 0.5, "ok": True, "c": "q", "n": 1},
+    )
+    cx, mem = make_cx()
+    c = Compiler().codec(point)
+    c.store(cx, {"x": _nan32(0xFFC00001), "ok": True, "c": "q", "n": 1}, 64)
+    assert mem.read(64, 4) == struct.pack("<I", 0x7FC00000)
+    with pytest.raises(OverflowError, match=r"^\.n: 65536 is out of range"):
+        c.store(cx, {"x": 0.5, "ok": True, "c": "q", "n": 65536}, 64)
+    with pytest.raises(TypeError, match=r"^\.ok: expected bool"):
+        c.store(cx, {"x": 0.5, "ok": 1, "c": "q", "n": 1}, 64)
+    with pytest.raises(ValueError, match=r"^\.c: surrogate"):
+        c.store(cx, {"x": 0.5, "ok": True, "c": "\udc00", "n": 1}, 64)
+    with pytest.raises(TypeError, match="missing field 'n'"):
+        c.store(cx, {"x": 0.5, "ok": True, "c": "q"}, 64)
+    pair = Tuple((S8(), F64()))
+    roundtrip(pair, [-1, 2], (-1, 2.0))
+    with pytest.raises(ValueError, match="tuple of 2 elements, got 3"):
+        Compiler().codec(pair).store(cx, (1, 2.0, 3), 64)
+    with pytest.raises(OverflowError, match=r"^\[0\]: 128"):
+        Compiler().codec(pair).store(cx, (128, 2.0), 64)

@@ -41,6 +41,7 @@ from polyengine.abi.bulk import (
     NumKind,
     f32_round,
 )
+from polyengine.abi.codegen import display, make_function, offset
 from polyengine.abi.errors import (
     LowerError,
     LowerOverflowError,
@@ -48,7 +49,7 @@ from polyengine.abi.errors import (
     LowerValueError,
     describe,
 )
-from polyengine.abi.fused import scalar_struct
+from polyengine.abi.fused import fused_loads, fused_store
 from polyengine.abi.options import LiftLowerContext, StringEncoding
 from polyengine.abi.resources import (
     HostResources,
@@ -316,44 +317,6 @@ class Compiler:
             load_many,
         )
 
-    def _fused_loads(
-        self,
-        t: ValType,
-        ts: Sequence[ValType],
-        offsets: Sequence[int],
-        build: Callable[[Any], Any],
-    ) -> tuple[Load, LoadMany] | None:
-        """Whole-record loads through one ``struct`` when all fields are scalars (fused.py)."""
-        fused = scalar_struct(ts, offsets, elem_size(t, self.ptr_type))
-        if fused is None:
-            return None
-        s, fixups = fused
-        unpack_from, iter_unpack, size = s.unpack_from, s.iter_unpack, s.size
-
-        if not fixups:
-
-            def load(cx: LiftLowerContext, ptr: int) -> Any:
-                return build(unpack_from(cx.mv, ptr))
-
-            def load_many(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
-                return [build(x) for x in iter_unpack(cx.mv[ptr : ptr + n * size])]
-
-            return load, load_many
-
-        def fix(raw: tuple[Any, ...]) -> Any:
-            vals = list(raw)
-            for i, f in fixups:
-                vals[i] = f(vals[i])
-            return build(vals)
-
-        def load_fixed(cx: LiftLowerContext, ptr: int) -> Any:
-            return fix(unpack_from(cx.mv, ptr))
-
-        def load_many_fixed(cx: LiftLowerContext, ptr: int, n: int) -> list[Any]:
-            return [fix(x) for x in iter_unpack(cx.mv[ptr : ptr + n * size])]
-
-        return load_fixed, load_many_fixed
-
     def _build(self, t: ValType, boxed: bool) -> Codec:
         match t:
             case Bool():
@@ -617,12 +580,29 @@ class Compiler:
             f += len(c.flat)
         return codecs, offsets, flat_offsets
 
+    @staticmethod
+    def _gen_loads(
+        keys: Sequence[str] | None,
+        codecs: Sequence[Codec],
+        offs: Sequence[int],
+        foffs: Sequence[int],
+    ) -> tuple[Load, LiftFlat]:
+        """Generated ``load``/``lift_flat`` building the record dict (or tuple) in one display."""
+        env: dict[str, Any] = {}
+        loads: list[str] = []
+        lifts: list[str] = []
+        for k, c in enumerate(codecs):
+            env[f"ld{k}"], env[f"lf{k}"] = c.load, c.lift_flat
+            loads.append(f"ld{k}(cx, {offset('ptr', offs[k])})")
+            lifts.append(f"lf{k}(cx, vals, {offset('i', foffs[k])})")
+        load = make_function("load", "cx, ptr", [f"return {display(keys, loads)}"], env)
+        lift = make_function("lift_flat", "cx, vals, i", [f"return {display(keys, lifts)}"], env)
+        return load, lift
+
     def _record(self, t: Record, fields: list[tuple[str, ValType]]) -> Codec:
         codecs, offs, foffs = self._layout([ft for _, ft in fields])
         keys = [k for k, _ in fields]
         opt = [isinstance(ft, Option) for _, ft in fields]
-        loads = tuple(zip(keys, offs, [c.load for c in codecs], strict=True))
-        lifts = tuple(zip(keys, foffs, [c.lift_flat for c in codecs], strict=True))
         stores = tuple(zip(keys, offs, [c.store for c in codecs], opt, strict=True))
         lowers = tuple(zip(keys, [c.lower_flat for c in codecs], opt, strict=True))
 
@@ -634,13 +614,8 @@ class Compiler:
             except KeyError:
                 raise LowerTypeError(f"record is missing field {k!r}") from None
 
-        def load(cx: LiftLowerContext, ptr: int) -> dict[str, Any]:
-            return {k: ld(cx, ptr + o) for k, o, ld in loads}
-
-        def build_record(vals: Sequence[Any]) -> dict[str, Any]:
-            return dict(zip(keys, vals, strict=True))
-
-        fused = self._fused_loads(t, [ft for _, ft in fields], offs, build_record)
+        load, lift_flat = self._gen_loads(keys, codecs, offs, foffs)
+        fused = fused_loads([ft for _, ft in fields], offs, elem_size(t, self.ptr_type), keys)
 
         def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
             v = _need_mapping(v, "record")
@@ -652,9 +627,6 @@ class Compiler:
                     e.prefix("." + k)
                     raise
 
-        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> dict[str, Any]:
-            return {k: lf(cx, vals, i + o) for k, o, lf in lifts}
-
         def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
             v = _need_mapping(v, "record")
             for k, lw, optional in lowers:
@@ -665,6 +637,8 @@ class Compiler:
                     e.prefix("." + k)
                     raise
 
+        size = elem_size(t, self.ptr_type)
+        store = fused_store([ft for _, ft in fields], offs, size, keys, store) or store
         if fused is not None:
             return self._make(t, fused[0], store, lift_flat, lower_flat, load_many=fused[1])
         return self._make(t, load, store, lift_flat, lower_flat)
@@ -672,19 +646,16 @@ class Compiler:
     def _tuple(self, t: Tuple, ts: Sequence[ValType]) -> Codec:
         codecs, offs, foffs = self._layout(ts)
         n = len(ts)
-        loads = tuple(zip(offs, [c.load for c in codecs], strict=True))
-        lifts = tuple(zip(foffs, [c.lift_flat for c in codecs], strict=True))
         stores = tuple(zip(offs, [c.store for c in codecs], strict=True))
         lowers = tuple(c.lower_flat for c in codecs)
+        load, lift_flat = self._gen_loads(None, codecs, offs, foffs)
+        fused = fused_loads(ts, offs, elem_size(t, self.ptr_type), None)
 
         def items(v: Any) -> Sequence[Any]:
             seq = _need_sequence(v, f"tuple of {n}")
             if len(seq) != n:
                 raise LowerValueError(f"expected a tuple of {n} elements, got {len(seq)}")
             return seq
-
-        def load(cx: LiftLowerContext, ptr: int) -> tuple[Any, ...]:
-            return tuple([ld(cx, ptr + o) for o, ld in loads])
 
         def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
             for k, (x, (o, st)) in enumerate(zip(items(v), stores, strict=True)):
@@ -694,9 +665,6 @@ class Compiler:
                     e.prefix(f"[{k}]")
                     raise
 
-        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> tuple[Any, ...]:
-            return tuple([lf(cx, vals, i + o) for o, lf in lifts])
-
         def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
             for k, (x, lw) in enumerate(zip(items(v), lowers, strict=True)):
                 try:
@@ -705,7 +673,7 @@ class Compiler:
                     e.prefix(f"[{k}]")
                     raise
 
-        fused = self._fused_loads(t, ts, offs, tuple)
+        store = fused_store(ts, offs, elem_size(t, self.ptr_type), None, store) or store
         if fused is not None:
             return self._make(t, fused[0], store, lift_flat, lower_flat, load_many=fused[1])
         return self._make(t, load, store, lift_flat, lower_flat)
