@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from polyengine.abi.memory import BytearrayMemory
+from polyengine.abi.trap import Trap
 from polyengine.concurrency import (
     CallbackCode,
     InstanceState,
@@ -195,3 +198,38 @@ def _thread_in(inst: InstanceState) -> Thread:
     from polyengine.concurrency.fakes import bare_thread
 
     return bare_thread(inst)
+
+
+def test_sync_call_may_block_when_another_thread_is_ready() -> None:
+    store = fifo()
+    c, d = InstanceState(store, name="c"), InstanceState(store, name="d")
+
+    def eager(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        return (yield from returns(43))
+
+    # async-typed, sync-lifted, completes at once
+    lower = py_lowered(py_lifted(c, eager, result=m.U32(), is_async=True))
+
+    def noop(_t: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        return (yield from returns())
+
+    def arm_and_call(thread: Thread) -> Suspends[list[CoreVal]]:
+        t = canon_thread_new_indirect(thread, py_core(noop), 0)[0]
+        assert isinstance(t, int)
+        canon_thread_resume_later(thread, t)
+        return (yield from canon_lower(lower, thread, []))
+
+    def sync_caller(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        return (yield from arm_and_call(thread))
+
+    assert run_to_completion(py_lifted(d, sync_caller, result=m.U32()), []) == [43]
+
+    def unarmed(thread: Thread, _a: list[CoreVal]) -> Suspends[list[CoreVal]]:
+        return (yield from canon_lower(lower, thread, []))
+
+    # with nothing else ready anywhere (a fresh store), the same call traps
+    store2 = fifo()
+    c2, d2 = InstanceState(store2, name="c2"), InstanceState(store2, name="d2")
+    lower = py_lowered(py_lifted(c2, eager, result=m.U32(), is_async=True))
+    with pytest.raises(Trap, match="cannot block a synchronous task before returning"):
+        run_to_completion(py_lifted(d2, unarmed, result=m.U32()), [])
