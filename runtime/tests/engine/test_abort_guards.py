@@ -66,8 +66,12 @@ class Weird:
     def result(self): return [0]
     def cancel(self): return False
 
+class BadDone(Weird):
+    def add_done_callback(self, fn): pass
+    def done(self): raise OSError("cannot tell")
 def raising(a): raise ValueError("before any result")
-for fn, exc in [(raising, ValueError), (lambda a: Weird(), RuntimeError)]:
+cases = [(raising, ValueError), (lambda a: Weird(), RuntimeError), (lambda a: BadDone(), OSError)]
+for fn, exc in cases:
     with EngineStore() as store:
         inst = make(store, fn)
         expect_trap(lambda: inst.func("run").call_raw([1]), exc)

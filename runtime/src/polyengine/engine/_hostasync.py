@@ -113,24 +113,25 @@ class _Activation:
     def _poll(self) -> bool:
         if self.error is None and self.ready is None:
             pending = self.pending
-            if pending is None:
-                self.error = EngineError("async host function produced no result")
-            elif not pending.done():
-                return False
-            else:
-                try:
-                    self.ready = pending.result()
-                except BaseException as exc:
-                    self.error = exc
+            try:
+                if pending is None:
+                    raise EngineError("async host function produced no result")
+                if not pending.done():
+                    return False
+                self.ready = pending.result()
+            except BaseException as exc:
+                self.error = exc
         if self.error is None:
             try:
                 self.signature.write_results(self.results_addr, self.ready)
             except BaseException as exc:
                 self.error = exc
         if self.error is not None:
-            ctypes.c_void_p.from_address(self.trap_addr).value = self.state.record_host_error(
-                self.error
-            )
+            try:
+                trap = self.state.record_host_error(self.error)
+            except BaseException:
+                trap = ffi.new_trap("async host function failed")
+            ctypes.c_void_p.from_address(self.trap_addr).value = trap
         self.pending = None
         return True
 
@@ -148,8 +149,12 @@ def _continuation_poll_py(env: int | None) -> bool:
         if act is None:
             return True
         pending = act.pending
-        if pending is not None and act.ready is None and act.error is None and not pending.done():
-            return False  # still parked
+        if pending is not None and act.ready is None and act.error is None:
+            try:
+                if not pending.done():
+                    return False  # still parked
+            except BaseException:
+                pass  # act.poll() turns it into a trap
         return act.poll()
     except BaseException:
         return True
