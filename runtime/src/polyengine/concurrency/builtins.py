@@ -122,7 +122,6 @@ def canon_context_set(thread: Thread, i: int, v: int) -> list[CoreVal]:
 def canon_backpressure_inc(thread: Thread) -> list[CoreVal]:
     """``backpressure.inc``: one more reason to hold new async calls back."""
     inst = thread.inst
-    inst.check_may_leave()
     inst.backpressure += 1
     ctrap_if(inst.backpressure >= 2**16, TrapCode.BACKPRESSURE, "backpressure counter overflow")
     return []
@@ -131,7 +130,6 @@ def canon_backpressure_inc(thread: Thread) -> list[CoreVal]:
 def canon_backpressure_dec(thread: Thread) -> list[CoreVal]:
     """``backpressure.dec``: one reason fewer; traps below zero."""
     inst = thread.inst
-    inst.check_may_leave()
     ctrap_if(inst.backpressure == 0, TrapCode.BACKPRESSURE, "backpressure counter underflow")
     inst.backpressure -= 1
     if inst.backpressure == 0:
@@ -142,7 +140,6 @@ def canon_backpressure_dec(thread: Thread) -> list[CoreVal]:
 def canon_backpressure_set(thread: Thread, enabled: int) -> list[CoreVal]:
     """``backpressure.set`` (the earlier boolean form): sets the counter to 0 or 1."""
     inst = thread.inst
-    inst.check_may_leave()
     inst.backpressure = 1 if enabled else 0
     if not enabled:
         inst.store.wake()
