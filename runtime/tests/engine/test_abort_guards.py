@@ -423,6 +423,18 @@ with EngineStore() as store:
     assert start(inst.func("both"), [5]).result() == [5]
     assert inst.func("both").call_raw([6]) == [6]
 assert len(refused) == 5, refused
+# A store cannot switch to async mode from inside a synchronous call.
+with EngineStore() as store:
+    seen = []
+    def define(a):
+        try:
+            define_async_host_func(store, ["i32"], ["i32"], lambda x: x)
+        except EngineError:
+            seen.append(1)
+        return a
+    s = define_host_func(store, ["i32"], ["i32"], define)
+    assert instantiate(store, m, [s]).func("f").call_raw([3]) == [3]
+    assert seen == [1] and not store.async_required
 """,
     )
 

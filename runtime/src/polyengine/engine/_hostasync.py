@@ -287,7 +287,8 @@ def define_async_host_func(
     coroutine, which is scheduled as a task) whose result is the flat
     results.  The call that reached it parks until the awaitable settles,
     then resumes; an exception becomes a trap carrying it.  The store
-    becomes async-required (see the module docstring).
+    becomes async-required (see ``_async.py``); this is refused from inside
+    a guest call of the store.
     """
     if not store.suspend:
         raise EngineError("this store was created with suspend=False")
@@ -295,6 +296,9 @@ def define_async_host_func(
     r = check_valtypes(results, "define_async_host_func results")
     state = store._state
     ctx = store._ctx()
+    # Inside a synchronous guest call the new function could be reached
+    # without a fiber underneath; the store must switch modes between calls.
+    state.check_outside("define an async host function")
     if not state.async_linker:
         state.async_linker = ffi.linker_new(store.engine._ptr) or 0
         if not state.async_linker:
