@@ -587,6 +587,11 @@ def parse_value(text: str, t: ValType) -> Any:
 
 def parse_args(call: FuncCall, params: Sequence[tuple[str, ValType]]) -> list[Any]:
     """The Python arguments of ``call`` for ``params``; trailing options may be left out."""
+    if not call.args and params:
+        raise WaveError(
+            f"invalid params: no arguments given, but {call.name} takes {len(params)}",
+            (0, len(call.name)),
+        )
     if len(call.args) > len(params):
         extra = call.args[len(params)]
         raise WaveError(
