@@ -454,3 +454,21 @@ def test_imports_of_every_kind_in_an_async_store(wat: Wat) -> None:
             assert await wait(start(c.func("go"), [1])) == [6]
 
     asyncio.run(main())
+
+
+def test_dropping_a_parked_call_cancels_it(wat: Wat) -> None:
+    import gc
+
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("run"), [1])
+            fut = host.pending[1]
+            assert store.live_calls == 1
+            del call
+            gc.collect()
+            assert store.live_calls == 0 and fut.cancelled()
+            await asyncio.sleep(0)
+
+    asyncio.run(main())

@@ -317,9 +317,12 @@ class ParkableCall:
     cancelled).  By default a settled host awaitable polls the call from its
     done-callback; ``set_waker(fn)`` hands that decision to a scheduler
     (``fn(call)`` is called instead, and the scheduler calls ``poll()``).
+    Nothing else keeps a parked call alive: dropping the last reference to
+    one cancels it.
     """
 
     __slots__ = (
+        "__weakref__",
         "_callbacks",
         "_exc",
         "_fc",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import struct
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -91,11 +92,13 @@ class _Activation:
         self.pending: HostPending | None = None
         self.ready: Sequence[CoreValue] | None = None
         self.error: BaseException | None = None
-        self.call: ParkableCall | None = None
+        # The parked call, weakly: dropping a ParkableCall cancels it.
+        self.call: weakref.ref[ParkableCall] | None = None
 
     def settled(self, _fut: object) -> None:
         """Done-callback of the host's awaitable: resume the parked call."""
-        call = self.call
+        ref = self.call
+        call = ref() if ref is not None else None
         if call is not None:
             call._wake()
 
@@ -263,7 +266,9 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
                 )
             else:
                 act.pending = out
-                act.call = state.current_call
+                current = state.current_call
+                if current is not None:
+                    act.call = weakref.ref(current)
                 add(act.settled)
         except BaseException as exc:
             act.error = exc
