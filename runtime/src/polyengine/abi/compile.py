@@ -54,10 +54,6 @@ from polyengine.abi.options import LiftLowerContext, StringEncoding
 from polyengine.abi.resources import (
     HostResources,
     ResourceType,
-    lift_borrow,
-    lift_own,
-    lower_borrow,
-    lower_own,
 )
 from polyengine.abi.strings import (
     StringValue,
@@ -355,9 +351,13 @@ class Compiler:
             case Flags(labels):
                 return self._flags(t, labels)
             case Own(rt) | Borrow(rt):
-                return self._handle(t, rt)
+                from polyengine.abi.handles import compile_handle
+
+                return compile_handle(self, t, rt)
             case Stream() | Future() | ErrorContext():
-                return self._async_value(t)
+                from polyengine.abi.handles import compile_async_value
+
+                return compile_async_value(self, t)
         raise AssertionError(f"cannot compile {t!r}")
 
     # --- scalars -------------------------------------------------------------
@@ -718,97 +718,6 @@ class Compiler:
             out.append(pack(v))
 
         return self._make(t, load, store, lift_flat, lower_flat)
-
-    # --- handles -----------------------------------------------------------------
-
-    def _i32_codec(
-        self,
-        t: ValType,
-        lift: Callable[[LiftLowerContext, int], Any],
-        lower: Callable[[LiftLowerContext, Any], int],
-    ) -> Codec:
-        unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
-
-        def load(cx: LiftLowerContext, ptr: int) -> Any:
-            return lift(cx, unpack_from(cx.mv, ptr)[0])
-
-        def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
-            pack_into(cx.mv, ptr, lower(cx, v))
-
-        def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
-            return lift(cx, int(vals[i]) & M32)
-
-        def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
-            out.append(lower(cx, v))
-
-        return self._make(t, load, store, lift_flat, lower_flat)
-
-    def _handle(self, t: Own | Borrow, rt_index: int) -> Codec:
-        if self.resource_type is None:
-            raise ValueError(f"compiling {t!r} needs a resource_type mapping")
-        rt = self.resource_type(rt_index)
-        host = self.host_resources
-
-        def rep_of(v: Any) -> int:
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= M32:
-                raise LowerTypeError(f"expected a resource rep (u32), got {describe(v)}")
-            return int(v)
-
-        if isinstance(t, Own):
-            if host is None:
-
-                def lift(cx: LiftLowerContext, i: int) -> Any:
-                    return lift_own(cx.inst, i, rt)
-
-                def lower(cx: LiftLowerContext, v: Any) -> int:
-                    return lower_own(cx.inst, rep_of(v), rt)
-
-            else:
-                h = host
-
-                def lift(cx: LiftLowerContext, i: int) -> Any:
-                    return h.lift_own(rt, lift_own(cx.inst, i, rt))
-
-                def lower(cx: LiftLowerContext, v: Any) -> int:
-                    return lower_own(cx.inst, h.lower_own(rt, v), rt)
-
-        elif host is None:
-
-            def lift(cx: LiftLowerContext, i: int) -> Any:
-                return lift_borrow(cx.inst, i, rt, cx.borrow_scope)
-
-            def lower(cx: LiftLowerContext, v: Any) -> int:
-                return lower_borrow(cx.inst, rep_of(v), rt, cx.borrow_scope)
-
-        else:
-            h = host
-
-            def lift(cx: LiftLowerContext, i: int) -> Any:
-                return h.lift_borrow(rt, lift_borrow(cx.inst, i, rt, cx.borrow_scope))
-
-            def lower(cx: LiftLowerContext, v: Any) -> int:
-                return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, cx.borrow_scope)
-
-        return self._i32_codec(t, lift, lower)
-
-    def _async_value(self, t: Stream | Future | ErrorContext) -> Codec:
-        hooks = self.async_values
-        lift: Callable[[LiftLowerContext, int], Any]
-        lower: Callable[[LiftLowerContext, Any], int]
-        if hooks is None:
-            what = {Stream: "stream", Future: "future"}.get(type(t), "error-context")
-            lift, lower = _unsupported(what), _unsupported(what)
-        elif isinstance(t, Stream):
-            st = t
-            lift = lambda cx, i: hooks.lift_stream(cx, i, st)  # noqa: E731
-            lower = lambda cx, v: hooks.lower_stream(cx, v, st)  # noqa: E731
-        elif isinstance(t, Future):
-            ft = t
-            lift = lambda cx, i: hooks.lift_future(cx, i, ft)  # noqa: E731
-            lower = lambda cx, v: hooks.lower_future(cx, v, ft)  # noqa: E731
-        else:
-            lift, lower = hooks.lift_error_context, hooks.lower_error_context
-        return self._i32_codec(t, lift, lower)
 
 
 def variant_payload_offset(t: ValType, ptr_type: PtrType, disc_size: int) -> int:

@@ -1,0 +1,116 @@
+"""Compiled canonical ABI of handle types: resources, streams, futures, error contexts.
+
+All travel as ``i32`` indices into the instance's handle table. Resources
+follow CanonicalABI.md §"Loading" (``lift_own``, ``lift_borrow``) and
+§"Storing" (``lower_own``, ``lower_borrow``), converting reps to host
+objects through :class:`~polyengine.abi.resources.HostResources` when the
+compiler has one; streams, futures and error contexts go through the
+concurrency layer's :class:`~polyengine.abi.compile.AsyncValueHooks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from polyengine.abi.compile import _U32, M32, Codec, Compiler, CoreVal, _unsupported
+from polyengine.abi.errors import LowerTypeError, describe
+from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.resources import lift_borrow, lift_own, lower_borrow, lower_own
+from polyengine.types.model import Borrow, ErrorContext, Future, Own, Stream, ValType
+
+__all__ = ["compile_async_value", "compile_handle", "i32_codec"]
+
+
+def i32_codec(
+    comp: Compiler,
+    t: ValType,
+    lift: Callable[[LiftLowerContext, int], Any],
+    lower: Callable[[LiftLowerContext, Any], int],
+) -> Codec:
+    unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
+
+    def load(cx: LiftLowerContext, ptr: int) -> Any:
+        return lift(cx, unpack_from(cx.mv, ptr)[0])
+
+    def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+        pack_into(cx.mv, ptr, lower(cx, v))
+
+    def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+        return lift(cx, int(vals[i]) & M32)
+
+    def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
+        out.append(lower(cx, v))
+
+    return comp._make(t, load, store, lift_flat, lower_flat)
+
+
+def compile_handle(comp: Compiler, t: Own | Borrow, rt_index: int) -> Codec:
+    """``own``/``borrow`` (§"Loading" ``lift_own``/``lift_borrow``, §"Storing" ``lower_*``)."""
+    if comp.resource_type is None:
+        raise ValueError(f"compiling {t!r} needs a resource_type mapping")
+    rt = comp.resource_type(rt_index)
+    host = comp.host_resources
+
+    def rep_of(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= M32:
+            raise LowerTypeError(f"expected a resource rep (u32), got {describe(v)}")
+        return int(v)
+
+    if isinstance(t, Own):
+        if host is None:
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                return lift_own(cx.inst, i, rt)
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                return lower_own(cx.inst, rep_of(v), rt)
+
+        else:
+            h = host
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                return h.lift_own(rt, lift_own(cx.inst, i, rt))
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                return lower_own(cx.inst, h.lower_own(rt, v), rt)
+
+    elif host is None:
+
+        def lift(cx: LiftLowerContext, i: int) -> Any:
+            return lift_borrow(cx.inst, i, rt, cx.borrow_scope)
+
+        def lower(cx: LiftLowerContext, v: Any) -> int:
+            return lower_borrow(cx.inst, rep_of(v), rt, cx.borrow_scope)
+
+    else:
+        h = host
+
+        def lift(cx: LiftLowerContext, i: int) -> Any:
+            return h.lift_borrow(rt, lift_borrow(cx.inst, i, rt, cx.borrow_scope))
+
+        def lower(cx: LiftLowerContext, v: Any) -> int:
+            return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, cx.borrow_scope)
+
+    return i32_codec(comp, t, lift, lower)
+
+
+def compile_async_value(comp: Compiler, t: Stream | Future | ErrorContext) -> Codec:
+    """``stream``/``future``/``error-context``: i32 handles through the concurrency hooks."""
+    hooks = comp.async_values
+    lift: Callable[[LiftLowerContext, int], Any]
+    lower: Callable[[LiftLowerContext, Any], int]
+    if hooks is None:
+        what = {Stream: "stream", Future: "future"}.get(type(t), "error-context")
+        lift, lower = _unsupported(what), _unsupported(what)
+    elif isinstance(t, Stream):
+        st = t
+        lift = lambda cx, i: hooks.lift_stream(cx, i, st)  # noqa: E731
+        lower = lambda cx, v: hooks.lower_stream(cx, v, st)  # noqa: E731
+    elif isinstance(t, Future):
+        ft = t
+        lift = lambda cx, i: hooks.lift_future(cx, i, ft)  # noqa: E731
+        lower = lambda cx, v: hooks.lower_future(cx, v, ft)  # noqa: E731
+    else:
+        lift, lower = hooks.lift_error_context, hooks.lower_error_context
+    return i32_codec(comp, t, lift, lower)
