@@ -103,10 +103,11 @@ def test_bad_dir_option(build: Build, polyengine: Runner, tmp_path: Path) -> Non
 
 
 def test_trap(build: Build, polyengine_process: Runner) -> None:
-    r = polyengine_process("run", build("trap", c.TRAP))
+    wasm = build("trap", c.TRAP)
+    r = polyengine_process("run", wasm)
     assert r.returncode == 134
     assert r.stdout == "about to trap\n"
-    assert r.stderr.startswith("Error: failed to run main module `trap.wasm`\n")
+    assert r.stderr.startswith(f"Error: failed to run main module `{wasm}`\n")
     assert "unreachable" in r.stderr
     assert "Traceback" not in r.stderr
 

@@ -541,7 +541,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
             _execute(
                 arts,
                 imports=imports,
-                program=program,
+                program=str(path),
                 run_name=run_name,
                 target=target,
                 params=params,
