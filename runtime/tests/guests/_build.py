@@ -308,6 +308,35 @@ GUESTS: dict[str, GuestSpec] = {
             stub_wasi=True,
         ),
         GuestSpec(
+            "py-async-driver",
+            "componentize-py",
+            FEATURES_ASYNC,
+            "WASI 0.3 command calling every export of an imported `pipes` interface",
+            world="py-async-driver",
+            command=True,
+            p3=True,
+        ),
+        GuestSpec(
+            "py-async-composed",
+            "compose",
+            FEATURES_ASYNC,
+            "py-async-driver composed with py-async (Python drives Python)",
+            world="",
+            command=True,
+            p3=True,
+            extra=("py-async-driver", "py-async"),
+        ),
+        GuestSpec(
+            "js-qjs-async-composed",
+            "compose",
+            FEATURES_ASYNC,
+            "py-async-driver composed with js-qjs-async (Python drives JavaScript)",
+            world="",
+            command=True,
+            p3=True,
+            extra=("py-async-driver", "js-qjs-async"),
+        ),
+        GuestSpec(
             "example-py-app",
             "componentize-py",
             FEATURES_SYNC,
@@ -397,10 +426,27 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
 
         return versions, build_c
 
+    if spec.toolchain == "compose":
+        wt = _wasm_tools_required()
+        root_name, *dep_names = spec.extra
+        parts = [artifact_path(name) for name in (root_name, *dep_names)]
+        versions = [_tool_version([str(wt), "--version"]), *(p.name for p in parts)]
+
+        def build_composed(src: Path, out: Path) -> None:
+            root, *deps = (build(name) for name in (root_name, *dep_names))
+            cmd = [str(wt), "compose", str(root)]
+            for dep in deps:
+                cmd += ["-d", str(dep)]
+            _run([*cmd, "-o", str(out)])
+
+        return versions, build_composed
+
     raise AssertionError(f"unknown toolchain {spec.toolchain!r}")
 
 
 def _source_files(root: Path) -> Iterator[Path]:
+    if not root.is_dir():
+        return
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             yield path
@@ -471,9 +517,12 @@ def build(name: str, *, force: bool = False, log: Callable[[str], None] | None =
         log(f"building {name} -> {target}")
     with tempfile.TemporaryDirectory(prefix=f"guest-{name}-") as tmp:
         src = Path(tmp) / "src"
-        shutil.copytree(
-            spec.source_dir, src, ignore=shutil.ignore_patterns("__pycache__", "node_modules")
-        )
+        if spec.source_dir.is_dir():
+            shutil.copytree(
+                spec.source_dir, src, ignore=shutil.ignore_patterns("__pycache__", "node_modules")
+            )
+        else:
+            src.mkdir()
         out = Path(tmp) / "out.wasm"
         build_fn(src, out)
         if not out.is_file():

@@ -241,3 +241,33 @@ def test_py_app_example_runs() -> None:
 )
 def test_c_abi_exports(call: str, expected: str) -> None:
     assert _invoke(_build.build_guest("c-abi"), call) == expected
+
+
+# --------------------------------------------------------------------------- composed async guests
+
+DRIVER_OUTPUT = [
+    "greet: hello, driver",
+    "count-bytes: 100000",
+    "generate: 10000 bytes, pattern ok: True",
+    "upper-stream: HELLO, STREAMS!  16000",
+    "later: later: soon",
+    "await-reversed: desserts",
+]
+
+
+@pytest.mark.parametrize("name", ["py-async-composed", "js-qjs-async-composed"])
+def test_async_guests_drive_streams_and_futures(name: str) -> None:
+    """The driver calls each export of `pipes` with streams and futures in both directions."""
+    guest = _build.build_guest(name)
+    proc = _wasmtime_run(guest, options=("-S", "p3"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == DRIVER_OUTPUT
+
+
+def test_pipes_interface_copies_agree() -> None:
+    """py-async's `pipes` interface is copied into the WIT of its driver and of js-qjs-async."""
+    source = (_build.GUESTS_DIR / "py-async" / "wit" / "world.wit").read_text(encoding="utf-8")
+    interface = source[: source.index("world py-async")].rstrip() + "\n"
+    for copy in ("py-async-driver", "js-qjs-async"):
+        path = _build.GUESTS_DIR / copy / "wit" / "deps" / "guests" / "pipes.wit"
+        assert path.read_text(encoding="utf-8") == interface, path

@@ -1,11 +1,11 @@
-// Async exports of the js-qjs-async world: stream<u8> both ways and a future<string>.
+// The pipes interface in JavaScript: stream<u8> both ways and future<string> both ways.
 
-export async function greet(name) {
+async function greet(name) {
   await Promise.resolve();
   return `hello, ${name}`;
 }
 
-export async function countBytes(data) {
+async function countBytes(data) {
   let total = 0;
   for await (const chunk of data) {
     total += chunk.length;
@@ -13,7 +13,7 @@ export async function countBytes(data) {
   return total;
 }
 
-export async function generate(n) {
+async function generate(n) {
   return (async function* () {
     const chunkSize = 4096;
     for (let sent = 0; sent < n; sent += chunkSize) {
@@ -27,7 +27,7 @@ export async function generate(n) {
   })();
 }
 
-export async function upperStream(data) {
+async function upperStream(data) {
   return (async function* () {
     for await (const chunk of data) {
       const out = new Uint8Array(chunk.length);
@@ -40,8 +40,15 @@ export async function upperStream(data) {
   })();
 }
 
-export async function later(msg) {
+async function later(msg) {
   const { readable, writable } = wit.Future(wit.Future.STRING);
   writable.write(`later: ${msg}`);
   return readable;
 }
+
+async function awaitReversed(f) {
+  const value = await f.read();
+  return Array.from(value).reverse().join("");
+}
+
+export const pipes = { greet, countBytes, generate, upperStream, later, awaitReversed };
