@@ -277,3 +277,13 @@ def test_fuel_limits_a_runaway_guest(wat: Wat) -> None:
         with pytest.raises(CoreTrap) as info:
             instantiate(store, module, []).func("spin").call_raw([])
         assert info.value.code == "out_of_fuel"
+
+
+def test_store_methods_mirror_the_module_functions(wat: Wat) -> None:
+    with EngineStore() as store:
+        host = store.define_host_func(["i32", "i32"], ["i32"], lambda a: [a[0] - a[1]])
+        inst = store.instantiate(wat(HOSTED), [host])
+        assert inst.func("callf").call_raw([10, 3]) == [7]
+        parked = store.define_async_host_func(["i32", "i32"], ["i32"], lambda a: [a[0] + a[1]])
+        assert store.async_required
+        assert store.instantiate(wat(HOSTED), [parked]).func("callf").call_raw([10, 3]) == [13]

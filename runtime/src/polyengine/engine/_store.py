@@ -14,11 +14,17 @@ import ctypes
 import re
 import threading
 import weakref
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _ffi as ffi
 from ._config import Engine, get_engine
 from ._errors import CoreTrap, EngineError, StoreClosedError
+
+if TYPE_CHECKING:
+    from ._core import CoreFunc, CoreInstance, Extern, HostFunction
+    from ._hostasync import AsyncHostFunction
+    from ._module import CoreModule
 
 __all__ = ["EngineStore"]
 
@@ -271,6 +277,28 @@ class EngineStore:
         if not ctx:
             self._state.raise_closed()
         return ctx
+
+    def instantiate(self, module: CoreModule, imports: Sequence[Extern]) -> CoreInstance:
+        """Instantiate ``module`` here (see :func:`polyengine.engine.instantiate`)."""
+        from ._core import instantiate
+
+        return instantiate(self, module, imports)
+
+    def define_host_func(
+        self, params: Sequence[str], results: Sequence[str], fn: HostFunction
+    ) -> CoreFunc:
+        """A host function of this store (see :func:`polyengine.engine.define_host_func`)."""
+        from ._core import define_host_func
+
+        return define_host_func(self, params, results, fn)
+
+    def define_async_host_func(
+        self, params: Sequence[str], results: Sequence[str], fn: AsyncHostFunction
+    ) -> CoreFunc:
+        """A parking host function (see :func:`polyengine.engine.define_async_host_func`)."""
+        from ._hostasync import define_async_host_func
+
+        return define_async_host_func(self, params, results, fn)
 
     def set_fuel(self, fuel: int) -> None:
         """Set the remaining fuel (needs ``EngineConfig.consume_fuel``)."""
