@@ -123,7 +123,7 @@ MAX_LIST_BYTE_LENGTH = (1 << 28) - 1
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
 
-_U32 = struct.Struct("<I")
+U32_STRUCT = struct.Struct("<I")
 _F32S = struct.Struct("<f")
 _U64 = struct.Struct("<Q")
 _F64S = struct.Struct("<d")
@@ -176,7 +176,7 @@ class AsyncValueHooks(Protocol):
 
 
 def decode_i32_as_float(i: int) -> float:
-    x: float = _F32S.unpack(_U32.pack(i & M32))[0]
+    x: float = _F32S.unpack(U32_STRUCT.pack(i & M32))[0]
     return NAN if x != x else x
 
 
@@ -188,7 +188,7 @@ def decode_i64_as_float(i: int) -> float:
 def encode_float_as_i32(f: float) -> int:
     if f != f:
         return CANONICAL_F32_NAN
-    r: int = _U32.unpack(_F32S.pack(f32_round(f)))[0]
+    r: int = U32_STRUCT.unpack(_F32S.pack(f32_round(f)))[0]
     return r
 
 
@@ -207,13 +207,13 @@ def _identity(x: CoreVal) -> CoreVal:
     return x
 
 
-_LIFT_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
+LIFT_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
     ("i32", "f32"): decode_i32_as_float,
     ("i64", "i32"): _wrap_i32,
     ("i64", "f32"): decode_i32_as_float,
     ("i64", "f64"): decode_i64_as_float,
 }
-_LOWER_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
+LOWER_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
     ("f32", "i32"): encode_float_as_i32,
     ("i32", "i64"): _identity,
     ("f32", "i64"): encode_float_as_i32,
@@ -221,18 +221,18 @@ _LOWER_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
 }
 
 
-def _segment_error(e: LowerError, segment: str) -> LowerError:
+def with_segment(e: LowerError, segment: str) -> LowerError:
     e.prefix(segment)
     return e
 
 
-def _need_mapping(v: Any, what: str) -> Mapping[str, Any]:
+def need_mapping(v: Any, what: str) -> Mapping[str, Any]:
     if type(v) is dict or isinstance(v, Mapping):
         return v
     raise LowerTypeError(f"expected a dict for {what}, got {describe(v)}")
 
 
-def _need_sequence(v: Any, what: str) -> Sequence[Any]:
+def need_sequence(v: Any, what: str) -> Sequence[Any]:
     if type(v) is list or type(v) is tuple:
         return v
     if isinstance(v, str) or not isinstance(v, Sequence):
@@ -240,7 +240,7 @@ def _need_sequence(v: Any, what: str) -> Sequence[Any]:
     return v
 
 
-def _unsupported(what: str) -> Callable[..., Any]:
+def unsupported(what: str) -> Callable[..., Any]:
     def fail(*_args: Any) -> Any:
         raise NotImplementedError(f"{what} values need the concurrency layer's hooks")
 
@@ -494,7 +494,7 @@ class Compiler:
         return self._make(t, load, store, lift_flat, lower_flat)
 
     def _char(self, t: ValType) -> Codec:
-        unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
+        unpack_from, pack_into = U32_STRUCT.unpack_from, U32_STRUCT.pack_into
 
         def to_char(i: int) -> str:
             if i >= 0x110000 or 0xD800 <= i <= 0xDFFF:
@@ -618,7 +618,7 @@ class Compiler:
         fused = fused_loads([ft for _, ft in fields], offs, elem_size(t, self.ptr_type), keys)
 
         def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
-            v = _need_mapping(v, "record")
+            v = need_mapping(v, "record")
             for k, o, st, optional in stores:
                 x = field(v, k, optional)
                 try:
@@ -628,7 +628,7 @@ class Compiler:
                     raise
 
         def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
-            v = _need_mapping(v, "record")
+            v = need_mapping(v, "record")
             for k, lw, optional in lowers:
                 x = field(v, k, optional)
                 try:
@@ -652,7 +652,7 @@ class Compiler:
         fused = fused_loads(ts, offs, elem_size(t, self.ptr_type), None)
 
         def items(v: Any) -> Sequence[Any]:
-            seq = _need_sequence(v, f"tuple of {n}")
+            seq = need_sequence(v, f"tuple of {n}")
             if len(seq) != n:
                 raise LowerValueError(f"expected a tuple of {n} elements, got {len(seq)}")
             return seq
@@ -692,7 +692,7 @@ class Compiler:
             return {nm: i & bit != 0 for nm, bit in pairs}
 
         def pack(v: Any) -> int:
-            v = _need_mapping(v, "flags")
+            v = need_mapping(v, "flags")
             i = 0
             for k, b in v.items():
                 bit = bits.get(k)
@@ -702,7 +702,7 @@ class Compiler:
                     i |= bit
                 elif b is not False:
                     err = LowerTypeError(f"expected bool, got {describe(b)}")
-                    raise _segment_error(err, "." + k)
+                    raise with_segment(err, "." + k)
             return i
 
         def load(cx: LiftLowerContext, ptr: int) -> dict[str, bool]:

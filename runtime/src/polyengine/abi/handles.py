@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyengine.abi.compile import _U32, M32, Codec, Compiler, CoreVal, _unsupported
+from polyengine.abi.compile import M32, U32_STRUCT, Codec, Compiler, CoreVal, unsupported
 from polyengine.abi.errors import LowerTypeError, describe
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import lift_borrow, lift_own, lower_borrow, lower_own
@@ -28,7 +28,7 @@ def i32_codec(
     lift: Callable[[LiftLowerContext, int], Any],
     lower: Callable[[LiftLowerContext, Any], int],
 ) -> Codec:
-    unpack_from, pack_into = _U32.unpack_from, _U32.pack_into
+    unpack_from, pack_into = U32_STRUCT.unpack_from, U32_STRUCT.pack_into
 
     def load(cx: LiftLowerContext, ptr: int) -> Any:
         return lift(cx, unpack_from(cx.mv, ptr)[0])
@@ -102,7 +102,7 @@ def compile_async_value(comp: Compiler, t: Stream | Future | ErrorContext) -> Co
     lower: Callable[[LiftLowerContext, Any], int]
     if hooks is None:
         what = {Stream: "stream", Future: "future"}.get(type(t), "error-context")
-        lift, lower = _unsupported(what), _unsupported(what)
+        lift, lower = unsupported(what), unsupported(what)
     elif isinstance(t, Stream):
         st = t
         lift = lambda cx, i: hooks.lift_stream(cx, i, st)  # noqa: E731

@@ -19,8 +19,8 @@ from polyengine.abi.compile import (
     Codec,
     Compiler,
     CoreVal,
-    _need_sequence,
-    _segment_error,
+    need_sequence,
+    with_segment,
 )
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
 from polyengine.abi.options import LiftLowerContext
@@ -62,7 +62,7 @@ def _elements(
                 return memoryview(v).cast("B")  # type: ignore[return-value]
             except TypeError:
                 pass
-            return bytes(numbers_to_bytes(u8, _need_sequence(v, "list<u8>")))
+            return bytes(numbers_to_bytes(u8, need_sequence(v, "list<u8>")))
 
         def write_u8(cx: LiftLowerContext, v: Any, ptr: int, n: int) -> None:
             cx.mv[ptr : ptr + n] = v
@@ -79,7 +79,7 @@ def _elements(
             data = memoryview(numbers_to_bytes(nk, v)).cast("B")
             cx.mv[ptr : ptr + n * nk.size] = data
 
-        return read_num, write_num, lambda v: _need_sequence(v, f"list<{nk.name}>")
+        return read_num, write_num, lambda v: need_sequence(v, f"list<{nk.name}>")
     if isinstance(et, Bool):
 
         def read_bool(cx: LiftLowerContext, ptr: int, n: int) -> list[bool]:
@@ -90,10 +90,10 @@ def _elements(
                 for k, x in enumerate(v):
                     if type(x) is not bool:
                         err = LowerTypeError(f"expected bool, got {describe(x)}")
-                        raise _segment_error(err, f"[{k}]")
+                        raise with_segment(err, f"[{k}]")
             cx.mv[ptr : ptr + n] = bytes(v)
 
-        return read_bool, write_bool, lambda v: _need_sequence(v, "list<bool>")
+        return read_bool, write_bool, lambda v: need_sequence(v, "list<bool>")
     eload, estore = ec.load, ec.store
     load_many = ec.load_many
 
@@ -109,8 +109,8 @@ def _elements(
                 raise
 
     if load_many is not None:
-        return load_many, write_any, lambda v: _need_sequence(v, "list")
-    return read_any, write_any, lambda v: _need_sequence(v, "list")
+        return load_many, write_any, lambda v: need_sequence(v, "list")
+    return read_any, write_any, lambda v: need_sequence(v, "list")
 
 
 def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:

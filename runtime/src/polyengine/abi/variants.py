@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from polyengine.abi.compile import (
-    _LIFT_COERCE,
-    _LOWER_COERCE,
+    LIFT_COERCE,
+    LOWER_COERCE,
     M32,
     Codec,
     Compiler,
@@ -154,8 +154,8 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
             lifts.append(_shifted_lift(c))
             lowers.append(_padded_lower(c, zeros))
         else:
-            lift_conv = [_LIFT_COERCE.get((h, w)) for h, w in pairs]
-            lower_conv = [_LOWER_COERCE.get((w, h)) for h, w in pairs]
+            lift_conv = [LIFT_COERCE.get((h, w)) for h, w in pairs]
+            lower_conv = [LOWER_COERCE.get((w, h)) for h, w in pairs]
             lifts.append(_coerced_lift(c, lift_conv))
             lowers.append(_coerced_lower(c, lower_conv, zeros))
 
