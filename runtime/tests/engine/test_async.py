@@ -472,3 +472,27 @@ def test_dropping_a_parked_call_cancels_it(wat: Wat) -> None:
             await asyncio.sleep(0)
 
     asyncio.run(main())
+
+
+def test_done_callbacks_all_run_even_if_one_raises(wat: Wat) -> None:
+    async def main() -> None:
+        host = Host()
+        with EngineStore() as store:
+            inst = setup(store, wat, host)
+            call = start(inst.func("run"), [1])
+            ran: list[int] = []
+
+            def bad(_c: ParkableCall) -> None:
+                ran.append(1)
+                raise LookupError("callback failed")
+
+            call.add_done_callback(bad)
+            call.add_done_callback(lambda c: ran.append(2))
+            call.set_waker(lambda c: None)
+            host.settle(1, 1)
+            await asyncio.sleep(0)
+            with pytest.raises(LookupError):
+                call.poll()
+            assert ran == [1, 2] and call.done() and call.result() == [2]
+
+    asyncio.run(main())

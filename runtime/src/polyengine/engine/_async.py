@@ -430,9 +430,17 @@ class ParkableCall:
         self._run_callbacks()
 
     def _run_callbacks(self) -> None:
+        """Run every done-callback; the first exception one raised is re-raised after."""
         callbacks, self._callbacks = self._callbacks, []
+        failure: BaseException | None = None
         for cb in callbacks:
-            cb(self)
+            try:
+                cb(self)
+            except BaseException as exc:
+                if failure is None:
+                    failure = exc
+        if failure is not None:
+            raise failure
 
     def _wake(self) -> None:
         if self._fc is None:
