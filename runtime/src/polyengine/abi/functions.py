@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from polyengine.abi.bulk import NAN
+from polyengine.abi.codegen import make_function, offset
 from polyengine.abi.compile import Codec, Compiler, CoreVal
 from polyengine.abi.errors import LowerError, LowerTypeError
 from polyengine.abi.options import LiftLowerContext
@@ -35,7 +37,21 @@ from polyengine.types.layout import (
     align_to,
     flatten_functype,
 )
-from polyengine.types.model import FuncType, ValType
+from polyengine.types.model import (
+    F32,
+    F64,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
+    FuncType,
+    ValType,
+)
 
 __all__ = ["LiftedFunc", "LoweredFunc", "ValuesCodec", "result_outcome", "result_value"]
 
@@ -69,8 +85,8 @@ class ValuesCodec:
         self.tuple_align = align
         self._loads = list(zip(offsets, [c.load for c in self.codecs], strict=True))
         self._stores = list(zip(offsets, [c.store for c in self.codecs], strict=True))
-        self._lifts = list(zip(flat_offsets, [c.lift_flat for c in self.codecs], strict=True))
-        self._lowers = [c.lower_flat for c in self.codecs]
+        self._lift_direct = _gen_lift_direct(self.codecs, flat_offsets)
+        self._lower_direct = _gen_lower_direct(self.codecs, self.names)
 
     def _check_tuple_ptr(self, cx: LiftLowerContext, ptr: int) -> None:
         a, n = self.tuple_align, self.tuple_size
@@ -85,7 +101,8 @@ class ValuesCodec:
             ptr = int(vals[start]) & self.ptr_mask
             self._check_tuple_ptr(cx, ptr)
             return [ld(cx, ptr + o) for o, ld in self._loads]
-        return [lf(cx, vals, start + o) for o, lf in self._lifts]
+        lifted: list[Any] = self._lift_direct(cx, vals, start)
+        return lifted
 
     def lower_flat_values(
         self,
@@ -99,31 +116,124 @@ class ValuesCodec:
         A spill goes to ``out_param`` when given (and returns no core value),
         else into a block from ``realloc`` whose pointer is the one core value.
         """
+        if self.flat_count <= max_flat:
+            flat: list[CoreVal] = self._lower_direct(cx, vs)
+            return flat
         if len(vs) != len(self.codecs):
             raise LowerTypeError(f"expected {len(self.codecs)} values, got {len(vs)}")
+        if out_param is None:
+            ptr = cx.allocate(self.tuple_align, self.tuple_size)
+            flat = [ptr]
+        else:
+            ptr = out_param & self.ptr_mask
+            flat = []
+        self._check_tuple_ptr(cx, ptr)
+        stores = self._stores
         k = 0
         try:
-            if self.flat_count > max_flat:
-                if out_param is None:
-                    ptr = cx.allocate(self.tuple_align, self.tuple_size)
-                    flat: list[CoreVal] = [ptr]
-                else:
-                    ptr = out_param & self.ptr_mask
-                    flat = []
-                self._check_tuple_ptr(cx, ptr)
-                stores = self._stores
-                for k, v in enumerate(vs):
-                    o, st = stores[k]
-                    st(cx, v, ptr + o)
-                return flat
-            flat = []
-            lowers = self._lowers
             for k, v in enumerate(vs):
-                lowers[k](cx, v, flat)
+                o, st = stores[k]
+                st(cx, v, ptr + o)
             return flat
         except LowerError as e:
             e.set_root(self.names[k])
             raise
+
+
+_INT_TYPES: dict[type, tuple[int, int, int]] = {
+    # type: (bits, lo, hi)
+    U8: (8, 0, 2**8 - 1),
+    U16: (16, 0, 2**16 - 1),
+    U32: (32, 0, 2**32 - 1),
+    U64: (64, 0, 2**64 - 1),
+    S8: (8, -(2**7), 2**7 - 1),
+    S16: (16, -(2**15), 2**15 - 1),
+    S32: (32, -(2**31), 2**31 - 1),
+    S64: (64, -(2**63), 2**63 - 1),
+}
+
+
+def _lift_expr(t: ValType, k: int, j: str) -> str:
+    """An inline lift of a scalar from ``vals[j]``, or a call of its codec's ``lift_flat``."""
+    x = f"vals[{j}]"
+    if isinstance(t, Bool):
+        return f"{x} != 0"
+    if isinstance(t, F64 | F32):
+        return f"(NAN if (x{k} := {x}) != x{k} else float(x{k}))"
+    ints = _INT_TYPES.get(type(t))
+    if ints is not None:
+        bits, lo, _ = ints
+        mask = (1 << bits) - 1
+        if lo == 0:
+            return f"({x} & {mask})"
+        sign = 1 << (bits - 1)
+        return f"((({x} & {mask}) ^ {sign}) - {sign})"
+    return f"lf{k}(cx, vals, {j})"
+
+
+def _lower_stmts(t: ValType, k: int) -> list[str]:
+    """Inline lowering of value ``v{k}`` for common scalars, else a call of ``lw{k}``."""
+    v, call = f"v{k}", f"lw{k}(cx, v{k}, out)"
+    if isinstance(t, Bool):
+        return [
+            f"if {v} is True: out.append(1)",
+            f"elif {v} is False: out.append(0)",
+            f"else: {call}",
+        ]
+    if isinstance(t, F64):
+        return [f"if type({v}) is float and {v} == {v}: out.append({v})", f"else: {call}"]
+    ints = _INT_TYPES.get(type(t))
+    if ints is not None:
+        bits, lo, hi = ints
+        value = v if lo == 0 else f"{v} & {(1 << (32 if bits <= 32 else 64)) - 1}"
+        return [
+            f"if type({v}) is int and {lo} <= {v} <= {hi}: out.append({value})",
+            f"else: {call}",
+        ]
+    return [call]
+
+
+def _gen_lift_direct(codecs: Sequence[Codec], flat_offsets: Sequence[int]) -> Any:
+    """``lift(cx, vals, start) -> list`` for values passed flat, as one generated display."""
+    env: dict[str, Any] = {"NAN": NAN}
+    exprs: list[str] = []
+    for k, (c, fo) in enumerate(zip(codecs, flat_offsets, strict=True)):
+        env[f"lf{k}"] = c.lift_flat
+        exprs.append(_lift_expr(c.t, k, offset("start", fo)))
+    return make_function(
+        "lift_flat_values", "cx, vals, start", [f"return [{', '.join(exprs)}]"], env
+    )
+
+
+def _gen_lower_direct(codecs: Sequence[Codec], names: Sequence[str]) -> Any:
+    """``lower(cx, vs) -> list`` for values passed flat, with errors naming the value."""
+    n = len(codecs)
+
+    def wrong_count(got: int) -> None:
+        raise LowerTypeError(f"expected {n} values, got {got}")
+
+    env: dict[str, Any] = {
+        "LowerError": LowerError,
+        "names": list(names),
+        "wrong_count": wrong_count,
+    }
+    body = [f"if len(vs) != {n}: wrong_count(len(vs))"]
+    if n:
+        body.append(f"({''.join(f'v{k}, ' for k in range(n))}) = vs")
+    body += ["out = []", "k = 0", "try:"]
+    for k, c in enumerate(codecs):
+        env[f"lw{k}"] = c.lower_flat
+        if k:
+            body.append(f"    k = {k}")
+        body += [f"    {line}" for line in _lower_stmts(c.t, k)]
+    body += [
+        "    pass",
+        "except LowerError as e:",
+        "    e.set_root(names[k])",
+        "    raise",
+        "return out",
+    ]
+    return make_function("lower_flat_values", "cx, vs", body, env)
 
 
 def _param_names(ft: FuncType) -> list[str]:
