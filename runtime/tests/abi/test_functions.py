@@ -153,3 +153,50 @@ def test_many_params_of_mixed_types_round_trip() -> None:
     res = ("a", "b\u4e2d", "")
     assert g.lower_results(cx, res, [*flat, 800]) == []
     assert f.lift_results(cx, [800]) == res
+
+
+def test_flat_scalar_params_inline_conversions() -> None:
+    import math
+
+    from polyengine.types.model import F64, S8, S32, S64, Bool, Char
+
+    cx, _ = make_cx()
+    ft = FuncType(
+        (
+            ("a", S32()),
+            ("b", Bool()),
+            ("c", F64()),
+            ("d", U64()),
+            ("e", S64()),
+            ("f", F32()),
+            ("g", S8()),
+            ("h", Char()),
+        ),
+        None,
+    )
+    f, g = LiftedFunc.compile(Compiler(), ft), LoweredFunc.compile(Compiler(), ft)
+    args = [-1, True, math.nan, 2**64 - 1, -(2**63), 0.1, -128, "\u00e9"]
+    flat = f.lower_params(cx, args)
+    assert flat[0] == 0xFFFFFFFF and flat[1] == 1 and flat[3] == 2**64 - 1
+    assert flat[4] == 2**63 and flat[6] == 0xFFFFFF80 and flat[7] == 0xE9
+    assert flat[5] == struct.unpack("<f", struct.pack("<f", 0.1))[0]
+    back = g.lift_params(cx, flat)
+    assert back[0] == -1 and back[1] is True and math.isnan(back[2]) and back[6] == -128
+    # The engine may hand over signed core integers; lifting masks them.
+    assert g.lift_params(cx, [-1, 0, 1.0, -1, -1, 2.0, -1, 0x41]) == [
+        -1,
+        False,
+        1.0,
+        2**64 - 1,
+        -1,
+        2.0,
+        -1,
+        "A",
+    ]
+    with pytest.raises(LowerTypeError, match=r"^parameter `b`: expected bool"):
+        f.lower_params(cx, [0, 1, 0.0, 0, 0, 0.0, 0, "a"])
+    with pytest.raises(LowerOverflowError, match=r"^parameter `d`: -1 is out of range"):
+        f.lower_params(cx, [0, True, 0.0, -1, 0, 0.0, 0, "a"])
+    with pytest.raises(TypeError, match=r"^parameter `c`: expected float"):
+        f.lower_params(cx, [0, True, "x", 0, 0, 0.0, 0, "a"])
+    assert f.lower_params(cx, [0, False, 3, 0, 0, 2, 0, "a"])[2] == 3.0
