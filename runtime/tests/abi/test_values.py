@@ -560,3 +560,15 @@ def test_fused_scalar_stores_fall_back_for_everything_unusual() -> None:
         Compiler().codec(pair).store(cx, (1, 2.0, 3), 64)
     with pytest.raises(OverflowError, match=r"^\[0\]: 128"):
         Compiler().codec(pair).store(cx, (128, 2.0), 64)
+
+
+def test_uncompiled_spec_named_entry_points() -> None:
+    from polyengine.abi.compile import lift_flat, load, lower_flat, store
+
+    cx, _ = make_cx("utf16")
+    t = Record((Field("name", String()), Field("n", U8())))
+    store(cx, {"name": "\u4e2d", "n": 3}, t, 64)
+    assert load(cx, 64, t) == {"name": "\u4e2d", "n": 3}
+    flat = lower_flat(cx, {"name": "x", "n": 4}, t)
+    assert len(flat) == 3
+    assert lift_flat(cx, flat, t) == {"name": "x", "n": 4}

@@ -109,7 +109,11 @@ __all__ = [
     "Codec",
     "Compiler",
     "CoreVal",
+    "lift_flat",
+    "load",
+    "lower_flat",
     "snake",
+    "store",
 ]
 
 CoreVal: TypeAlias = int | float
@@ -727,3 +731,42 @@ def variant_payload_offset(t: ValType, ptr_type: PtrType, disc_size: int) -> int
     d = despecialize(t)
     assert isinstance(d, Variant)
     return align_to(disc_size, max_case_alignment(d.cases, ptr_type))
+
+
+# --- uncompiled entry points, named as in the spec --------------------------------
+
+_COMPILERS: dict[tuple[str, str], Compiler] = {}
+
+
+def _compiler_for(cx: LiftLowerContext) -> Compiler:
+    key = (cx.opts.string_encoding, cx.opts.addrtype)
+    comp = _COMPILERS.get(key)
+    if comp is None:
+        comp = _COMPILERS[key] = Compiler(cx.opts.string_encoding, cx.opts.addrtype)
+    return comp
+
+
+def load(cx: LiftLowerContext, ptr: int, t: ValType) -> Any:
+    """``load`` of CanonicalABI.md §"Loading", compiling ``t`` on first use.
+
+    For tools and tests; runtime paths keep the :class:`Codec` of a
+    :class:`Compiler` configured with resources and hooks.
+    """
+    return _compiler_for(cx).codec(t).load(cx, ptr)
+
+
+def store(cx: LiftLowerContext, v: Any, t: ValType, ptr: int) -> None:
+    """``store`` of CanonicalABI.md §"Storing" (see :func:`load`)."""
+    _compiler_for(cx).codec(t).store(cx, v, ptr)
+
+
+def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], t: ValType) -> Any:
+    """``lift_flat`` of CanonicalABI.md §"Flat Lifting" from ``vals[0:]`` (see :func:`load`)."""
+    return _compiler_for(cx).codec(t).lift_flat(cx, vals, 0)
+
+
+def lower_flat(cx: LiftLowerContext, v: Any, t: ValType) -> list[CoreVal]:
+    """``lower_flat`` of CanonicalABI.md §"Flat Lowering" (see :func:`load`)."""
+    out: list[CoreVal] = []
+    _compiler_for(cx).codec(t).lower_flat(cx, v, out)
+    return out
