@@ -17,6 +17,7 @@ from typing import Any
 
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
+from polyengine.embed._async import AsyncExportCall
 from polyengine.embed._runtime import ComponentRuntime, ExportCall
 from polyengine.embed._versions import VersionedRegistry
 from polyengine.translate import plan as pln
@@ -39,7 +40,7 @@ def unwrap_result(ft: FuncType) -> Callable[[Any], Any] | None:
     return unwrap
 
 
-def make_export_function(call: ExportCall, py_name: str) -> Callable[..., Any]:
+def make_export_function(call: ExportCall | AsyncExportCall, py_name: str) -> Callable[..., Any]:
     """A coroutine function calling ``call``; results follow the error model."""
     unwrap = unwrap_result(call.lift.type)
     nparams = len(call.lift.type.params)
@@ -49,7 +50,15 @@ def make_export_function(call: ExportCall, py_name: str) -> Callable[..., Any]:
         if len(args) != nparams:
             raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
 
-    if unwrap is None:
+    if isinstance(call, AsyncExportCall):
+        acall = call
+
+        async def export(*args: Any) -> Any:
+            check(args)
+            value = await acall(args)
+            return value if unwrap is None else unwrap(value)
+
+    elif unwrap is None:
 
         async def export(*args: Any) -> Any:
             check(args)
@@ -228,7 +237,11 @@ def build_exports(rt: ComponentRuntime) -> Exports:
             if not isinstance(e.item, pln.Lift):
                 continue
             pn = parsed[e.name]
-            call = ExportCall(rt, e.item, f"{label}{e.name}")
+            call: ExportCall | AsyncExportCall = (
+                ExportCall(rt, e.item, f"{label}{e.name}")
+                if rt.tasks is None
+                else AsyncExportCall(rt.tasks, e.item, f"{label}{e.name}")
+            )
             if pn.kind == "func":
                 funcs[snake(pn.name)] = make_export_function(call, snake(pn.name))
                 continue
@@ -252,15 +265,24 @@ def build_exports(rt: ComponentRuntime) -> Exports:
     return Exports(top, interfaces)
 
 
-def _attach(cls: type[GuestResource], kind: str, name: str, call: ExportCall) -> None:
+def _attach(
+    cls: type[GuestResource], kind: str, name: str, call: ExportCall | AsyncExportCall
+) -> None:
     unwrap = unwrap_result(call.lift.type)
 
     def finish(value: Any) -> Any:
         return value if unwrap is None else unwrap(value)
 
+    async def invoke(args: tuple[Any, ...]) -> Any:
+        if isinstance(call, AsyncExportCall):
+            return finish(await call(args))
+        return finish(call(args))
+
     if kind == "constructor":
 
         def ctor(args: tuple[Any, ...]) -> Any:
+            if isinstance(call, AsyncExportCall):
+                return finish(call.call_sync(args))
             return finish(call(args))
 
         cls._polyengine_ctor = staticmethod(ctor)
@@ -269,14 +291,14 @@ def _attach(cls: type[GuestResource], kind: str, name: str, call: ExportCall) ->
     if kind == "method":
 
         async def method(self: GuestResource, *args: Any) -> Any:
-            return finish(call((self, *args)))
+            return await invoke((self, *args))
 
         method.__name__ = method.__qualname__ = py
         setattr(cls, py, method)
         return
 
     async def static(*args: Any) -> Any:
-        return finish(call(args))
+        return await invoke(args)
 
     static.__name__ = static.__qualname__ = py
     setattr(cls, py, staticmethod(static))

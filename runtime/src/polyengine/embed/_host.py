@@ -24,6 +24,7 @@ from polyengine.embed._errors import host_import_trap
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.embed._runtime import ComponentRuntime, CoreVal
+from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
@@ -241,6 +242,28 @@ class HostLinker:
         return call_method
 
     # trampolines ---------------------------------------------------------------------
+
+    def is_marked(self, path: tuple[str, ...]) -> bool:
+        """Whether the import at ``path`` is marked ``suspending()``."""
+        return _is_marked_suspending(self.resolve(path))
+
+    def task_trampoline(
+        self, rt: ComponentRuntime, index: int, tr: pln.LowerImport
+    ) -> CoreFunc | None:
+        """The task-model trampoline of ``tr``, or ``None`` when the plain one serves.
+
+        An ``async func`` import, an async ``canon lower`` and a
+        ``suspending()``-marked import may park their caller; an unmarked
+        sync import is called in place (an awaitable it returns traps).
+        """
+        fn = self.resolve(tr.path)
+        marked = _is_marked_suspending(fn)
+        if not (marked or tr.type.is_async or tr.options.is_async):
+            return None
+        assert rt.tasks is not None
+        return rt.tasks.lower_import(
+            tr, fn, describe_import(tr.path), marked=marked, wrap=wrap_result(tr.type)
+        )
 
     def trampoline(
         self, rt: ComponentRuntime, index: int, tr: pln.LowerImport

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from polyengine.embed._async import needs_task_model
 from polyengine.embed._facade import Exports, build_exports
 from polyengine.embed._host import HostLinker
 from polyengine.embed._providers import Imports
 from polyengine.embed._runtime import ComponentRuntime
+from polyengine.errors import LinkError
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
@@ -71,11 +73,20 @@ async def instantiate(
     for imp in required_imports(arts):
         if imp.kind == "func":
             linker.resolve(imp.path)
+    task_model = suspend is not False and needs_task_model(arts.plan, linker.is_marked)
+    if suspend is False and arts.plan.uses_async():
+        raise LinkError(
+            "this component uses the 0.3 async features (async functions, streams, "
+            "futures or task built-ins), which need suspension; instantiate it "
+            "without suspend=False"
+        )
     runtime = ComponentRuntime(
         arts,
         linker.trampoline,
         host_resources=linker.resources,
         host_resource_dtor=lambda _index, rep: linker.resources.host_dtor(rep),
+        task_model=task_model,
+        task_lowerer=linker.task_trampoline if task_model else None,
     )
     return Instance(runtime, build_exports(runtime))
 

@@ -14,12 +14,13 @@ that is created after the instance importing the trampoline.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
 from polyengine.abi.compile import Compiler
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
+from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.resources import (
     CallBorrows,
     CallLenders,
@@ -35,6 +36,9 @@ from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import flatten_functype
 from polyengine_protocol import Trap
+
+if TYPE_CHECKING:
+    from polyengine.embed._async import TaskModel
 
 __all__ = ["ComponentRuntime", "ExportCall"]
 
@@ -170,11 +174,14 @@ class ComponentRuntime:
         *,
         host_resources: Any = None,
         host_resource_dtor: Callable[[int, int], None] | None = None,
+        task_model: bool = False,
+        task_lowerer: Callable[[ComponentRuntime, int, pln.LowerImport], engine.CoreFunc | None]
+        | None = None,
     ) -> None:
         plan = artifacts.plan
         self.plan = plan
         self.artifacts = artifacts
-        self.store = engine.EngineStore(suspend=False)
+        self.store = engine.EngineStore(suspend=task_model)
         self.host_resources = host_resources
         self.records: list[InstanceRecord] = []
         for ci_plan in plan.component_instances:
@@ -191,8 +198,15 @@ class ComponentRuntime:
                 rtype.dtor = _bind_index(host_resource_dtor, index)
             self.resource_types.append(rtype)
         self._host_trampolines = host_trampolines
+        self._task_lowerer = task_lowerer
         self._trampolines: dict[int, engine.CoreFunc] = {}
-        self._option_cache: dict[tuple[pln.CanonOptions, bool], ResolvedOptions] = {}
+        self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
+        #: the task-model half (``None`` on the plain synchronous path)
+        self.tasks: TaskModel | None = None
+        if task_model:
+            from polyengine.embed._async import TaskModel
+
+            self.tasks = TaskModel(self)
         self.core_instances: list[engine.CoreInstance] = []
         modules = [
             engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
@@ -206,11 +220,31 @@ class ComponentRuntime:
                 )
             module = modules[core.module.index]
             externs = [self.resolve(arg.item) for arg in core.args]
+            self.core_instances.append(self._instantiate_core(module, externs, core))
+        if self.tasks is not None:
+            self.tasks.in_start = False
+
+    def _instantiate_core(
+        self, module: engine.CoreModule, externs: list[engine.Extern], core: pln.CoreInstance
+    ) -> engine.CoreInstance:
+        tasks = self.tasks
+        try:
+            if tasks is None:
+                return engine.instantiate(self.store, module, externs)
+            from polyengine.concurrency import sync_scope
+
+            tasks.in_start = True
+            state = tasks.states[core.component_instance]
             try:
-                inst = engine.instantiate(self.store, module, externs)
-            except engine.CoreTrap as exc:
-                raise (f := _core_failure(exc)) from f.__cause__
-            self.core_instances.append(inst)
+                with sync_scope(state):
+                    return engine.instantiate(self.store, module, externs)
+            except BaseException as exc:
+                trap = _as_trap(exc)
+                if trap is not exc:
+                    raise trap from exc
+                raise
+        except engine.CoreTrap as exc:
+            raise (f := _core_failure(exc)) from f.__cause__
 
     # -- resolution --------------------------------------------------------------------
 
@@ -233,14 +267,21 @@ class ComponentRuntime:
         assert isinstance(ext, engine.CoreFunc), ext
         return ext
 
-    def resolve_options(self, o: pln.CanonOptions, *, host_side: bool) -> ResolvedOptions:
+    def resolve_options(
+        self, o: pln.CanonOptions, *, host_side: bool | None = None, side: str | None = None
+    ) -> ResolvedOptions:
         """Resolve ``o`` into ABI options and a compiler (cached per options and side).
 
-        ``host_side`` compilers convert resources to and from host objects;
-        guest-to-guest compilers keep handles as representations and strings as
-        guest string values (so the store side can transcode per the spec).
+        ``side="host"`` (``host_side=True``) compilers convert resources,
+        streams and futures to and from host objects; ``"guest"`` compilers
+        (guest-to-guest calls) keep handles as representations and strings as
+        guest string values (so the store side can transcode per the spec);
+        ``"copy"`` compilers (stream and future element copies, error-context
+        messages) decode strings to ``str`` and keep handles as representations.
         """
-        key = (o, host_side)
+        if side is None:
+            side = "host" if host_side else "guest"
+        key = (o, side)
         cached = self._option_cache.get(key)
         if cached is not None:
             return cached
@@ -262,15 +303,24 @@ class ComponentRuntime:
             post_return=post_return,
             is_async=o.is_async,
         )
+        async_values: AsyncValueHooks | None = None
+        if self.tasks is not None:
+            async_values = self.tasks.host_values if side == "host" else self.tasks.hooks
         compiler = Compiler(
             o.string_encoding,  # type: ignore[arg-type]
             resource_type=self.resource_types.__getitem__,
-            host_resources=self.host_resources if host_side else None,
-            guest_strings=not host_side,
+            host_resources=self.host_resources if side == "host" else None,
+            async_values=async_values,
+            guest_strings=side == "guest",
         )
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
         return ro
+
+    def return_key(self, o: pln.CanonOptions) -> tuple[str, object]:
+        """What ``task.return``'s options must share with the lift: encoding and memory."""
+        memory = None if o.memory is None else self.resolve(o.memory)
+        return (o.string_encoding, memory)
 
     def check_enter(self, rec: InstanceRecord, what: str) -> None:
         """Refuse to enter a poisoned or already-entered instance (Component Invariant #2)."""
@@ -293,6 +343,12 @@ class ComponentRuntime:
         if found is not None:
             return found
         tr = self.plan.trampolines[index]
+        tasks = self.tasks
+        if tasks is not None:
+            found = self._task_trampoline(tasks, index, tr)
+            if found is not None:
+                self._trampolines[index] = found
+                return found
         if isinstance(tr, pln.LowerImport):
             fn = self._host_trampolines(self, index, tr)
             core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
@@ -307,6 +363,20 @@ class ComponentRuntime:
         func = engine.define_host_func(self.store, list(core.params), list(core.results), fn)
         self._trampolines[index] = func
         return func
+
+    def _task_trampoline(
+        self, tasks: TaskModel, index: int, tr: pln.Trampoline
+    ) -> engine.CoreFunc | None:
+        """The task-model trampoline of ``tr`` (``None``: the plain one serves)."""
+        if isinstance(tr, pln.Adapter):
+            return tasks.adapter(tr)
+        if isinstance(tr, pln.Builtin):
+            if tr.kind.startswith("resource.") or tr.kind == "unavailable":
+                return None
+            return tasks.builtin(tr)
+        if self._task_lowerer is None:
+            return None
+        return self._task_lowerer(self, index, tr)
 
     def _guest_dtor(self, ref: pln.CoreDef) -> Callable[[int], None]:
         def dtor(rep: int) -> None:
@@ -410,6 +480,8 @@ class ComponentRuntime:
         return adapter
 
     def close(self) -> None:
+        if self.tasks is not None:
+            self.tasks.close()
         self.store.close()
 
 

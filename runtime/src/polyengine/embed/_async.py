@@ -1,0 +1,323 @@
+"""Executing a plan on the 0.3 task model (architecture.md §4,
+python-mapping.md §4; CanonicalABI.md §``canon lift``, §``canon lower``).
+
+A plan with async features (async lifts or lowers, async-typed functions,
+task-model built-ins, ``stream``/``future`` values) or with imports marked
+``suspending()`` runs in a store with parkable calls: every guest entry is
+an activation of the concurrency layer on a wasmtime fiber, scheduled by one
+:class:`~polyengine.concurrency.Driver` per instantiation on the running
+asyncio loop. :class:`TaskModel` builds, for a
+:class:`~polyengine.embed._runtime.ComponentRuntime`:
+
+* the :class:`~polyengine.concurrency.CanonLift` of each ``canon lift``
+  (callback or stackful when ``async``);
+* lowered host imports: an ``async func`` import (coroutine function or
+  plain function) and a ``suspending()``-marked sync import run as host
+  functions of the driver, the call parking the guest until they settle; an
+  unmarked sync import keeps the plain trampoline;
+* guest→guest adapters as ``canon lower`` of the callee's lift;
+* every canonical built-in (:mod:`~polyengine.embed._builtins`).
+
+Exports are awaited through :class:`AsyncExportCall`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from polyengine import engine
+from polyengine.abi.functions import LiftedFunc, LoweredFunc
+from polyengine.concurrency import (
+    CanonLift,
+    CanonLower,
+    Driver,
+    FuncInst,
+    InstanceState,
+    Store,
+    TaskModelHooks,
+    canon_lower,
+    lift_func,
+    run_to_completion,
+)
+from polyengine.concurrency.engine_seam import builtin_host_func, engine_core
+from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
+from polyengine.concurrency.thread import CoreVal, Thread
+from polyengine.concurrency.traps import Trap as ConcurrencyTrap
+from polyengine.concurrency.traps import TrapCode, ctrap_if
+from polyengine.embed._builtins import builtin_signature, task_model_builtin
+from polyengine.embed._streams import HostValues
+from polyengine.translate import plan as pln
+from polyengine.types import model as m
+from polyengine.types.layout import flatten_functype
+from polyengine_protocol import Trap, is_component_exception
+
+if TYPE_CHECKING:
+    from polyengine.embed._runtime import ComponentRuntime
+
+__all__ = ["AsyncExportCall", "TaskModel", "needs_task_model"]
+
+
+def _has_async_value(t: m.ValType | None, seen: set[int] | None = None) -> bool:
+    if t is None:
+        return False
+    if isinstance(t, m.Stream | m.Future | m.ErrorContext):
+        return True
+    for f in ("t", "ok", "error", "k", "v"):
+        sub = getattr(t, f, None)
+        if isinstance(sub, m.ValType) and _has_async_value(sub):
+            return True
+    for f in ("fields", "cases", "ts"):
+        subs = getattr(t, f, None) or ()
+        for s in subs:
+            inner = getattr(s, "t", s)
+            if isinstance(inner, m.ValType) and _has_async_value(inner):
+                return True
+    return False
+
+
+def _func_has_async_value(ft: m.FuncType) -> bool:
+    return any(_has_async_value(t) for t in ft.param_types()) or _has_async_value(ft.result)
+
+
+def needs_task_model(plan: pln.Plan, marked: Callable[[tuple[str, ...]], bool]) -> bool:
+    """Whether ``plan`` must run on the task model (``marked(path)``: a suspending import)."""
+    if plan.uses_async():
+        return True
+    for tr in plan.trampolines:
+        if isinstance(tr, pln.LowerImport):
+            if marked(tr.path) or _func_has_async_value(tr.type):
+                return True
+        elif isinstance(tr, pln.Adapter) and _func_has_async_value(tr.type):
+            return True
+    return False
+
+
+class TaskModel:
+    """The task-model half of a :class:`ComponentRuntime` (see the module docstring)."""
+
+    def __init__(self, rt: ComponentRuntime) -> None:
+        self.rt = rt
+        self.store = Store()
+        self.driver = Driver(self.store)
+        self.states = [InstanceState(self.store, rec.ci) for rec in rt.records]
+        self.hooks = TaskModelHooks()
+        self.host_values = HostValues(self.store, self.driver)
+        #: true while core instances are instantiated (start functions run)
+        self.in_start = False
+        self._lifts: dict[tuple[pln.Lift, str], CanonLift] = {}
+        self._func_insts: dict[pln.Lift, FuncInst] = {}
+        self.store.on_poison.append(self._on_poison)
+
+    def _on_poison(self, inst: InstanceState, trap: Any) -> None:
+        for rec, st in zip(self.rt.records, self.states, strict=True):
+            if st is inst and rec.poisoned is None:
+                rec.poisoned = _protocol_trap(trap)
+
+    # -- lifts ---------------------------------------------------------------------------
+
+    def lift(self, lift: pln.Lift, side: str) -> CanonLift:
+        """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``)."""
+        key = (lift, side)
+        found = self._lifts.get(key)
+        if found is not None:
+            return found
+        rt = self.rt
+        o = lift.options
+        ro = rt.resolve_options(o, side=side)
+        values = LiftedFunc.compile(
+            ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
+        )
+        lf = canon_lift_from_abi(
+            values,
+            ro.opts,
+            self.states[o.instance],
+            engine_core(rt.resolve_func(lift.func)),
+            callback=None if o.callback is None else engine_core(rt.resolve_func(o.callback)),
+            post_return=(
+                None if o.post_return is None else engine_core(rt.resolve_func(o.post_return))
+            ),
+        )
+        lf.return_key = rt.return_key(o)
+        self._lifts[key] = lf
+        return lf
+
+    def func_inst(self, lift: pln.Lift) -> FuncInst:
+        """The callable component function of a lift, for guest callers."""
+        found = self._func_insts.get(lift)
+        if found is None:
+            found = self._func_insts[lift] = lift_func(self.lift(lift, "guest"))
+        return found
+
+    # -- trampolines ---------------------------------------------------------------------------
+
+    def _lower_trampoline(
+        self, ft: m.FuncType, o: pln.CanonOptions, build: Callable[[], CanonLower]
+    ) -> engine.CoreFunc:
+        core = flatten_functype(ft, "lower", is_async=o.is_async)
+        cell: list[CanonLower] = []
+
+        def lower(thread: Thread, args: list[CoreVal]) -> Any:
+            if not cell:
+                cell.append(build())
+            return canon_lower(cell[0], thread, args)
+
+        return builtin_host_func(
+            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=True
+        )
+
+    def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
+        """A guest→guest call through the task model (sync or async on either side)."""
+
+        def build() -> CanonLower:
+            ro = self.rt.resolve_options(a.options, side="guest")
+            values = LoweredFunc.compile(ro.compiler, a.type, is_async=a.options.is_async)
+            callee = self.func_inst(a.lift)
+            return canon_lower_from_abi(values, ro.opts, self.states[a.options.instance], callee)
+
+        return self._lower_trampoline(a.type, a.options, build)
+
+    def lower_import(
+        self,
+        tr: pln.LowerImport,
+        fn: Callable[..., Any],
+        where: str,
+        *,
+        marked: bool,
+        wrap: Callable[[Callable[[], Any]], Any] | None,
+    ) -> engine.CoreFunc:
+        """A host import called through the task model (it may park its caller)."""
+        ft = tr.type
+        call = _host_callable(fn, where, wrap)
+        func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
+        if marked and not ft.is_async:
+            inner = func_inst
+
+            def guarded(on_start: Any, on_resolve: Any, caller: Any) -> Any:
+                ctrap_if(
+                    self.in_start,
+                    TrapCode.CANNOT_BLOCK_SYNC,
+                    f"suspending import {where} reached from a start function",
+                )
+                return inner(on_start, on_resolve, caller)
+
+            func_inst = guarded
+
+        def build() -> CanonLower:
+            ro = self.rt.resolve_options(tr.options, side="host")
+            values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
+            return canon_lower_from_abi(values, ro.opts, self.states[tr.options.instance], func_inst)
+
+        return self._lower_trampoline(ft, tr.options, build)
+
+    def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
+        fn, defer = task_model_builtin(self.rt, b)
+        params, results = builtin_signature(b)
+        return builtin_host_func(self.rt.store, self.store, params, results, fn, defer=defer)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _host_callable(
+    fn: Callable[..., Any], where: str, wrap: Callable[[Callable[[], Any]], Any] | None
+) -> Callable[..., Any]:
+    """``fn`` with the error model applied to its result, returned or awaited."""
+    if wrap is None:
+        return fn
+
+    def call(*args: Any) -> Any:
+        holder: list[Any] = []
+
+        def thunk() -> Any:
+            out = fn(*args)
+            if inspect.isawaitable(out):
+                holder.append(out)
+                return None
+            return out
+
+        value = wrap(thunk)
+        if not holder:
+            return value
+        aw: Awaitable[Any] = holder[0]
+
+        async def settle() -> Any:
+            result = aw
+
+            async def inner() -> Any:
+                return await result
+
+            try:
+                v = await inner()
+            except Exception as exc:
+                if not is_component_exception(exc):
+                    raise
+                return wrap(_raiser(exc))
+            return wrap(lambda: v)
+
+        return settle()
+
+    return call
+
+
+def _raiser(exc: BaseException) -> Callable[[], Any]:
+    def thunk() -> Any:
+        raise exc
+
+    return thunk
+
+
+def _protocol_trap(exc: BaseException) -> BaseException:
+    if isinstance(exc, Trap):
+        return exc
+    code = getattr(exc, "code", None)
+    trap = Trap(str(exc), code=code if isinstance(code, str) else "trap")
+    trap.__cause__ = exc.__cause__ or exc
+    return trap
+
+
+class AsyncExportCall:
+    """A lifted export called from the host through the task model."""
+
+    __slots__ = ("lift", "name", "tasks")
+
+    def __init__(self, tasks: TaskModel, lift: pln.Lift, name: str) -> None:
+        self.tasks = tasks
+        self.lift = lift
+        self.name = name
+
+    def _check(self) -> CanonLift:
+        lf = self.tasks.lift(self.lift, "host")
+        rec = self.tasks.rt.records[self.lift.options.instance]
+        if rec.poisoned is not None:
+            raise Trap(
+                f"cannot call {self.name}: component instance {rec.ci.name} was poisoned "
+                f"by an earlier trap ({rec.poisoned})",
+                code="instance-poisoned",
+            )
+        return lf
+
+    async def __call__(self, args: Any) -> Any:
+        """Call the export and await its result value."""
+        lf = self._check()
+        fut = self.tasks.driver.call(lf, list(args))
+        try:
+            results = await asyncio.shield(fut)
+        except ConcurrencyTrap as trap:
+            raise _protocol_trap(trap) from trap
+        return results[0] if results else None
+
+    def call_sync(self, args: Any) -> Any:
+        """Run the export to completion now (resource constructors); nothing may wait on host work."""
+        lf = self._check()
+        try:
+            results = run_to_completion(lf, list(args))
+        except ConcurrencyTrap as trap:
+            raise _protocol_trap(trap) from trap
+        except RuntimeError as exc:
+            raise Trap(
+                f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
+            ) from exc
+        return results[0] if results else None

@@ -1,0 +1,536 @@
+"""Host handles for ``stream<T>``, ``future<T>`` and ``error-context``
+(python-mapping.md §6, embedder-api.md §"Streams and futures").
+
+Lifted values arrive as :class:`Stream`, :class:`Future` and
+:class:`ErrorContext` handles over the concurrency layer's host ends
+(:class:`~polyengine.concurrency.HostStreamReader` and siblings). Lowering
+accepts a handle (passed through without copying when it belongs to the
+same store), or a natural Python producer: for a stream an async iterable
+or a finite sync iterable (``bytes``, ``list``, a generator), for a future
+any awaitable. A producer is pumped into a fresh stream or future by a host
+operation of the store's :class:`~polyengine.concurrency.Driver`, so a
+guest waiting on it is never declared deadlocked while the host may still
+act.
+
+:func:`create_stream` makes a ``(Stream, StreamWriter)`` pair that belongs
+to no store yet: lowering its stream into a guest pumps what the writer
+writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
+from types import TracebackType
+from typing import Any, Protocol
+
+from polyengine.abi.errors import LowerTypeError
+from polyengine.abi.options import LiftLowerContext
+from polyengine.concurrency import (
+    Driver,
+    HostFutureReader,
+    HostFutureWriter,
+    HostStreamReader,
+    HostStreamWriter,
+    SharedFutureImpl,
+    SharedStreamImpl,
+    Store,
+    TaskModelHooks,
+)
+from polyengine.concurrency import ErrorContext as ErrorContextValue
+from polyengine.concurrency.traps import Trap
+from polyengine.types import model as m
+from polyengine_protocol import (
+    ERROR_CONTEXT,
+    FUTURE,
+    STREAM,
+    STREAM_WRITER,
+    DroppedError,
+    define_realm_local,
+    has_brand,
+)
+
+__all__ = [
+    "ErrorContext",
+    "Future",
+    "HostValues",
+    "Stream",
+    "StreamWriter",
+    "create_stream",
+]
+
+_CHUNK = 64 * 1024
+
+
+class _Source(Protocol):
+    """Where a :class:`Stream` handle reads from."""
+
+    async def read(self, max_count: int) -> list[Any] | bytes | None: ...
+
+    def drop(self) -> None: ...
+
+
+class Stream:
+    """The readable end of a ``stream<T>`` held by the host.
+
+    ``async for chunk in stream`` reads chunks (``bytes`` for ``stream<u8>``,
+    ``list`` otherwise) to the end; ``await stream.read(n)`` reads at most
+    ``n`` elements (an empty chunk is the end); ``drop()`` (or leaving
+    ``async with``) releases the end.
+    """
+
+    __polyengine_brand__ = STREAM
+    __slots__ = ("__weakref__", "_bytes", "_source", "_store", "elem")
+
+    def __init__(self, elem: m.ValType | None, source: _Source, store: Store | None) -> None:
+        self.elem = elem
+        self._bytes = isinstance(elem, m.U8) or elem is None and store is None
+        self._source: _Source | None = source
+        self._store = store
+
+    def _empty(self) -> bytes | list[Any]:
+        return b"" if self._bytes else []
+
+    async def read(self, max_count: int = _CHUNK, /) -> bytes | list[Any]:
+        """At most ``max_count`` elements; an empty chunk at the end of the stream."""
+        src = self._source
+        if src is None:
+            raise ValueError("this stream was dropped or passed to a guest")
+        if max_count < 1:
+            raise ValueError("read needs a positive element count")
+        chunk = await src.read(max_count)
+        if chunk is None:
+            return self._empty()
+        return chunk
+
+    async def read_direct(self, consume: Any, /) -> int:
+        raise NotImplementedError("read_direct is not supported yet; use read()")
+
+    def __aiter__(self) -> AsyncIterator[bytes | list[Any]]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes | list[Any]]:
+        while True:
+            chunk = await self.read(_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+    async def __anext__(self) -> bytes | list[Any]:
+        chunk = await self.read(_CHUNK)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    def cancel_read(self) -> None:
+        """Give up on the stream: an in-flight read ends as the end of the stream."""
+        self.drop()
+
+    def drop(self) -> None:
+        """Release the end (idempotent): a guest writer sees the reader dropped."""
+        src, self._source = self._source, None
+        if src is not None:
+            src.drop()
+
+    def _take_shared(self, store: Store) -> SharedStreamImpl | None:
+        """The guest stream under this handle, taken over, if it belongs to ``store``."""
+        src = self._source
+        if isinstance(src, HostStreamReader) and src.store is store and not src.closed:
+            self._source = None
+            src._close()
+            return src.shared
+        return None
+
+    async def __aenter__(self) -> Stream:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.drop()
+
+    def __repr__(self) -> str:
+        return f"<Stream {'dropped' if self._source is None else 'open'}>"
+
+
+class _Pipe:
+    """A rendezvous between a :class:`StreamWriter` and its :class:`Stream` (no store)."""
+
+    __slots__ = ("_offer", "_waiter", "closed", "reader_gone")
+
+    def __init__(self) -> None:
+        self._offer: tuple[bytes | list[Any], asyncio.Future[int]] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False
+        self.reader_gone = False
+
+    def _wake(self) -> None:
+        w, self._waiter = self._waiter, None
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def read(self, max_count: int) -> list[Any] | bytes | None:
+        while self._offer is None:
+            if self.closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        chunk, fut = self._offer
+        taken = chunk[:max_count]
+        self._offer = None
+        if not fut.done():
+            fut.set_result(len(taken))
+        return taken
+
+    async def write(self, chunk: bytes | list[Any]) -> int:
+        if self.reader_gone:
+            return 0
+        if self._offer is not None:
+            raise RuntimeError("a write is already in progress on this stream writer")
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._offer = (chunk, fut)
+        self._wake()
+        try:
+            return await fut
+        finally:
+            if self._offer is not None and self._offer[1] is fut:
+                self._offer = None
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def drop(self) -> None:
+        self.reader_gone = True
+        offer, self._offer = self._offer, None
+        if offer is not None and not offer[1].done():
+            offer[1].set_result(0)
+
+
+class StreamWriter:
+    """The writable end of a stream made by :func:`create_stream`."""
+
+    __polyengine_brand__ = STREAM_WRITER
+    __slots__ = ("__weakref__", "_pipe")
+
+    def __init__(self, pipe: _Pipe) -> None:
+        self._pipe = pipe
+
+    async def write(self, chunk: bytes | bytearray | memoryview | list[Any], /) -> int:
+        """Offer ``chunk``; resolves with how many elements the reader took."""
+        if self._pipe.closed:
+            raise ValueError("this stream writer is closed")
+        data = bytes(chunk) if isinstance(chunk, bytes | bytearray | memoryview) else list(chunk)
+        if not data:
+            return 0
+        return await self._pipe.write(data)
+
+    async def write_all(self, chunk: bytes | bytearray | memoryview | list[Any], /) -> int:
+        """Offer ``chunk`` until all of it is taken or the reader is gone; the total taken."""
+        rest: bytes | list[Any] = (
+            bytes(chunk) if isinstance(chunk, bytes | bytearray | memoryview) else list(chunk)
+        )
+        total = 0
+        while rest:
+            n = await self.write(rest)
+            if n == 0:
+                break
+            total += n
+            rest = rest[n:]
+        return total
+
+    async def write_direct(self, produce: Any, /) -> int:
+        raise NotImplementedError("write_direct is not supported yet; use write()")
+
+    def cancel_write(self) -> None:
+        """Retract an in-flight write (it resolves with 0)."""
+        offer = self._pipe._offer
+        if offer is not None:
+            self._pipe._offer = None
+            if not offer[1].done():
+                offer[1].set_result(0)
+
+    def close(self) -> None:
+        """End the stream (idempotent)."""
+        self._pipe.close()
+
+    async def __aenter__(self) -> StreamWriter:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def create_stream() -> tuple[Stream, StreamWriter]:
+    """A new host stream: ``(stream, writer)`` (python-mapping.md §6).
+
+    The stream may be read by the host or passed to a guest (lowering pumps
+    what the writer writes); chunks are ``bytes`` when the writer writes
+    bytes-like chunks.
+    """
+    pipe = _Pipe()
+    return Stream(None, pipe, None), StreamWriter(pipe)
+
+
+class Future:
+    """The readable end of a ``future<T>`` held by the host: ``await future`` yields ``T``."""
+
+    __polyengine_brand__ = FUTURE
+    __slots__ = ("__weakref__", "_reader", "_store")
+
+    def __init__(self, reader: HostFutureReader, store: Store) -> None:
+        self._reader: HostFutureReader | None = reader
+        self._store = store
+
+    async def _get(self) -> Any:
+        reader = self._reader
+        if reader is None:
+            raise ValueError("this future was dropped or passed to a guest")
+        try:
+            return await reader.read()
+        except _FutureDropped:
+            raise DroppedError() from None
+        finally:
+            self._reader = None
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._get().__await__()
+
+    def drop(self) -> None:
+        """Release the end (idempotent, never raises)."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.drop()
+
+    def cancel(self) -> None:
+        """Same as :meth:`drop` (a total, fire-and-forget handle operation)."""
+        self.drop()
+
+    def _take_shared(self, store: Store) -> SharedFutureImpl | None:
+        reader = self._reader
+        if reader is not None and reader.store is store and not reader.closed:
+            self._reader = None
+            reader._close()
+            return reader.shared
+        return None
+
+    async def __aenter__(self) -> Future:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.drop()
+
+    def __repr__(self) -> str:
+        return f"<Future {'dropped' if self._reader is None else 'pending'}>"
+
+
+class _FutureDropped(Exception):
+    pass
+
+
+class ErrorContext:
+    """An ``error-context`` received from a guest: its debug ``message``."""
+
+    __polyengine_brand__ = ERROR_CONTEXT
+    __slots__ = ("__weakref__", "_value")
+
+    def __init__(self, value: ErrorContextValue) -> None:
+        self._value = value
+
+    @property
+    def message(self) -> str:
+        return self._value.debug_message
+
+    def debug_message(self) -> str:
+        return self._value.debug_message
+
+    def __repr__(self) -> str:
+        return f"ErrorContext({self.message!r})"
+
+
+for _cls in (Stream, StreamWriter, Future, ErrorContext):
+    define_realm_local(_cls)
+
+
+def _byte_chunk(item: Any) -> bytes:
+    if isinstance(item, bytes | bytearray | memoryview):
+        return bytes(item)
+    if isinstance(item, int):
+        return bytes((item,))
+    return bytes(item)
+
+
+async def _chunks(src: Any, elem: m.ValType | None) -> AsyncIterator[Any]:
+    """The chunks a stream source produces (``bytes`` for ``stream<u8>``, else lists)."""
+    u8 = isinstance(elem, m.U8)
+    if isinstance(src, Stream):
+        async for chunk in src:
+            yield bytes(chunk) if u8 else list(chunk)
+        return
+    if isinstance(src, bytes | bytearray | memoryview):
+        yield bytes(src) if u8 else list(src)
+        return
+    if hasattr(src, "__aiter__"):
+        async for item in src:
+            yield _byte_chunk(item) if u8 else [item]
+        return
+    if isinstance(src, Iterable) and not isinstance(src, str):
+        items = list(src)
+        if u8:
+            yield b"".join(_byte_chunk(x) for x in items)
+        else:
+            yield items
+        return
+    raise LowerTypeError(
+        f"expected a stream source (a Stream, an async iterable or a finite iterable), "
+        f"got {type(src).__name__}"
+    )
+
+
+class HostValues:
+    """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
+
+    __slots__ = ("driver", "hooks", "store")
+
+    def __init__(self, store: Store, driver: Driver) -> None:
+        self.store = store
+        self.driver = driver
+        self.hooks = TaskModelHooks()
+
+    # -- streams -----------------------------------------------------------------------
+
+    def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
+        shared = self.hooks.lift_stream(cx, i, t)
+        assert isinstance(shared, SharedStreamImpl)
+        return Stream(t.t, HostStreamReader(self.store, shared), self.store)
+
+    def lower_stream(self, cx: LiftLowerContext, v: object, t: m.Stream) -> int:
+        return self.hooks.lower_stream(cx, self.stream_of(v, t), t)
+
+    def stream_of(self, v: object, t: m.Stream) -> SharedStreamImpl:
+        """The shared stream to hand a guest for the host value ``v``."""
+        if isinstance(v, Stream):
+            shared = v._take_shared(self.store)
+            if shared is not None:
+                if shared.t != t.t:
+                    raise LowerTypeError("the stream has another element type")
+                return shared
+            if v._source is None:
+                raise LowerTypeError("the stream was dropped or passed to a guest already")
+        elif isinstance(v, str) or not (
+            hasattr(v, "__aiter__") or isinstance(v, Iterable | bytes | bytearray | memoryview)
+        ):
+            raise LowerTypeError(
+                f"expected a stream source (a Stream, an async iterable or a finite "
+                f"iterable), got {type(v).__name__}"
+            )
+        shared = SharedStreamImpl(t.t)
+        writer = HostStreamWriter(self.store, shared)
+        self._spawn(self._pump_stream(v, t.t, writer))
+        return shared
+
+    async def _pump_stream(self, src: Any, elem: m.ValType | None, w: HostStreamWriter) -> None:
+        try:
+            async for chunk in _chunks(src, elem):
+                if chunk and not await w.write_all(chunk):
+                    break
+        finally:
+            w.drop()
+            close = getattr(src, "aclose", None)
+            if isinstance(src, Stream):
+                src.drop()
+            elif close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+
+    # -- futures -------------------------------------------------------------------------
+
+    def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
+        shared = self.hooks.lift_future(cx, i, t)
+        assert isinstance(shared, SharedFutureImpl)
+        return Future(_Reader(self.store, shared), self.store)
+
+    def lower_future(self, cx: LiftLowerContext, v: object, t: m.Future) -> int:
+        return self.hooks.lower_future(cx, self.future_of(v, t), t)
+
+    def future_of(self, v: object, t: m.Future) -> SharedFutureImpl:
+        """The shared future to hand a guest for the host value ``v``."""
+        if isinstance(v, Future):
+            shared = v._take_shared(self.store)
+            if shared is not None:
+                if shared.t != t.t:
+                    raise LowerTypeError("the future has another value type")
+                return shared
+            if v._reader is None:
+                raise LowerTypeError("the future was dropped or passed to a guest already")
+        elif not inspect.isawaitable(v):
+            raise LowerTypeError(
+                f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
+            )
+        shared = SharedFutureImpl(t.t)
+        writer = HostFutureWriter(self.store, shared)
+        self._spawn(self._pump_future(v, writer))
+        return shared
+
+    async def _pump_future(self, src: Awaitable[Any], w: HostFutureWriter) -> None:
+        try:
+            value = await src
+        except BaseException:
+            _abandon(self.store, w)
+            raise
+        await w.write(value)
+
+    # -- error contexts --------------------------------------------------------------------
+
+    def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:
+        value = self.hooks.lift_error_context(cx, i)
+        assert isinstance(value, ErrorContextValue)
+        return ErrorContext(value)
+
+    def lower_error_context(self, cx: LiftLowerContext, v: object) -> int:
+        if isinstance(v, ErrorContext):
+            value = v._value
+        elif has_brand(v, ERROR_CONTEXT) and isinstance(getattr(v, "message", None), str):
+            value = ErrorContextValue(getattr(v, "message"))  # noqa: B009
+        else:
+            raise LowerTypeError(f"expected an error-context, got {type(v).__name__}")
+        return self.hooks.lower_error_context(cx, value)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _spawn(self, aw: Awaitable[None]) -> None:
+        def done(task: asyncio.Future[None]) -> None:
+            if not task.cancelled():
+                task.exception()  # consumed: a producer failure is not an unhandled error
+
+        self.driver.spawn_host(aw, done)
+
+
+class _Reader(HostFutureReader):
+    """A host future reader that reports a value-less end as :class:`_FutureDropped`."""
+
+    __slots__ = ()
+
+    async def read(self) -> Any:
+        if self.shared.dropped and self.shared.pending_buffer is None:
+            self._close()
+            raise _FutureDropped
+        try:
+            return await super().read()
+        except IndexError:
+            raise _FutureDropped from None
+
+
+def _abandon(store: Store, w: HostFutureWriter) -> None:
+    """The producer of a host future failed: the guest waiting on it traps (A8)."""
+    shared = w.shared
+    pending = shared.pending_inst
+    if shared.pending_buffer is not None and pending is not None:
+        store.poison(pending, Trap("the host abandoned a future without a value", code="host"))
+    w._close()
