@@ -140,7 +140,7 @@ class TaskModel:
                 None if o.post_return is None else engine_core(rt.resolve_func(o.post_return))
             ),
         )
-        lf.return_key = rt.return_key(o)
+        lf.return_key = rt.return_key(o, lift.type.result)
         self._lifts[key] = lf
         return lf
 
@@ -293,8 +293,8 @@ class AsyncExportCall:
         rec = self.tasks.rt.records[self.lift.options.instance]
         if rec.poisoned is not None:
             raise Trap(
-                f"cannot call {self.name}: component instance {rec.ci.name} was poisoned "
-                f"by an earlier trap ({rec.poisoned})",
+                f"cannot enter component instance {rec.ci.name} to call {self.name}: "
+                f"it was poisoned by an earlier trap ({rec.poisoned})",
                 code="instance-poisoned",
             )
         return lf

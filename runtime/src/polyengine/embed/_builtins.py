@@ -220,7 +220,7 @@ def _task_return(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
     results = b.results or ()
     result_t = results[0] if results else None
     values = LiftedFunc.compile(ro.compiler, m.FuncType((), result_t, False), is_async=True)
-    key = rt.return_key(b.options)
+    key = rt.return_key(b.options, result_t)
 
     def lift(task: Any, flat: list[CoreVal]) -> list[Any]:
         cx = LiftLowerContext(ro.opts, task.inst.ci, task)

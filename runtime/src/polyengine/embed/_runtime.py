@@ -34,7 +34,9 @@ from polyengine.embed._errors import trap_from_core
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
-from polyengine.types.layout import flatten_functype
+from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_functype, flatten_type
+from polyengine.types.model import ValType
+from polyengine.validate.abi import needs_pointer
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
@@ -317,8 +319,16 @@ class ComponentRuntime:
         self._option_cache[key] = ro
         return ro
 
-    def return_key(self, o: pln.CanonOptions) -> tuple[str, object]:
-        """What ``task.return``'s options must share with the lift: encoding and memory."""
+    def return_key(self, o: pln.CanonOptions, result: ValType | None) -> object:
+        """What ``task.return``'s options must share with the lift: encoding and memory.
+
+        Only options the result's lifting uses are compared: a result that
+        needs no memory (scalars within the flat limit) ignores them.
+        """
+        if result is None or not (
+            needs_pointer(result) or len(flatten_type(result)) > MAX_FLAT_PARAMS
+        ):
+            return None
         memory = None if o.memory is None else self.resolve(o.memory)
         return (o.string_encoding, memory)
 
@@ -326,8 +336,8 @@ class ComponentRuntime:
         """Refuse to enter a poisoned or already-entered instance (Component Invariant #2)."""
         if rec.poisoned is not None:
             raise Trap(
-                f"cannot call {what}: component instance {rec.ci.name} was poisoned "
-                f"by an earlier trap ({rec.poisoned})",
+                f"cannot enter component instance {rec.ci.name} to call {what}: "
+                f"it was poisoned by an earlier trap ({rec.poisoned})",
                 code="instance-poisoned",
             )
         if not rec.ci.may_enter:
