@@ -337,6 +337,23 @@ GUESTS: dict[str, GuestSpec] = {
             extra=("py-async-driver", "js-qjs-async"),
         ),
         GuestSpec(
+            "py-values-driver",
+            "componentize-py",
+            FEATURES_SYNC,
+            "WASI 0.2 command calling every function of an imported `api` interface",
+            world="py-values-driver",
+            command=True,
+        ),
+        GuestSpec(
+            "py-values-composed",
+            "compose",
+            FEATURES_SYNC,
+            "py-values-driver composed with py-stub-values (values and a resource across)",
+            world="",
+            command=True,
+            extra=("py-values-driver", "py-stub-values"),
+        ),
+        GuestSpec(
             "example-py-app",
             "componentize-py",
             FEATURES_SYNC,

@@ -271,3 +271,43 @@ def test_pipes_interface_copies_agree() -> None:
     for copy in ("py-async-driver", "js-qjs-async"):
         path = _build.GUESTS_DIR / copy / "wit" / "deps" / "guests" / "pipes.wit"
         assert path.read_text(encoding="utf-8") == interface, path
+
+
+VALUES_DRIVER_OUTPUT = [
+    "upper: SNOW ☃",
+    "reverse-bytes: [3, 2, 1]",
+    "join-strings: a+b+c",
+    "split-words: ['one', 'two', 'three']",
+    "sum-u32: 4294967296",
+    "double-u32: [2, 4, 0]",
+    "add-points: Point(x=4, y=-2)",
+    "describe-person: ann (7) [x, y]",
+    "make-person: Person(name='bob', age=9, tags=['new'])",
+    "area: 6.0 0.0",
+    "maybe-double: 42 None",
+    "parse-u32: ok(12) err('not a number: x')",
+    "check-positive: err('-1 is not positive')",
+    "toggle-exec: Permissions.READ|EXEC",
+    "next-color: Color.RED",
+    "swap: (7, 'a')",
+    "scalars: (True, -3, 7, -9, 1.5, 'x')",
+    "counter: 5 8 10",
+    "merge: 18",
+    "counter-total: 36",
+]
+
+
+def test_values_cross_a_component_boundary() -> None:
+    """py-stub-values called from another component: every value kind and the resource."""
+    guest = _build.build_guest("py-values-composed")
+    proc = _wasmtime_run(guest)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == VALUES_DRIVER_OUTPUT
+
+
+def test_api_interface_copy_agrees() -> None:
+    world = _build.GUESTS_DIR / "py-stub-values" / "wit" / "world.wit"
+    source = world.read_text(encoding="utf-8")
+    interface = source[: source.index("world py-stub-values")].rstrip() + "\n"
+    copy = _build.GUESTS_DIR / "py-values-driver" / "wit" / "deps" / "values" / "api.wit"
+    assert copy.read_text(encoding="utf-8") == interface
