@@ -502,7 +502,10 @@ class Compiler:
 
         def to_char(i: int) -> str:
             if i >= 0x110000 or 0xD800 <= i <= 0xDFFF:
-                raise Trap(f"{i:#x} is not a Unicode scalar value", TrapCode.INVALID_CHAR)
+                raise Trap(
+                    f"invalid `char` bit pattern: {i:#x} is not a Unicode scalar value",
+                    TrapCode.INVALID_CHAR,
+                )
             return chr(i)
 
         def check(v: Any) -> int:

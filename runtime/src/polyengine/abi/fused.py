@@ -39,7 +39,10 @@ __all__ = ["fused_loads", "fused_store"]
 
 def _char(i: int) -> str:
     if i >= 0x110000 or 0xD800 <= i <= 0xDFFF:
-        trap(TrapCode.INVALID_CHAR, f"{i:#x} is not a Unicode scalar value")
+        trap(
+            TrapCode.INVALID_CHAR,
+            f"invalid `char` bit pattern: {i:#x} is not a Unicode scalar value",
+        )
     return chr(i)
 
 

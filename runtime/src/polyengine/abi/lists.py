@@ -133,7 +133,7 @@ def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:
             raise LowerValueError(f"list of {n} elements is too long for a component")
         ptr = cx.allocate(ea, nbytes)
         if ptr & (ea - 1) or ptr + nbytes > len(cx.mv):
-            range_trap("block from realloc", ptr, nbytes, ea, len(cx.mv))
+            range_trap("list", ptr, nbytes, ea, len(cx.mv), from_realloc=True)
         write(cx, v, ptr, n)
         return ptr, n
 

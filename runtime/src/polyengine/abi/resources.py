@@ -20,7 +20,7 @@ for synchronous calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NoReturn, Protocol, TypeVar
 
 from polyengine.abi.trap import TrapCode, trap, trap_if
 
@@ -72,8 +72,8 @@ class Table(Generic[E]):
             e = self.array[i]
             if e is not None:
                 return e
-            trap(TrapCode.INVALID_HANDLE, f"handle index {i} is not in use")
-        trap(TrapCode.INVALID_HANDLE, f"handle index {i} out of range")
+            trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
+        trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
 
     def add(self, e: E) -> int:
         """Store ``e`` in a free slot (reused first) and return its index."""
@@ -228,7 +228,7 @@ class CallBorrows:
         trap_if(
             self.num_borrows > 0,
             TrapCode.BORROWS_OUTSTANDING,
-            f"call returned while still holding {self.num_borrows} borrowed handle(s)",
+            f"borrow handles still remain at the end of the call ({self.num_borrows})",
         )
 
 
@@ -262,9 +262,16 @@ def _resource_handle(
     if type(h) is ResourceHandle and h.rt is rt:
         return h
     if not isinstance(h, ResourceHandle):
-        trap(TrapCode.INVALID_HANDLE, f"handle index {i} is not a resource handle")
+        trap(
+            TrapCode.INVALID_HANDLE,
+            f"handle index {i} used with the wrong type, expected {rt!r} but found "
+            f"{type(h).__name__}",
+        )
     if h.rt is not rt:
-        trap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle index {i} is a {h.rt!r}, expected a {rt!r}")
+        trap(
+            TrapCode.HANDLE_TYPE_MISMATCH,
+            f"handle index {i} used with the wrong type, expected {rt!r} but found {h.rt!r}",
+        )
     return h
 
 
@@ -275,9 +282,15 @@ def lift_own(inst: ComponentInstance, i: int, rt: ResourceType) -> int:
     the instance anyway.
     """
     h = _resource_handle(inst, inst.handles.remove(i), i, rt)
-    trap_if(h.num_lends != 0, TrapCode.HANDLE_LENT, f"handle index {i} is lent out")
-    trap_if(not h.own, TrapCode.NOT_OWNED, f"handle index {i} is a borrow, expected own")
+    if h.num_lends:
+        _lent_trap(i)
+    if not h.own:
+        trap(TrapCode.NOT_OWNED, f"cannot lift an owned resource from borrow handle index {i}")
     return h.rep
+
+
+def _lent_trap(i: int) -> NoReturn:
+    trap(TrapCode.HANDLE_LENT, f"cannot remove owned resource while borrowed (handle index {i})")
 
 
 def lift_borrow(inst: ComponentInstance, i: int, rt: ResourceType, scope: LendingSubtask) -> int:
@@ -314,7 +327,7 @@ def canon_resource_new(inst: ComponentInstance, rt: ResourceType, rep: int) -> i
     trap_if(
         not inst.may_leave,
         TrapCode.MAY_NOT_LEAVE,
-        "resource.new called when the instance may not leave",
+        "cannot leave component instance (resource.new)",
     )
     return inst.handles.add(ResourceHandle(rt, rep, own=True))
 
@@ -329,10 +342,11 @@ def canon_resource_drop(inst: ComponentInstance, rt: ResourceType, i: int) -> No
     trap_if(
         not inst.may_leave,
         TrapCode.MAY_NOT_LEAVE,
-        "resource.drop called when the instance may not leave",
+        "cannot leave component instance (resource.drop)",
     )
     h = _resource_handle(inst, inst.handles.remove(i), i, rt)
-    trap_if(h.num_lends != 0, TrapCode.HANDLE_LENT, f"handle index {i} is lent out")
+    if h.num_lends:
+        _lent_trap(i)
     if not h.own:
         assert h.borrow_scope is not None
         h.borrow_scope.num_borrows -= 1
@@ -347,7 +361,7 @@ def canon_resource_drop(inst: ComponentInstance, rt: ResourceType, i: int) -> No
     trap_if(
         not callee.may_enter_from(inst),
         TrapCode.CANNOT_ENTER,
-        f"destructor of {rt!r} would reenter {callee!r}",
+        f"cannot enter component instance {callee!r} to run the destructor of {rt!r}",
     )
     callee.enter_from(inst)
     try:

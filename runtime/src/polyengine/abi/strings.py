@@ -107,7 +107,9 @@ def make_string_decoder(
         try:
             return str(mv[ptr : ptr + units], "utf-8")
         except UnicodeDecodeError as e:
-            msg = f"invalid UTF-8 in string at {ptr}: {e.reason}"
+            truncated = e.reason == "unexpected end of data"
+            kind = "incomplete utf-8 byte sequence" if truncated else "invalid utf-8"
+            msg = f"{kind}: string at {ptr}, byte {e.start}: {e.reason}"
             raise Trap(msg, TrapCode.INVALID_UTF8) from None
 
     def decode_utf16(mv: memoryview, ptr: int, units: int) -> str:
@@ -116,7 +118,8 @@ def make_string_decoder(
             return str(mv[ptr : ptr + 2 * units], "utf-16-le")
         except UnicodeDecodeError as e:
             raise Trap(
-                f"invalid UTF-16 in string at {ptr}: {e.reason}", TrapCode.INVALID_UTF16
+                f"invalid utf-16: string at {ptr}, byte {e.start}: {e.reason}",
+                TrapCode.INVALID_UTF16,
             ) from None
 
     def decode_compact(mv: memoryview, ptr: int, tagged: int) -> str:
@@ -147,7 +150,7 @@ def load_string_from_range(cx: LiftLowerContext, ptr: int, tagged_code_units: in
 
 def _check_block(cx: LiftLowerContext, ptr: int, n: int, align: int) -> None:
     if ptr & (align - 1) or ptr + n > len(cx.mv):
-        range_trap("block from realloc", ptr, n, align, len(cx.mv))
+        range_trap("string", ptr, n, align, len(cx.mv), from_realloc=True)
 
 
 def _write(cx: LiftLowerContext, ptr: int, data: bytes) -> None:

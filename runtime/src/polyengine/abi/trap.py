@@ -58,19 +58,29 @@ def range_trap(
     *,
     limit: int | None = None,
     too_long_code: str = TrapCode.LIST_TOO_LONG,
+    from_realloc: bool = False,
 ) -> NoReturn:
     """Raise the trap for a bad memory range, checking in the spec's order.
 
     Hot paths test all conditions in one expression and call this only on
     failure: the byte-length ``limit`` (if any), then alignment, then bounds.
+    ``what`` is ``"string"``, ``"list"`` or ``"spilled values"``; with
+    ``from_realloc`` the range is a block ``realloc`` returned. Messages
+    start with the wording other component runtimes use for the same fault.
     """
     if limit is not None and nbytes > limit:
-        trap(too_long_code, f"{what} of {nbytes} bytes exceeds the limit of {limit}")
+        trap(too_long_code, f"{what} too long: {nbytes} bytes exceeds the limit of {limit}")
     if ptr & (align - 1):
-        trap(TrapCode.MISALIGNED, f"{what} pointer {ptr} is not {align}-byte aligned")
+        if from_realloc:
+            msg = f"realloc return: result not aligned ({ptr} for a {align}-aligned {what})"
+        else:
+            msg = f"unaligned pointer: {what} pointer {ptr} is not {align}-byte aligned"
+        trap(TrapCode.MISALIGNED, msg)
     if ptr + nbytes > memory_length:
-        trap(
-            TrapCode.OUT_OF_BOUNDS,
-            f"{what} at {ptr} of {nbytes} bytes is out of bounds (memory is {memory_length})",
-        )
+        detail = f"{what} content out-of-bounds: {nbytes} bytes at {ptr}, memory is {memory_length}"
+        if from_realloc:
+            msg = f"realloc return: beyond end of memory ({detail})"
+        else:
+            msg = f"{what} pointer/length out of bounds of memory ({detail})"
+        trap(TrapCode.OUT_OF_BOUNDS, msg)
     raise AssertionError("range_trap called on a valid range")

@@ -161,7 +161,10 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
 
     def case_index(i: int) -> int:
         if i >= n:
-            trap(TrapCode.INVALID_DISCRIMINANT, f"case index {i} out of range ({n} cases)")
+            trap(
+                TrapCode.INVALID_DISCRIMINANT,
+                f"invalid variant discriminant: case {i} of {n} cases",
+            )
         return i
 
     def load(cx: LiftLowerContext, ptr: int) -> Any:
