@@ -572,3 +572,51 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
     # valid, the truncated one malformed; 'INVALID' trailing bytes are malformed too.
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "4 passed, 0 failed, 0 xfail, 2 skipped"
+
+
+# --------------------------------------------------------------------------- engine checkers
+
+# (module (func (result i32))): well-formed, but the body leaves no i32 on the stack.
+INVALID_CORE_MODULE = EMPTY_CORE_MODULE + bytes.fromhex("0105016000017f030201000a040102000b")
+
+
+def test_engine_core_validator(tmp_path: Path) -> None:
+    from polyengine.testing._runner import find_core_validator
+
+    validator = find_core_validator()
+    if validator is None:
+        pytest.skip("polyengine.engine._validate.validate_core_module is not available")
+    path = write_suite(
+        tmp_path / "d",
+        "f",
+        [
+            ({"type": "module", "line": 1}, EMPTY_CORE_MODULE),
+            ({"type": "assert_invalid", "line": 2, "text": "type mismatch"}, INVALID_CORE_MODULE),
+            ({"type": "module", "line": 3}, INVALID_CORE_MODULE),
+        ],
+    )
+    result = runner(validate_core=validator).run_file(path)
+    assert statuses(result) == [(1, Status.PASSED), (2, Status.PASSED), (3, Status.FAILED)]
+
+
+def test_engine_translator(tmp_path: Path) -> None:
+    from polyengine.testing._runner import find_translator
+
+    translate, description = find_translator()
+    if translate is None:
+        pytest.skip(description)
+    path = write_suite(
+        tmp_path / "d",
+        "f",
+        [
+            ({"type": "module", "line": 1}, EMPTY_COMPONENT),
+            ({"type": "assert_malformed", "line": 2, "text": "eof"}, EMPTY_COMPONENT[:6]),
+            (
+                {"type": "assert_malformed", "line": 3, "text": "bad layer"},
+                b"\0asm\x0d\x00\x02\x00",
+            ),
+        ],
+    )
+    result = runner(translate=translate).run_file(path)
+    assert statuses(result) == [(1, Status.PASSED), (2, Status.PASSED), (3, Status.PASSED)]
+    assert result.results[1].message.startswith("rejected: ")
