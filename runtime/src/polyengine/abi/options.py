@@ -6,6 +6,7 @@ CanonicalABI.md §"Canonical ABI Options" and §"Lifting and Lowering Context".
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -50,12 +51,15 @@ class LiftLowerContext:
     (``add_lender``) when lifting them out of a caller; ``None`` when the
     types hold no ``borrow``.
 
-    ``mv`` caches the memory's current view; it is refreshed after every
-    ``realloc`` call (the only guest code the ABI layer runs). Call
-    :meth:`refresh` after anything else that may have run guest code.
+    ``mv`` caches the memory's current view. It is read on first use (a
+    call passing only scalars never asks the engine for a view) and again
+    after every ``realloc`` call (the only guest code the ABI layer runs).
+    Call :meth:`refresh` after anything else that may have run guest code.
     """
 
     __slots__ = ("borrow_scope", "inst", "mv", "opts")
+
+    mv: memoryview
 
     def __init__(
         self,
@@ -66,12 +70,20 @@ class LiftLowerContext:
         self.opts = opts
         self.inst = inst
         self.borrow_scope = borrow_scope
-        self.mv: memoryview = opts.memory.view() if opts.memory is not None else _EMPTY
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only while the ``mv`` slot is unset: fetch the view lazily.
+        if name != "mv":
+            raise AttributeError(name)
+        memory = self.opts.memory
+        mv = memory.view() if memory is not None else _EMPTY
+        self.mv = mv
+        return mv
 
     def refresh(self) -> None:
-        """Re-read the memory view (memory may have grown)."""
-        if self.opts.memory is not None:
-            self.mv = self.opts.memory.view()
+        """Forget the memory view; the next use re-reads it (memory may have grown)."""
+        with suppress(AttributeError):
+            del self.mv
 
     def reallocate(
         self, old: int, old_byte_length: int, alignment: int, new_byte_length: int
