@@ -619,15 +619,20 @@ def section_bulk(floor: CoreFloor, native: Native, poly: Poly, s: Settings) -> l
 
 
 def _step_costs(
-    steps: Sequence[tuple[str, Callable[[], object]]], s: Settings
-) -> list[tuple[str, float]]:
-    """Nanoseconds of each zero-argument step, less the cost of calling an empty lambda."""
+    steps: Sequence[tuple[str, Callable[[], object]]], totals: Sequence[Loop], s: Settings
+) -> tuple[list[tuple[str, float]], list[float]]:
+    """Nanoseconds of each zero-argument step (less an empty lambda call) and of each total.
 
-    def timed(fn: Callable[[], object]) -> float:
-        return per_call_ns(repeat(fn), s)
-
-    base = timed(lambda: None)
-    return [(label, max(timed(fn) - base, 0.0)) for label, fn in steps]
+    Steps, totals and the empty lambda are measured in one interleaved run, so
+    the parts and the whole see the same machine load.
+    """
+    cases = [Case("", repeat(lambda: None))]
+    cases += [Case(label, repeat(fn)) for label, fn in steps]
+    cases += [Case("", loop) for loop in totals]
+    ns = measure(cases, s)
+    base, parts = ns[0], ns[1 : 1 + len(steps)]
+    costs = [(label, max(t - base, 0.0)) for (label, _), t in zip(steps, parts, strict=True)]
+    return costs, ns[1 + len(steps) :]
 
 
 def _print_steps(title: str, total: float, costs: list[tuple[str, float]]) -> None:
@@ -663,7 +668,6 @@ def breakdown_export(poly: Poly, s: Settings) -> None:
         ci.may_enter = False
         ci.may_enter = True
 
-    total = per_call_ns(poly.direct("add", 1, 2), s)
     steps: list[tuple[str, Callable[[], object]]] = [
         ("rt.check_enter(rec, name)", lambda: rt.check_enter(rec, "add")),
         ("ci.may_enter = False ... = True", toggle),
@@ -678,23 +682,20 @@ def breakdown_export(poly: Poly, s: Settings) -> None:
         ("cx.refresh()  [memory.view()]", cx.refresh),
         ("lifted.lift_results(cx, results)", lambda: lifted.lift_results(cx, results)),
     ]
-    costs = _step_costs(steps, s)
+    inner_steps: list[tuple[str, Callable[[], object]]] = [
+        ("struct pack_into(buf, 0, *args)", lambda: ps.pack_into(buf, 0, *flat)),
+        (
+            "ffi func_call_unchecked (ctypes call + wasm)",
+            lambda: ffi_call(ctx, addr, baddr, nslots, taddr),
+        ),
+        ("list(results_struct.unpack_from(buf))", lambda: list(rs.unpack_from(buf))),
+    ]
+    totals = [poly.direct("add", 1, 2), poly.awaited("add", 1, 2), poly.facade("add", 1, 2)]
+    all_costs, (total, awaited, facade) = _step_costs(steps + inner_steps, totals, s)
+    costs, inner = all_costs[: len(steps)], all_costs[len(steps) :]
     _print_steps("ExportCall.__call__ for add(1, 2)", total, costs)
     call_raw = dict(costs)["callee.call_raw(flat)  (all of it)"]
-    inner = _step_costs(
-        [
-            ("struct pack_into(buf, 0, *args)", lambda: ps.pack_into(buf, 0, *flat)),
-            (
-                "ffi func_call_unchecked (ctypes call + wasm)",
-                lambda: ffi_call(ctx, addr, baddr, nslots, taddr),
-            ),
-            ("list(results_struct.unpack_from(buf))", lambda: list(rs.unpack_from(buf))),
-        ],
-        s,
-    )
     _print_steps("  inside CoreFunc.call_raw", call_raw, inner)
-    awaited = per_call_ns(poly.awaited("add", 1, 2), s)
-    facade = per_call_ns(poly.facade("add", 1, 2), s)
     coro, sync_layer = _fmt_time(awaited - total), _fmt_time(facade - awaited)
     print(f"  {'coroutine layer (await exports.add - ExportCall)':<58}{coro:>12}")
     print(f"  {'sync facade layer (facade - await exports.add)':<58}{sync_layer:>12}")
@@ -719,8 +720,6 @@ def breakdown_import(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     import inspect
 
     ch = poly.export_call("call-host")
-    total = per_import_ns(lambda n: ch((n,)), s)
-    floor = per_import_ns(lambda n: eng.call_host.call_raw((n,)), s)
 
     def begin_end() -> None:
         table.end_call(table.begin_call())
@@ -745,7 +744,8 @@ def breakdown_import(poly: Poly, eng: EngineFloor, s: Settings) -> None:
             lambda: lowered.lower_results(cx, 7, list(flat)),
         ),
     ]
-    costs = _step_costs(steps, s)
+    totals: list[Loop] = [lambda n: ch((n,)), lambda n: eng.call_host.call_raw((n,))]
+    costs, (total, floor) = _step_costs(steps, totals, s)
     costs[0] = (costs[0][0], floor)
     _print_steps("host import f(u32) -> u32, per guest call", total, costs)
 
@@ -835,7 +835,7 @@ def line_profile_paths(poly: Poly, s: Settings) -> None:
             print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
 
 
-def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
+def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
     """Hand-written versions of what the optimization proposals would compile, measured.
 
     Each prototype keeps the checks the real path makes (instance entry, value
@@ -844,7 +844,7 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     from polyengine.abi.resources import CallBorrows
     from polyengine.abi.trap import TrapCode, trap_if
 
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, Loop, Loop]] = []
     rt = poly.runtime
     call = poly.export_call("add")
     assert call((1, 2)) == 3
@@ -878,30 +878,24 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     rows.append(
         (
             "P1 ExportCall -> compiled scalar fast path",
-            per_call_ns(poly.direct("add", 1, 2), s),
-            per_call_ns(repeat(fast_add, (1, 2)), s),
+            poly.direct("add", 1, 2),
+            repeat(fast_add, (1, 2)),
         )
     )
 
-    # P2: the coroutine wrapper without the separate check() call.
-    def plain_export(target: Callable[[Any], Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
-        async def export(*args: Any) -> Any:
-            return target(args)
+    # P2: the awaited export over P1: what the coroutine layer adds to the best path.
+    async def export_fast(*args: Any) -> Any:
+        return fast_add(args)
 
-        return export
-
-    lean = plain_export(call)
-
-    async def lean_body(n: int) -> None:
+    async def fast_body(n: int) -> None:
         for _ in range(n):
-            await lean(1, 2)
+            await export_fast(1, 2)
 
-    current_coro = per_call_ns(poly.awaited("add", 1, 2), s)
     rows.append(
         (
-            "P2 export coroutine without check() call",
-            current_coro,
-            per_call_ns(run_async(poly.loop, lean_body), s),
+            "P2 await exports.add with P1 inside",
+            poly.awaited("add", 1, 2),
+            run_async(poly.loop, fast_body),
         )
     )
 
@@ -923,8 +917,8 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     rows.append(
         (
             "P3 sync facade drives the coroutine directly",
-            per_call_ns(poly.facade("add", 1, 2), s),
-            per_call_ns(repeat(drive, 1, 2), s),
+            poly.facade("add", 1, 2),
+            repeat(drive, 1, 2),
         )
     )
 
@@ -938,8 +932,8 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
     rows.append(
         (
             "P4 CallBorrows.exit: f-string only on the trap path",
-            per_call_ns(repeat(borrows.exit), s),
-            per_call_ns(repeat(exit_lazy), s),
+            repeat(borrows.exit),
+            repeat(exit_lazy),
         )
     )
 
@@ -949,7 +943,7 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
         module = engine.compile_module(wasmtime.wat2wasm(guest.CORE_MODULE), "bench proto")
         host_fn = identity
 
-        def fast_body(flat: Sequence[int | float]) -> list[int | float]:
+        def fast_host(flat: Sequence[int | float]) -> list[int | float]:
             if not ci.may_leave:
                 raise RuntimeError("may not leave")
             value = host_fn(int(flat[0]) & 0xFFFFFFFF)
@@ -957,36 +951,43 @@ def prototypes(poly: Poly, eng: EngineFloor, s: Settings) -> None:
                 raise TypeError("f must return a u32")
             return [value]
 
-        f = engine.define_host_func(store, ["i32"], ["i32"], fast_body)
+        f = engine.define_host_func(store, ["i32"], ["i32"], fast_host)
         proto_call = engine.instantiate(store, module, [f]).func("call-host")
         ch = poly.export_call("call-host")
         rows.append(
             (
                 "P5 host import -> compiled scalar trampoline body",
-                per_import_ns(lambda n: ch((n,)), s),
-                per_import_ns(lambda n: proto_call.call_raw((n,)), s),
+                lambda n: ch((n,)),
+                lambda n: proto_call.call_raw((n,)),
             )
         )
+        raw = repeat(floor.address_add())
+        results = []
+        for label, a, b in rows:
+            now, new, raw_floor = measure([Case("", a), Case("", b), Case("", raw)], s)
+            results.append((label, now, new, raw_floor))
     finally:
         store.close()
 
-    print("-- prototypes of the proposals (current -> prototype, same settings) --")
-    for label, now, new in rows:
+    print("-- prototypes of the proposals (current -> prototype, interleaved) --")
+    for label, now, new, raw_floor in results:
         gain = now - new
         print(
             f"  {label:<52}{_fmt_time(now):>12} ->{_fmt_time(new):>12}"
-            f"  saves {_fmt_time(gain).strip()} ({100 * gain / now:4.1f}%)"
+            f"  saves {_fmt_time(gain).strip()} ({100 * gain / now:4.1f}%);"
+            f" raw floor {_fmt_time(raw_floor).strip()}: {now / raw_floor:.2f}x -> "
+            f"{new / raw_floor:.2f}x"
         )
 
 
-def profile_all(poly: Poly, eng: EngineFloor, s: Settings) -> None:
+def profile_all(poly: Poly, eng: EngineFloor, floor: CoreFloor, s: Settings) -> None:
     print()
     print("== profile of the polyengine paths ==")
     breakdown_export(poly, s)
     print()
     breakdown_import(poly, eng, s)
     print()
-    prototypes(poly, eng, s)
+    prototypes(poly, floor, s)
     print()
     cprofile_paths(poly, s)
     print()
@@ -1041,7 +1042,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print()
             print(render(sec))
         if args.profile:
-            profile_all(poly, eng, s)
+            profile_all(poly, eng, floor, s)
     finally:
         poly.close()
         eng.store.close()
