@@ -31,3 +31,20 @@ def test_official_suite_has_no_unexpected_failures() -> None:
     closing = report.strip().splitlines()[-1]
     passed = int(closing.split(" passed")[0])
     assert passed > 0, report
+
+
+@pytest.mark.skipif(not SUITE, reason="POLYENGINE_CM_SUITE is not set (converted official suite)")
+def test_every_suite_value_decodes() -> None:
+    import json
+
+    from polyengine.testing.values import from_wast
+
+    assert SUITE is not None
+    decoded = 0
+    for path in sorted(Path(SUITE).glob("*/*/*.json")):
+        for command in json.loads(path.read_text(encoding="utf-8"))["commands"]:
+            action = command.get("action") or {}
+            for value in [*action.get("args", []), *command.get("expected", [])]:
+                from_wast(value)
+                decoded += 1
+    assert decoded > 0

@@ -18,6 +18,8 @@ from polyengine.testing._xfail import XfailList as XfailList
 from polyengine.testing.executor import Action as Action
 from polyengine.testing.executor import Executor as Executor
 from polyengine.testing.executor import NoExecution as NoExecution
+from polyengine.testing.values import from_wast as from_wast
+from polyengine.testing.values import values_equal as values_equal
 
 __all__ = [
     "Action",
@@ -32,5 +34,7 @@ __all__ = [
     "Totals",
     "WastRunner",
     "XfailList",
+    "from_wast",
     "is_core_module",
+    "values_equal",
 ]
