@@ -440,3 +440,63 @@ def test_invalid_core_module_is_reported(wat2wasm_unchecked: Wat) -> None:
     data = wat2wasm_unchecked("(component (core module (func (result i32))))")
     with pytest.raises(TranslationError, match="invalid core module"):
         translate_component(data)
+
+
+def test_name_attributes_reach_the_plan(wat2wasm: Wat) -> None:
+    plan = translate_component(
+        wat2wasm(
+            """(component
+              (import "x" (implements "a:b/d@1.0.0") (instance))
+              (instance $i)
+              (export "y" (implements "a:b/e") (instance $i)))"""
+        )
+    )
+    (imp,) = plan.imports
+    assert imp.implements == "a:b/d@1.0.0" and imp.version_suffix is None
+    (exp,) = plan.exports
+    assert exp.implements == "a:b/e"
+
+
+def test_type_size_bomb_is_refused_quickly(wat2wasm_unchecked: Wat) -> None:
+    types = ["(type $t0 (tuple u8 u8))"]
+    types += [f"(type $t{i} (tuple $t{i - 1} $t{i - 1}))" for i in range(1, 40)]
+    data = wat2wasm_unchecked("(component " + " ".join(types) + ")")
+    with pytest.raises(TranslationError, match="exceeds"):
+        translate_component(data)
+
+
+def test_instance_type_bomb_is_refused_quickly(wat2wasm_unchecked: Wat) -> None:
+    types = ['(type $i0 (instance (export "f" (func))))']
+    types += [
+        f'(type $i{i} (instance (export "a" (instance (type $i{i - 1})))'
+        f' (export "b" (instance (type $i{i - 1})))))'
+        for i in range(1, 40)
+    ]
+    data = wat2wasm_unchecked("(component " + " ".join(types) + ")")
+    with pytest.raises(TranslationError, match="type size"):
+        translate_component(data)
+
+
+def _nested_components(depth: int) -> bytes:
+    """``depth`` components nested in one another, built byte by byte."""
+
+    def leb(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    comp = b"\0asm\x0d\0\x01\0"
+    for _ in range(depth):
+        comp = b"\0asm\x0d\0\x01\0" + b"\x04" + leb(len(comp)) + comp
+    return comp
+
+
+def test_nesting_is_inlined_or_refused_cleanly() -> None:
+    plan = translate_component(_nested_components(20))
+    assert plan.component_instances[0].parent is None
+    with pytest.raises(TranslationError):
+        translate_component(_nested_components(5000))

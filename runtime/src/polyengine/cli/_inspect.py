@@ -155,6 +155,9 @@ def render_world(plan: Plan) -> str:
     return "".join(out)
 
 
+_MODULES_LISTED = 8
+
+
 def render_plan_summary(plan: Plan, component_size: int) -> str:
     """Counts and sizes of what the plan holds (``inspect --plan``)."""
     lines = ["", "// plan"]
@@ -162,8 +165,12 @@ def render_plan_summary(plan: Plan, component_size: int) -> str:
     lines.append(
         f"// component: {component_size} bytes; core modules: {len(plan.modules)} ({total} bytes)"
     )
-    for i, m in enumerate(plan.modules):
+    largest = sorted(range(len(plan.modules)), key=lambda i: (-plan.modules[i].length, i))
+    for i in largest[:_MODULES_LISTED]:
+        m = plan.modules[i]
         lines.append(f"//   module {i}: {m.length} bytes at {m.offset:#x}, sha256 {m.sha256[:16]}")
+    if len(largest) > _MODULES_LISTED:
+        lines.append(f"//   ... and {len(largest) - _MODULES_LISTED} smaller modules")
     lines.append(f"// core instances: {len(plan.core_instances)}")
     lines.append(f"// component instances: {len(plan.component_instances)}")
     kinds: dict[str, int] = {}

@@ -197,6 +197,7 @@ class Walk:
         self.instance = sink.new_instance(parent_instance, path)
         self.path = path
         self.imports: list[tuple[str, ExternT]] = []
+        self.attributes: dict[tuple[str, str], ast.ExternName] = {}
         self.imported_rids: list[int] = []
         self.exports: dict[str, Value] = {}
         self.import_names = NameSet("import")
@@ -472,6 +473,7 @@ class Walk:
         if isinstance(t, TypeT) and isinstance(t.t, ResourceT):
             self.import_resources[name] = t.t.rid
         self.imports.append((name, t))
+        self.attributes["import", name] = d.name
         value = named_copy(arena, value, "import", self.owner)
         s.add(sort_of_type(t) if not isinstance(value, ComponentV) else Sort.COMPONENT, value)
 
@@ -544,6 +546,7 @@ class Walk:
             if not info.name:
                 info.name = name
         self.exports[name] = v
+        self.attributes["export", name] = d.name
         s.add(sort_of_value(v), v)
 
 

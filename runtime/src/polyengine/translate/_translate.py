@@ -90,8 +90,12 @@ def translate_component(data: bytes) -> Plan:
         raise
     except RecursionError:
         raise TranslationError("component is nested too deeply") from None
-    except (ValueError, AssertionError, KeyError, IndexError, TypeError) as exc:
-        raise TranslationError(f"invalid component: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        # a bug of ours, reached by some input: still report it as a translation
+        # failure (with the cause chained) rather than let it escape
+        raise TranslationError(
+            f"invalid component (internal error {type(exc).__name__}: {exc})"
+        ) from exc
 
 
 class _Builder:
@@ -138,7 +142,7 @@ class _Builder:
             trampolines=tuple(self.trampoline(t) for t in self.sink.trampolines),
             resources=tuple(resources),
             component_instances=tuple(self.sink.component_instances),
-            imports=tuple(Import(n, self.desc(t)) for n, t in self.walk.imports),
+            imports=tuple(self.import_(n, t) for n, t in self.walk.imports),
             exports=tuple(self.export(n, v) for n, v in self.walk.exports.items()),
         )
 
@@ -186,7 +190,16 @@ class _Builder:
             case ValueT(v):
                 return ValueDesc(self.vt(v))
 
-    def export(self, name: str, v: Value) -> Export:
+    def import_(self, name: str, t: ExternT) -> Import:
+        attrs = self.walk.attributes.get(("import", name))
+        return Import(
+            name,
+            self.desc(t),
+            None if attrs is None else attrs.version_suffix,
+            None if attrs is None else attrs.implements,
+        )
+
+    def export(self, name: str, v: Value, top: bool = True) -> Export:
         from polyengine.translate._values import type_of
 
         desc = self.desc(type_of(v))
@@ -200,7 +213,9 @@ class _Builder:
                 else:
                     item = Opaque("unavailable")
             case InstanceV(exports):
-                item = ExportedInstance(tuple(self.export(n, x) for n, x in exports.items()))
+                item = ExportedInstance(
+                    tuple(self.export(n, x, top=False) for n, x in exports.items())
+                )
             case TypeV():
                 assert isinstance(desc, TypeDesc)
                 item = ExportedType(desc)
@@ -210,4 +225,7 @@ class _Builder:
                 item = Opaque("component")
             case ValueV():
                 item = Opaque("value")
-        return Export(name, desc, item)
+        attrs = self.walk.attributes.get(("export", name)) if top else None
+        if attrs is None:
+            return Export(name, desc, item)
+        return Export(name, desc, item, attrs.version_suffix, attrs.implements)

@@ -52,8 +52,15 @@ from polyengine.types.subtype import (
     resources_of,
     substitute,
 )
-from polyengine.validate.names import NameError_, NameSet, parse_extern_name
-from polyengine.validate.typedefs import TypeRuleError, ValTypeBuilder
+from polyengine.validate.names import (
+    NameError_,
+    NameSet,
+    full_version,
+    is_canonversion,
+    is_semver,
+    parse_extern_name,
+)
+from polyengine.validate.typedefs import MAX_TYPE_WEIGHT, TypeRuleError, ValTypeBuilder
 
 # -- core types --------------------------------------------------------------------------
 
@@ -151,14 +158,20 @@ def core_module_type(
 # -- component types ---------------------------------------------------------------------
 
 
+MAX_TOTAL_WEIGHT = 1_000_000
+"""Bound on the summed size of all types of one translation (hostile input stays fast)."""
+
+
 class TypeContext:
     """What type conversion needs from the enclosing walk."""
 
-    __slots__ = ("arena", "builder_weights")
+    __slots__ = ("arena", "builder_weights", "sizes", "total_weight")
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
         self.builder_weights: dict[int, int] = {}
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self.total_weight = 0
 
     def builder(self, scope: Scope) -> ValTypeBuilder:
         def lookup(i: int) -> DefType:
@@ -168,10 +181,19 @@ class TypeContext:
 
         b = ValTypeBuilder(lookup, self.arena.derive)
         b.weights = self.builder_weights
+        b.sizes = self.sizes
+        b.keep = self.arena.keep
         return b
 
     def deftype(self, d: ast.DefType, scope: Scope) -> DefType:
         """A ``deftype`` other than a resource type."""
+        t = self._deftype(d, scope)
+        self.total_weight += self.weight(t)
+        if self.total_weight > MAX_TOTAL_WEIGHT:
+            raise Fail("the component's types exceed the total size limit")
+        return t
+
+    def _deftype(self, d: ast.DefType, scope: Scope) -> DefType:
         try:
             match d:
                 case ast.FuncType():
@@ -282,9 +304,31 @@ class TypeContext:
                         resource_names[name.name] = xt.t.rid
                     (imports if is_import else exports).append((name.name, xt))
                     add_typed_value(s, xt, named=True)
+        out: ComponentT | InstanceT
         if is_component:
-            return ComponentT(tuple(imports), tuple(exports), tuple(imported), tuple(exported))
-        return InstanceT(tuple(exports), tuple(exported))
+            out = ComponentT(tuple(imports), tuple(exports), tuple(imported), tuple(exported))
+        else:
+            out = InstanceT(tuple(exports), tuple(exported))
+        weight = 1 + sum(self.weight(t) for _, t in (*imports, *exports))
+        if weight > MAX_TYPE_WEIGHT:
+            raise Fail("effective type size exceeds the limit")
+        self.builder_weights[id(out)] = weight
+        self.arena.keep.append(out)
+        return out
+
+    def weight(self, t: object) -> int:
+        """Size of a type tree, bounding the work any later traversal of it can take."""
+        w = self.builder_weights.get(id(t))
+        if w is not None:
+            return w
+        match t:
+            case FuncType():
+                return 1 + sum(self.weight(p) for p in (*t.param_types(), *t.result_types()))
+            case TypeT(d):
+                return 1 + self.weight(d)
+            case ValueT(v):
+                return 1 + self.weight(v)
+        return 1
 
 
 def freshen_instance(t: InstanceT, new_rid: Callable[[], int], arena: Arena) -> InstanceT:
@@ -311,6 +355,14 @@ def check_attributes(name: ast.ExternName, t: ExternT) -> None:
 
     Explainer.md §"Import and Export Definitions".
     """
+    suffixes = [a for a in name.attributes if isinstance(a, ast.VersionSuffixAttribute)]
+    ids = [a for a in name.attributes if isinstance(a, ast.ExternalIdAttribute)]
+    if len(suffixes) > 1:
+        raise Fail("duplicate 'versionsuffix' option in name")
+    if len(ids) > 1:
+        raise Fail("duplicate 'external-id' option in name")
+    if suffixes:
+        _check_version_suffix(name.name, suffixes[0].suffix)
     impls = [a for a in name.attributes if isinstance(a, ast.ImplementsAttribute)]
     if not impls:
         return
@@ -333,6 +385,19 @@ def check_attributes(name: ast.ExternName, t: ExternT) -> None:
         raise Fail(str(exc)) from None
     if own.kind != "plain":
         raise Fail(f"name `{name.name}` is not valid with `implements`")
+
+
+def _check_version_suffix(text: str, suffix: str) -> None:
+    """A version suffix needs a canonical version it completes into a valid semver."""
+    try:
+        parsed = parse_extern_name(text)
+    except NameError_ as exc:
+        raise Fail(str(exc)) from None
+    version = parsed.version
+    if version is None or not is_canonversion(version):
+        raise Fail(f"`versionsuffix` requires a canonical interface version in `{text}`")
+    if not is_semver(full_version(version, suffix)):
+        raise Fail(f"version `{version}` with suffix `{suffix}` is not a valid semver")
 
 
 def check_name(name: ast.ExternName, names: NameSet) -> ParsedName:

@@ -90,9 +90,8 @@ def named_copy(arena: Arena, v: Value, how: str, owner: int) -> Value:
             arena.name_type(out.t, how, owner)
             return out
         case InstanceV():
-            return InstanceV(
-                {n: named_copy(arena, x, how, owner) for n, x in v.exports.items()}, v.path
-            )
+            # an instance's members get no new indices: its types are named in place
+            name_members(arena, v, how, owner)
     return v
 
 

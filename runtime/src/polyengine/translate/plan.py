@@ -67,15 +67,7 @@ class TrampolineRef:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
-class ImportedCore:
-    """A core item supplied by the host through a root import (rarely used)."""
-
-    path: tuple[str, ...]
-    kind: str
-
-
-CoreDef: TypeAlias = CoreExport | TrampolineRef | ImportedCore
+CoreDef: TypeAlias = CoreExport | TrampolineRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +149,12 @@ class LowerImport:
 
 @dataclass(frozen=True, slots=True)
 class Adapter:
-    """``canon lower`` of a function lifted by another (or the same) component instance."""
+    """``canon lower`` of a function lifted by a component instance (a fused call).
+
+    ``lift.options.instance`` is the callee's instance, ``options.instance``
+    the caller's; when they are equal the call must trap (a component
+    instance may not call itself through its own lifted export).
+    """
 
     lift: Lift
     type: FuncType
@@ -274,10 +271,16 @@ ExternDesc: TypeAlias = FuncDesc | TypeDesc | InstanceDesc | ComponentDesc | Mod
 
 @dataclass(frozen=True, slots=True)
 class Import:
-    """A root import, by its full name (``wasi:cli/stdout@0.2.0``, ``f``, ...)."""
+    """A root import, by its full name (``wasi:cli/stdout@0.2.0``, ``f``, ...).
+
+    ``version_suffix`` and ``implements`` are the name's attributes (Binary.md
+    §"Import and Export Definitions"), when present.
+    """
 
     name: str
     desc: ExternDesc
+    version_suffix: str | None = None
+    implements: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,9 +319,13 @@ ExportItem: TypeAlias = (
 
 @dataclass(frozen=True, slots=True)
 class Export:
+    """An export (of the root, or of an exported instance) with its type and what it is."""
+
     name: str
     desc: ExternDesc
     item: ExportItem
+    version_suffix: str | None = None
+    implements: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +354,7 @@ class Plan:
         )
 
 
-_SYNC_BUILTINS = frozenset({"resource.new", "resource.drop", "resource.rep"})
+_SYNC_BUILTINS = frozenset({"resource.new", "resource.drop", "resource.rep", "unavailable"})
 
 
 def _walk_exports(exports: tuple[Export, ...]) -> list[Export]:
@@ -367,7 +374,6 @@ _CLASSES: dict[str, type[Any]] = {
         CoreModule,
         CoreExport,
         TrampolineRef,
-        ImportedCore,
         CoreArg,
         StaticModule,
         ImportedModule,

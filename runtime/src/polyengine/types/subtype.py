@@ -188,22 +188,21 @@ Note: TypeAlias = Callable[[object, object], None]
 class _Mapper:
     """Rebuilds types with resource ids mapped; unchanged parts keep their identity."""
 
-    __slots__ = ("f", "note")
+    __slots__ = ("f", "memo", "note")
 
     def __init__(self, f: Callable[[int], int], note: Note | None) -> None:
         self.f = f
         self.note = note
-
-    def _new(self, old: object, new: object) -> None:
-        if self.note is not None:
-            self.note(old, new)
+        self.memo: dict[int, ValType] = {}
 
     def vt(self, t: ValType) -> ValType:
+        hit = self.memo.get(id(t))
+        if hit is not None:
+            return hit
         out = self._vt(t)
-        if out is not t and out == t:
-            return t
-        if out is not t:
-            self._new(t, out)
+        if out is not t and self.note is not None:
+            self.note(t, out)
+        self.memo[id(t)] = out
         return out
 
     def _opt(self, t: ValType | None) -> ValType | None:
@@ -212,34 +211,54 @@ class _Mapper:
     def _vt(self, t: ValType) -> ValType:
         match t:
             case Own(rt):
-                return Own(self.f(rt))
+                r = self.f(rt)
+                return t if r == rt else Own(r)
             case Borrow(rt):
-                return Borrow(self.f(rt))
+                r = self.f(rt)
+                return t if r == rt else Borrow(r)
             case List(et, n):
-                return List(self.vt(et), n)
+                e2 = self.vt(et)
+                return t if e2 is et else List(e2, n)
             case Record(fields):
-                return Record(tuple(Field(x.label, self.vt(x.t)) for x in fields))
+                fs = [self.vt(x.t) for x in fields]
+                if all(a is x.t for a, x in zip(fs, fields, strict=True)):
+                    return t
+                return Record(tuple(Field(x.label, a) for a, x in zip(fs, fields, strict=True)))
             case Tuple(ts):
-                return Tuple(tuple(self.vt(x) for x in ts))
+                ts2 = [self.vt(x) for x in ts]
+                if all(a is b for a, b in zip(ts2, ts, strict=True)):
+                    return t
+                return Tuple(tuple(ts2))
             case Variant(cases):
-                return Variant(tuple(Case(c.label, self._opt(c.t)) for c in cases))
+                cs = [self._opt(c.t) for c in cases]
+                if all(a is c.t for a, c in zip(cs, cases, strict=True)):
+                    return t
+                return Variant(tuple(Case(c.label, a) for a, c in zip(cs, cases, strict=True)))
             case Option(ot):
-                return Option(self.vt(ot))
+                o2 = self.vt(ot)
+                return t if o2 is ot else Option(o2)
             case Result(ok, err):
-                return Result(self._opt(ok), self._opt(err))
+                ok2, err2 = self._opt(ok), self._opt(err)
+                return t if ok2 is ok and err2 is err else Result(ok2, err2)
             case Map(k, v):
-                return Map(self.vt(k), self.vt(v))
+                k2, v2 = self.vt(k), self.vt(v)
+                return t if k2 is k and v2 is v else Map(k2, v2)
             case Stream(st):
-                return Stream(self._opt(st))
+                s2 = self._opt(st)
+                return t if s2 is st else Stream(s2)
             case Future(ft):
-                return Future(self._opt(ft))
+                f2 = self._opt(ft)
+                return t if f2 is ft else Future(f2)
         return t
 
     def ft(self, t: FuncType) -> FuncType:
-        out = FuncType(tuple((n, self.vt(p)) for n, p in t.params), self._opt(t.result), t.is_async)
-        if out == t:
+        ps = [self.vt(p) for _, p in t.params]
+        r = self._opt(t.result)
+        if r is t.result and all(a is b for a, (_, b) in zip(ps, t.params, strict=True)):
             return t
-        self._new(t, out)
+        out = FuncType(tuple((n, a) for a, (n, _) in zip(ps, t.params, strict=True)), r, t.is_async)
+        if self.note is not None:
+            self.note(t, out)
         return out
 
     def deftype(self, t: DefType) -> DefType:

@@ -282,3 +282,51 @@ def _variant_size(payloads: list[ValType | None], t: ValType, ptr_size: int) -> 
     s = _align_to(s, a)
     s += max((elem_size(p, ptr_size) for p in payloads if p is not None), default=0)
     return _align_to(s, alignment(t, ptr_size))
+
+
+def size_and_alignment(
+    t: ValType, ptr_size: int, memo: dict[int, tuple[int, int]]
+) -> tuple[int, int]:
+    """``(elem_size(t), alignment(t))``, memoized by object identity in ``memo``.
+
+    Type trees share subtrees (a type index used twice is one object), so the
+    memo keeps this linear in the number of distinct objects. The caller
+    keeps the objects alive for as long as ``memo`` is used.
+    """
+    hit = memo.get(id(t))
+    if hit is not None:
+        return hit
+    match t:
+        case List(et, n) if n is not None:
+            s, a = size_and_alignment(et, ptr_size, memo)
+            out = (n * s, a)
+        case Record() | Tuple():
+            s = 0
+            a = 1
+            for c in _children(t):
+                cs, ca = size_and_alignment(c, ptr_size, memo)
+                s = _align_to(s, ca) + cs
+                a = max(a, ca)
+            out = (_align_to(s, a), a)
+        case Variant() | Option() | Result():
+            payloads: list[ValType | None]
+            if isinstance(t, Variant):
+                payloads = [c.t for c in t.cases]
+            elif isinstance(t, Option):
+                payloads = [None, t.t]
+            else:
+                assert isinstance(t, Result)
+                payloads = [t.ok, t.error]
+            d = _discriminant_size(len(payloads))
+            a = d
+            biggest = 0
+            for p in payloads:
+                if p is not None:
+                    ps, pa = size_and_alignment(p, ptr_size, memo)
+                    a = max(a, pa)
+                    biggest = max(biggest, ps)
+            out = (_align_to(_align_to(d, a) + biggest, a), a)
+        case _:
+            out = (elem_size(t, ptr_size), alignment(t, ptr_size))
+    memo[id(t)] = out
+    return out

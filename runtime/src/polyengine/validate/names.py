@@ -44,6 +44,16 @@ def is_semver(s: str) -> bool:
     return _SEMVER_RE.fullmatch(s) is not None
 
 
+def is_canonversion(s: str) -> bool:
+    """True for a canonical version (``1``, ``0.2``, ``0.0.3``; Explainer.md §"Canonical Interface Name")."""
+    return _CANONVERSION_RE.fullmatch(s) is not None
+
+
+def full_version(canon: str, suffix: str) -> str:
+    """The version a canonical version and its ``versionsuffix`` spell together."""
+    return canon + suffix
+
+
 @dataclass(frozen=True, slots=True)
 class ExternName:
     """A parsed ``externname``.

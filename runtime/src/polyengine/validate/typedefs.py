@@ -16,10 +16,10 @@ from collections.abc import Callable
 from polyengine.binary import ast
 from polyengine.types import model as m
 from polyengine.types.subtype import DefType, ResourceT
-from polyengine.validate.abi import MAX_VALUE_SIZE, contains, elem_size
+from polyengine.validate.abi import MAX_VALUE_SIZE, contains, size_and_alignment
 from polyengine.validate.names import NameError_, check_unique_labels
 
-MAX_TYPE_WEIGHT = 1_000_000
+MAX_TYPE_WEIGHT = 100_000
 
 _PRIM: dict[ast.PrimValType, m.ValType] = {
     ast.PrimValType.BOOL: m.Bool(),
@@ -54,13 +54,15 @@ class ValTypeBuilder:
     of types doubling in size cannot make translation explode.
     """
 
-    __slots__ = ("derive", "lookup", "weights")
+    __slots__ = ("derive", "keep", "lookup", "sizes", "weights")
 
     def __init__(
         self, lookup: TypeLookup, derive: Callable[[object, m.ValType], None] | None = None
     ) -> None:
         self.lookup = lookup
         self.weights: dict[int, int] = {}
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self.keep: list[object] = []
         # called with (resource type object, handle type built from it)
         self.derive = derive
 
@@ -96,7 +98,8 @@ class ValTypeBuilder:
             if weight > MAX_TYPE_WEIGHT:
                 raise TypeRuleError("effective type size exceeds the limit")
             self.weights[id(t)] = weight
-            if elem_size(t, 8) >= MAX_VALUE_SIZE:
+            self.keep.append(t)
+            if size_and_alignment(t, 8, self.sizes)[0] >= MAX_VALUE_SIZE:
                 raise TypeRuleError("type exceeds maximum byte size")
         return t
 
