@@ -45,7 +45,10 @@ def is_semver(s: str) -> bool:
 
 
 def is_canonversion(s: str) -> bool:
-    """True for a canonical version (``1``, ``0.2``, ``0.0.3``; Explainer.md §"Canonical Interface Name")."""
+    """True for a canonical version: ``1``, ``0.2``, ``0.0.3``.
+
+    Explainer.md §"Canonical Interface Name".
+    """
     return _CANONVERSION_RE.fullmatch(s) is not None
 
 
