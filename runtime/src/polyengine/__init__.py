@@ -12,6 +12,7 @@ from polyengine.embed._instantiate import Instance as Instance
 from polyengine.embed._instantiate import instantiate as instantiate
 from polyengine.embed._instantiate import required_imports as required_imports
 from polyengine.embed._providers import MissingImportError as MissingImportError
+from polyengine.embed._streams import create_stream as create_stream
 from polyengine.errors import LinkError as LinkError
 from polyengine.errors import NameCollisionError as NameCollisionError
 from polyengine.errors import TranslationError as TranslationError
@@ -31,6 +32,7 @@ __all__ = [
     "TranslationError",
     "__version__",
     "artifacts_from_envelope",
+    "create_stream",
     "instantiate",
     "required_imports",
     "translate",

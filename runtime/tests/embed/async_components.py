@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .components import OPTS, component
+from .components import MEM, OPTS, component
 
 # A callback-lifted export (``inc``) and a stackful one (``dbl``).
 EXPORTS = component(
@@ -190,5 +190,105 @@ BACKGROUND = component(
       (export "st.drop" (func $st.drop))))))
   (func (export "spawn") async
     (canon lift (core func $i "spawn") async (callback (core func $i "spawn-cb"))))
+"""
+)
+
+# stream<u8> and future<string> in both directions, all stackful:
+# ``produce(n)`` returns a stream of the first ``n`` bytes of "hello world";
+# ``consume(s)`` reads a stream to its end and returns count * 1000 + byte sum;
+# ``make-fut()`` returns a future written with "hello"; ``read-fut(f)`` returns
+# the string a future delivers, with "!" appended by the host side test.
+STREAMS = component(
+    f"""
+  (type $bs (stream u8))
+  (type $fs (future string))
+  (core func $ret-u32 (canon task.return (result u32)))
+  (core func $ret-bs (canon task.return (result $bs)))
+  (core func $ret-fs (canon task.return (result $fs)))
+  (core func $ret-str (canon task.return (result string) {MEM}))
+  (core func $stream.new (canon stream.new $bs))
+  (core func $stream.write (canon stream.write $bs {MEM}))
+  (core func $stream.read (canon stream.read $bs {MEM}))
+  (core func $stream.drop-w (canon stream.drop-writable $bs))
+  (core func $stream.drop-r (canon stream.drop-readable $bs))
+  (core func $future.new (canon future.new $fs))
+  (core func $future.write (canon future.write $fs {OPTS}))
+  (core func $future.read (canon future.read $fs {OPTS}))
+  (core func $future.drop-r (canon future.drop-readable $fs))
+  (core func $future.drop-w (canon future.drop-writable $fs))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret-u32" (func $ret-u32 (param i32)))
+    (import "" "ret-bs" (func $ret-bs (param i32)))
+    (import "" "ret-fs" (func $ret-fs (param i32)))
+    (import "" "ret-str" (func $ret-str (param i32 i32)))
+    (import "" "stream.new" (func $stream.new (result i64)))
+    (import "" "stream.write" (func $stream.write (param i32 i32 i32) (result i32)))
+    (import "" "stream.read" (func $stream.read (param i32 i32 i32) (result i32)))
+    (import "" "stream.drop-w" (func $stream.drop-w (param i32)))
+    (import "" "stream.drop-r" (func $stream.drop-r (param i32)))
+    (import "" "future.new" (func $future.new (result i64)))
+    (import "" "future.write" (func $future.write (param i32 i32) (result i32)))
+    (import "" "future.read" (func $future.read (param i32 i32) (result i32)))
+    (import "" "future.drop-r" (func $future.drop-r (param i32)))
+    (import "" "future.drop-w" (func $future.drop-w (param i32)))
+    (data (i32.const 16) "hello world")
+    (func (export "produce") (param $n i32)
+      (local $rw i64) (local $w i32) (local $r i32)
+      (local.set $rw (call $stream.new))
+      (local.set $r (i32.wrap_i64 (local.get $rw)))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-bs (local.get $r))
+      (drop (call $stream.write (local.get $w) (i32.const 16) (local.get $n)))
+      (call $stream.drop-w (local.get $w)))
+    (func (export "consume") (param $s i32)
+      (local $ret i32) (local $n i32) (local $count i32) (local $sum i32) (local $k i32)
+      (loop $more
+        (local.set $ret (call $stream.read (local.get $s) (i32.const 256) (i32.const 100)))
+        (local.set $n (i32.shr_u (local.get $ret) (i32.const 4)))
+        (local.set $count (i32.add (local.get $count) (local.get $n)))
+        (local.set $k (i32.const 0))
+        (block $done
+          (loop $bytes
+            (br_if $done (i32.ge_u (local.get $k) (local.get $n)))
+            (local.set $sum (i32.add (local.get $sum)
+              (i32.load8_u (i32.add (i32.const 256) (local.get $k)))))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))
+            (br $bytes)))
+        (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15)))))
+      (call $stream.drop-r (local.get $s))
+      (call $ret-u32 (i32.add (i32.mul (local.get $count) (i32.const 1000)) (local.get $sum))))
+    (func (export "make-fut")
+      (local $rw i64) (local $w i32)
+      (local.set $rw (call $future.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-fs (i32.wrap_i64 (local.get $rw)))
+      (i32.store (i32.const 512) (i32.const 16))
+      (i32.store (i32.const 516) (i32.const 5))
+      (drop (call $future.write (local.get $w) (i32.const 512)))
+      (call $future.drop-w (local.get $w)))
+    (func (export "read-fut") (param $f i32)
+      (drop (call $future.read (local.get $f) (i32.const 520)))
+      (call $future.drop-r (local.get $f))
+      (call $ret-str (i32.load (i32.const 520)) (i32.load (i32.const 524)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret-u32" (func $ret-u32)) (export "ret-bs" (func $ret-bs))
+      (export "ret-fs" (func $ret-fs)) (export "ret-str" (func $ret-str))
+      (export "stream.new" (func $stream.new)) (export "stream.write" (func $stream.write))
+      (export "stream.read" (func $stream.read)) (export "stream.drop-w" (func $stream.drop-w))
+      (export "stream.drop-r" (func $stream.drop-r)) (export "future.new" (func $future.new))
+      (export "future.write" (func $future.write)) (export "future.read" (func $future.read))
+      (export "future.drop-r" (func $future.drop-r))
+      (export "future.drop-w" (func $future.drop-w))))))
+  (func (export "produce") async (param "n" u32) (result $bs)
+    (canon lift (core func $i "produce") async))
+  (func (export "consume") async (param "s" $bs) (result u32)
+    (canon lift (core func $i "consume") async))
+  (func (export "make-fut") async (result $fs)
+    (canon lift (core func $i "make-fut") async))
+  (func (export "read-fut") async (param "f" $fs) (result string)
+    (canon lift (core func $i "read-fut") async {MEM}))
 """
 )

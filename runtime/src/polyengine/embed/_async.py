@@ -47,7 +47,7 @@ from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_ab
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
-from polyengine.embed._builtins import builtin_signature, task_model_builtin
+from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.embed._streams import HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
@@ -140,7 +140,7 @@ class TaskModel:
                 None if o.post_return is None else engine_core(rt.resolve_func(o.post_return))
             ),
         )
-        lf.return_key = rt.return_key(o, lift.type.result)
+        lf.return_key = ReturnKey(rt.return_key(o, lift.type.result), side)
         self._lifts[key] = lf
         return lf
 
@@ -302,7 +302,7 @@ class AsyncExportCall:
     async def __call__(self, args: Any) -> Any:
         """Call the export and await its result value."""
         lf = self._check()
-        fut = self.tasks.driver.call(lf, list(args))
+        fut = self.tasks.driver.call(lf, self.tasks.host_values.prepare_args(lf.ft, list(args)))
         try:
             results = await asyncio.shield(fut)
         except ConcurrencyTrap as trap:

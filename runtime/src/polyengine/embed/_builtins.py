@@ -13,6 +13,7 @@ plan may name a core instance created after the one importing the built-in.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
@@ -32,7 +33,7 @@ from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_type
 if TYPE_CHECKING:
     from polyengine.embed._runtime import ComponentRuntime
 
-__all__ = ["builtin_signature", "task_model_builtin"]
+__all__ = ["ReturnKey", "builtin_signature", "task_model_builtin"]
 
 Sig = tuple[list[str], list[str]]
 
@@ -214,21 +215,47 @@ def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
     return _positional(_COPIES[b.kind], b.type, CopyOptions(ro.opts, codec))
 
 
+@dataclass(frozen=True, slots=True)
+class ReturnKey:
+    """A lift's ``task.return`` identity: the options it compares, and who called.
+
+    ``side`` is ``"host"`` for the lift the host calls and ``"guest"`` for the
+    one other instances call: ``task.return`` lifts the result for that caller.
+    """
+
+    key: object
+    side: str
+
+
 def _task_return(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
     assert b.options is not None
-    ro = rt.resolve_options(b.options, side="guest")
+    options = b.options
     results = b.results or ()
     result_t = results[0] if results else None
-    values = LiftedFunc.compile(ro.compiler, m.FuncType((), result_t, False), is_async=True)
-    key = rt.return_key(b.options, result_t)
+    ft = m.FuncType((), result_t, False)
+    key = rt.return_key(options, result_t)
+    lifts: dict[str, Callable[[Any, list[CoreVal]], list[Any]]] = {}
 
-    def lift(task: Any, flat: list[CoreVal]) -> list[Any]:
-        cx = LiftLowerContext(ro.opts, task.inst.ci, task)
-        r = values.lift_task_return(cx, flat)
-        return [r] if result_t is not None else []
+    def lift_for(side: str) -> Callable[[Any, list[CoreVal]], list[Any]]:
+        found = lifts.get(side)
+        if found is not None:
+            return found
+        ro = rt.resolve_options(options, side=side)
+        values = LiftedFunc.compile(ro.compiler, ft, is_async=True)
+
+        def lift(task: Any, flat: list[CoreVal]) -> list[Any]:
+            cx = LiftLowerContext(ro.opts, task.inst.ci, task)
+            r = values.lift_task_return(cx, flat)
+            return [r] if result_t is not None else []
+
+        lifts[side] = lift
+        return lift
 
     def task_return(thread: Thread, args: list[CoreVal]) -> list[CoreVal]:
-        return cb.canon_task_return(thread, result_t, key, lift, args)
+        tk = thread.task.return_key
+        if isinstance(tk, ReturnKey) and tk.key == key:
+            return cb.canon_task_return(thread, result_t, tk, lift_for(tk.side), args)
+        return cb.canon_task_return(thread, result_t, key, lift_for("guest"), args)
 
     return task_return
 

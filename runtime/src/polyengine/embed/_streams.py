@@ -415,6 +415,8 @@ class HostValues:
 
     def stream_of(self, v: object, t: m.Stream) -> SharedStreamImpl:
         """The shared stream to hand a guest for the host value ``v``."""
+        if isinstance(v, SharedStreamImpl):
+            return v
         if isinstance(v, Stream):
             shared = v._take_shared(self.store)
             if shared is not None:
@@ -449,6 +451,26 @@ class HostValues:
                 with contextlib.suppress(Exception):
                     await close()
 
+    def prepare_args(self, ft: m.FuncType, args: list[Any]) -> list[Any]:
+        """Turn top-level stream and future sources into shared objects before a call.
+
+        A wrong source then fails the call with ``LowerTypeError`` before the
+        guest is entered (embedder misuse, not a trap of the instance).
+        """
+        out = list(args)
+        for k, t in enumerate(ft.param_types()):
+            if k >= len(out):
+                break
+            try:
+                if isinstance(t, m.Stream):
+                    out[k] = self.stream_of(out[k], t)
+                elif isinstance(t, m.Future):
+                    out[k] = self.future_of(out[k], t)
+            except LowerTypeError as e:
+                e.set_root(f"parameter `{ft.params[k][0].replace('-', '_')}`")
+                raise
+        return out
+
     # -- futures -------------------------------------------------------------------------
 
     def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
@@ -461,6 +483,8 @@ class HostValues:
 
     def future_of(self, v: object, t: m.Future) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
+        if isinstance(v, SharedFutureImpl):
+            return v
         if isinstance(v, Future):
             shared = v._take_shared(self.store)
             if shared is not None:

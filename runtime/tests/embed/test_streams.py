@@ -1,0 +1,144 @@
+"""Streams and futures at the host boundary (python-mapping.md §6)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import pickle
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import pytest
+
+import polyengine
+from polyengine_protocol import (
+    FUTURE,
+    STREAM,
+    STREAM_WRITER,
+    has_brand,
+    is_future,
+    is_realm_local,
+    is_stream,
+    is_stream_writer,
+)
+
+from . import async_components as ac
+from .test_async import aio
+
+Wat = Callable[[str], bytes]
+
+
+def checksum(data: bytes) -> int:
+    return len(data) * 1000 + sum(data)
+
+
+@aio
+async def test_stream_u8_guest_to_host(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream = await inst.exports.produce(5)
+        assert is_stream(stream) and has_brand(stream, STREAM)
+        chunks = [chunk async for chunk in stream]
+        assert all(isinstance(c, bytes) for c in chunks)
+        assert b"".join(chunks) == b"hello"
+        stream = await inst.exports.produce(11)
+        assert await stream.read(3) == b"hel"
+        assert await stream.read(100) == b"lo world"
+        assert await stream.read(100) == b""
+
+
+@aio
+async def test_stream_u8_host_to_guest_from_each_source(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        assert await inst.exports.consume(b"abc") == checksum(b"abc")
+        assert await inst.exports.consume([1, 2, 3]) == checksum(b"\x01\x02\x03")
+
+        def gen() -> Iterator[bytes]:
+            yield b"xy"
+            yield b"z"
+
+        assert await inst.exports.consume(gen()) == checksum(b"xyz")
+
+        async def agen() -> AsyncIterator[bytes]:
+            for i in range(3):
+                await asyncio.sleep(0)
+                yield bytes([65 + i]) * 150
+
+        expected = b"A" * 150 + b"B" * 150 + b"C" * 150
+        assert await inst.exports.consume(agen()) == checksum(expected)
+        assert await inst.exports.consume(b"") == 0
+
+
+@aio
+async def test_create_stream_feeds_a_guest(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream, writer = polyengine.create_stream()
+        assert is_stream(stream) and is_stream_writer(writer)
+        assert has_brand(writer, STREAM_WRITER)
+        call = asyncio.ensure_future(inst.exports.consume(stream))
+
+        async def feed() -> None:
+            async with writer:
+                assert await writer.write_all(b"hello ") == 6
+                assert await writer.write_all(b"world") == 5
+
+        await feed()
+        assert await call == checksum(b"hello world")
+
+
+@aio
+async def test_guest_stream_passes_back_into_a_guest(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream = await inst.exports.produce(11)
+        assert await inst.exports.consume(stream) == checksum(b"hello world")
+        with pytest.raises(ValueError, match="dropped or passed"):
+            await stream.read(1)
+
+
+@aio
+async def test_future_string_both_ways(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        fut = await inst.exports.make_fut()
+        assert is_future(fut) and has_brand(fut, FUTURE)
+        assert await fut == "hello"
+
+        async def later() -> str:
+            await asyncio.sleep(0.001)
+            return "from the host"
+
+        assert await inst.exports.read_fut(later()) == "from the host"
+        loop_future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        loop_future.set_result("settled")
+        assert await inst.exports.read_fut(loop_future) == "settled"
+
+
+@aio
+async def test_handles_are_realm_local(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream = await inst.exports.produce(1)
+        fut = await inst.exports.make_fut()
+        for handle in (stream, fut):
+            assert is_realm_local(handle)
+            assert copy.copy(handle) is handle
+            with pytest.raises(TypeError, match="realm-local"):
+                pickle.dumps(handle)
+        async with stream:
+            pass
+        fut.drop()
+        fut.cancel()  # total: never raises
+
+
+@aio
+async def test_wrong_source_is_a_clear_error(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        with pytest.raises(TypeError, match="parameter `s`: expected a stream source"):
+            await inst.exports.consume(12)
+        with pytest.raises(TypeError, match="parameter `f`: expected a future source"):
+            await inst.exports.read_fut("not awaitable")
+        # embedder misuse does not poison the instance
+        assert await inst.exports.consume(b"a") == checksum(b"a")
