@@ -146,9 +146,8 @@ async def test_trap_in_one_parked_activation_poisons_only_its_instance(wat: Wat)
 @aio
 async def test_deadlock_is_detected(wat: Wat) -> None:
     inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": lambda x: x})
-    with inst:
-        with pytest.raises(Trap, match="deadlock detected"):
-            await asyncio.wait_for(inst.exports.stuck(), 5)
+    with inst, pytest.raises(Trap, match="deadlock detected"):
+        await asyncio.wait_for(inst.exports.stuck(), 5)
 
 
 @aio
@@ -205,9 +204,8 @@ async def test_unmarked_sync_import_returning_an_awaitable_traps(wat: Wat) -> No
         return x
 
     inst = await polyengine.instantiate(wat(ac.SUSPENDING), {"sleep": sleep})
-    with inst:
-        with pytest.raises(Trap, match="host import sleep"):
-            await inst.exports.nap(1)
+    with inst, pytest.raises(Trap, match="host import sleep"):
+        await inst.exports.nap(1)
 
 
 @aio
@@ -243,5 +241,3 @@ async def test_plain_components_keep_the_synchronous_path(wat: Wat) -> None:
     with inst:
         assert inst._runtime.tasks is None
         assert await inst.exports.nap(1) == 2
-
-

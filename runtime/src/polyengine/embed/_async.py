@@ -208,7 +208,8 @@ class TaskModel:
         def build() -> CanonLower:
             ro = self.rt.resolve_options(tr.options, side="host")
             values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
-            return canon_lower_from_abi(values, ro.opts, self.states[tr.options.instance], func_inst)
+            state = self.states[tr.options.instance]
+            return canon_lower_from_abi(values, ro.opts, state, func_inst)
 
         return self._lower_trampoline(ft, tr.options, build)
 
@@ -244,13 +245,8 @@ def _host_callable(
         aw: Awaitable[Any] = holder[0]
 
         async def settle() -> Any:
-            result = aw
-
-            async def inner() -> Any:
-                return await result
-
             try:
-                v = await inner()
+                v = await aw
             except Exception as exc:
                 if not is_component_exception(exc):
                     raise
@@ -310,7 +306,7 @@ class AsyncExportCall:
         return results[0] if results else None
 
     def call_sync(self, args: Any) -> Any:
-        """Run the export to completion now (resource constructors); nothing may wait on host work."""
+        """Run the export to completion now (resource constructors): nothing may wait."""
         lf = self._check()
         try:
             results = run_to_completion(lf, list(args))

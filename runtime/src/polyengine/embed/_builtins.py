@@ -172,13 +172,17 @@ def task_model_builtin(rt: ComponentRuntime, b: pln.Builtin) -> tuple[BuiltinFn,
         return _lazy(lambda: _task_return(rt, b)), False
     if kind in ("waitable-set.wait", "waitable-set.poll"):
         assert b.memory is not None
-        fn = cb.canon_waitable_set_wait if kind == "waitable-set.wait" else cb.canon_waitable_set_poll
+        wait: Callable[..., Any] = (
+            cb.canon_waitable_set_wait
+            if kind == "waitable-set.wait"
+            else cb.canon_waitable_set_poll
+        )
         mem_ref = b.memory
 
         def build_wait() -> BuiltinFn:
             memory = rt.resolve(mem_ref)
             assert isinstance(memory, engine.GuestMemory)
-            return _positional(fn, b.cancellable, memory)
+            return _positional(wait, b.cancellable, memory)
 
         return _lazy(build_wait), False
     if kind == "thread.new-indirect":

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from polyengine.abi.resources import ResourceType
-from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._async import AsyncExportCall
+from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._runtime import ComponentRuntime, ExportCall
 from polyengine.embed._versions import VersionedRegistry
 from polyengine.translate import plan as pln

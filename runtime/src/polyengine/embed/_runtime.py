@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
-from polyengine.abi.compile import Compiler
+from polyengine.abi.compile import AsyncValueHooks, Compiler
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.resources import (
     CallBorrows,
     CallLenders,

@@ -86,7 +86,7 @@ class Stream:
 
     def __init__(self, elem: m.ValType | None, source: _Source, store: Store | None) -> None:
         self.elem = elem
-        self._bytes = isinstance(elem, m.U8) or elem is None and store is None
+        self._bytes = isinstance(elem, m.U8) or (elem is None and store is None)
         self._source: _Source | None = source
         self._store = store
 
