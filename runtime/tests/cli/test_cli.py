@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -143,3 +144,27 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
+
+
+def _cached_guests() -> list[Path]:
+    root = os.environ.get("POLYENGINE_GUEST_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "polyengine" / "guests"
+    return sorted(base.glob("*.wasm")) if base.is_dir() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "guest",
+    _cached_guests()
+    or [pytest.param(None, marks=pytest.mark.skip(reason="no real guests built yet"))],
+    ids=lambda p: p.name.rsplit("-", 1)[0] if isinstance(p, Path) else "none",
+)
+def test_inspect_real_guests_match_wasm_tools(
+    guest: Path, wasm_tools: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(guest)]) == 0
+    ours = capsys.readouterr().out
+    theirs = subprocess.run(
+        [wasm_tools, "component", "wit", str(guest)], capture_output=True, text=True, check=True
+    ).stdout
+    assert _parse_wit(ours) == _parse_wit(theirs)
