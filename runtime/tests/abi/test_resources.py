@@ -6,6 +6,8 @@ import struct
 
 import pytest
 from abi_helpers import make_cx
+from hypothesis import given
+from hypothesis import strategies as st
 
 from polyengine.abi.compile import Compiler
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
@@ -277,3 +279,35 @@ def test_codecs_without_host_mapping_pass_reps() -> None:
 def test_compiling_handles_needs_resource_types() -> None:
     with pytest.raises(ValueError, match="resource_type"):
         Compiler().codec(Own(0))
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers()),
+            st.tuples(st.just("remove"), st.integers(0, 40)),
+        ),
+        max_size=60,
+    )
+)
+def test_table_matches_a_free_list_model(ops: list[tuple[str, int]]) -> None:
+    table: Table[int] = Table()
+    live: dict[int, int] = {}
+    free: list[int] = []
+    size = 1
+    for op, x in ops:
+        if op == "add":
+            if free:
+                expect = free.pop()
+            else:
+                expect, size = size, size + 1
+            assert table.add(x) == expect
+            live[expect] = x
+        elif x in live:
+            assert table.remove(x) == live.pop(x)
+            free.append(x)
+        else:
+            with pytest.raises(Trap):
+                table.remove(x)
+        assert len(table) == len(live)
+        assert sorted(table) == sorted(live.values())
