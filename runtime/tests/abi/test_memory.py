@@ -75,3 +75,24 @@ def test_result_helpers() -> None:
     out = []
     c.lower_flat(cx, result_value(False, "bad"), out)
     assert result_outcome(c.lift_flat(cx, out, 0)) == (False, "bad")
+
+
+def test_scalar_only_calls_never_ask_for_a_view() -> None:
+    from polyengine.abi.functions import LiftedFunc
+    from polyengine.types.model import U32, FuncType
+
+    class CountingMemory(BytearrayMemory):
+        views = 0
+
+        def view(self) -> memoryview:
+            CountingMemory.views += 1
+            return super().view()
+
+    mem = CountingMemory()
+    cx = LiftLowerContext(CanonicalOptions("utf8", mem, mem.realloc), ComponentInstance())
+    f = LiftedFunc.compile(Compiler(), FuncType((("a", U32()), ("b", U32())), U32()))
+    assert f.lower_params(cx, [1, 2]) == [1, 2]
+    assert f.lift_results(cx, [3]) == 3
+    assert CountingMemory.views == 0
+    Compiler().codec(String()).lower_flat(cx, "abc", [])
+    assert CountingMemory.views == 1  # read once, after realloc ran
