@@ -75,22 +75,28 @@ def compile_handle(comp: Compiler, t: Own | Borrow, rt_index: int) -> Codec:
             def lower(cx: LiftLowerContext, v: Any) -> int:
                 return lower_own(cx.inst, h.lower_own(rt, v), rt)
 
+    # A borrow is lifted out of a caller (the scope is its Subtask-like lender
+    # record) and lowered into a callee (the scope is its Task-like borrow count).
     elif host is None:
 
         def lift(cx: LiftLowerContext, i: int) -> Any:
-            return lift_borrow(cx.inst, i, rt, cx.borrow_scope)
+            lenders: Any = cx.borrow_scope
+            return lift_borrow(cx.inst, i, rt, lenders)
 
         def lower(cx: LiftLowerContext, v: Any) -> int:
-            return lower_borrow(cx.inst, rep_of(v), rt, cx.borrow_scope)
+            task: Any = cx.borrow_scope
+            return lower_borrow(cx.inst, rep_of(v), rt, task)
 
     else:
         h = host
 
         def lift(cx: LiftLowerContext, i: int) -> Any:
-            return h.lift_borrow(rt, lift_borrow(cx.inst, i, rt, cx.borrow_scope))
+            lenders: Any = cx.borrow_scope
+            return h.lift_borrow(rt, lift_borrow(cx.inst, i, rt, lenders))
 
         def lower(cx: LiftLowerContext, v: Any) -> int:
-            return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, cx.borrow_scope)
+            task: Any = cx.borrow_scope
+            return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, task)
 
     return i32_codec(comp, t, lift, lower)
 

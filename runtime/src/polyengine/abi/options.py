@@ -15,7 +15,7 @@ from polyengine.abi.trap import TrapCode, trap_if
 from polyengine.types.layout import PtrType
 
 if TYPE_CHECKING:
-    from polyengine.abi.resources import ComponentInstance
+    from polyengine.abi.resources import BorrowingTask, ComponentInstance, LendingSubtask
 
 __all__ = ["CanonicalOptions", "LiftLowerContext", "StringEncoding"]
 
@@ -65,7 +65,7 @@ class LiftLowerContext:
         self,
         opts: CanonicalOptions,
         inst: ComponentInstance,
-        borrow_scope: Any = None,
+        borrow_scope: BorrowingTask | LendingSubtask | None = None,
     ) -> None:
         self.opts = opts
         self.inst = inst
