@@ -20,13 +20,7 @@ from polyengine.translate import translate_component
 _KINDS = ("module", "module_definition", "assert_invalid", "assert_malformed")
 
 # Verdicts we know we get wrong, with the reason (path relative to the suite, line).
-KNOWN_MISSES: dict[tuple[str, int], str] = {
-    ("validation/annotated-names/annotated-names.json", 177): (
-        "a bag-of-exports instance gives its type exports fresh identities, so a "
-        "[constructor] whose result uses the un-exported index has no name; resources "
-        "are tracked by id here, not per type index"
-    ),
-}
+KNOWN_MISSES: dict[tuple[str, int], str] = {}
 
 
 def _commands() -> list[object]:

@@ -268,16 +268,7 @@ class Walk:
             case ast.Instantiate(component, args):
                 s.add(Sort.INSTANCE, self.instantiate(component, args))
             case ast.InstanceExports(exports):
-                names = NameSet("export")
-                bag2: dict[str, Value] = {}
-                for ie in exports:
-                    check_name(ie.name, names)
-                    if ie.sort.is_core and ie.sort is not Sort.CORE_MODULE:
-                        raise Fail(f"{ie.sort.text} is not valid to be used as an instance export")
-                    item2 = s.get(ie.sort, ie.index)
-                    check_attributes(ie.name, type_of(item2))
-                    bag2[ie.name.name] = item2
-                s.add(Sort.INSTANCE, InstanceV(bag2))
+                s.add(Sort.INSTANCE, self.bag(exports))
             case ast.AliasExport(sort, inst, name):
                 s.add(sort, alias_export(s, sort, inst, name))
             case ast.AliasCoreExport(sort, inst, name):
@@ -313,6 +304,26 @@ class Walk:
                 raise Fail("component values are not supported")
             case _:
                 s.add(Sort.CORE_FUNC, _canon.builtin(self, d))
+
+    def bag(self, exports: tuple[ast.InlineExport, ...]) -> InstanceV:
+        """An instance made of inline exports (Explainer.md §"Instance Definitions")."""
+        names = NameSet("export")
+        bag: dict[str, Value] = {}
+        resources: dict[str, int] = {}
+        for ie in exports:
+            parsed = check_name(ie.name, names)
+            if ie.sort.is_core and ie.sort is not Sort.CORE_MODULE:
+                raise Fail(f"{ie.sort.text} is not valid to be used as an instance export")
+            item = self.scope.get(ie.sort, ie.index)
+            t = type_of(item)
+            check_attributes(ie.name, t)
+            check_annotated(parsed.kind, parsed.resource, parsed.label, t, resources)
+            if isinstance(t, FuncType) and not _handle_is_named(self.tr.arena, parsed.kind, t):
+                raise Fail("resource used in function does not have a name in this context")
+            if isinstance(item, TypeV) and isinstance(item.t, ResourceT):
+                resources[ie.name.name] = item.t.rid
+            bag[ie.name.name] = item
+        return InstanceV(bag)
 
     # -- core instances -----------------------------------------------------------------
 
@@ -548,6 +559,16 @@ class Walk:
         self.exports[name] = v
         self.attributes["export", name] = d.name
         s.add(sort_of_value(v), v)
+
+
+def _handle_is_named(arena: Arena, kind: str, t: FuncType) -> bool:
+    """For an annotated function in a bag: its resource handle must come from a named index."""
+    handle: object = None
+    if kind == "constructor":
+        handle = t.result.ok if isinstance(t.result, Result) else t.result
+    elif kind == "method" and t.params:
+        handle = t.params[0][1]
+    return handle is None or bool(arena.names_of(handle))
 
 
 def _abstract_rids(t: ExternT) -> set[int]:
