@@ -21,6 +21,10 @@ Core values are Python ``int`` (``i32``/``i64``) and ``float``
 (``f32``/``f64``). Lowering produces integers as *unsigned* (as the spec's
 ``lower_flat_signed``); lifting accepts signed or unsigned (it masks).
 
+Lists, variants and handles are compiled in :mod:`~polyengine.abi.lists`,
+:mod:`~polyengine.abi.variants` and :mod:`~polyengine.abi.handles`; records
+and tuples of plain scalars take the fused paths of :mod:`~polyengine.abi.fused`.
+
 Bad host values raise the path-carrying errors of
 :mod:`polyengine.abi.errors`; guest faults raise
 :class:`~polyengine.abi.trap.Trap`.
@@ -70,7 +74,6 @@ from polyengine.types.layout import (
     alignment,
     elem_size,
     flatten_type,
-    max_case_alignment,
 )
 from polyengine.types.model import (
     F32,
@@ -725,15 +728,6 @@ class Compiler:
             out.append(pack(v))
 
         return self._make(t, load, store, lift_flat, lower_flat)
-
-
-def variant_payload_offset(t: ValType, ptr_type: PtrType, disc_size: int) -> int:
-    """Where a variant's payload starts: after the discriminant, case-aligned (§"Loading")."""
-    from polyengine.types.despecialize import despecialize
-
-    d = despecialize(t)
-    assert isinstance(d, Variant)
-    return align_to(disc_size, max_case_alignment(d.cases, ptr_type))
 
 
 # --- uncompiled entry points, named as in the spec --------------------------------
