@@ -62,9 +62,7 @@ from polyengine.translate.plan import (
     CoreModule,
     StaticModule,
 )
-from polyengine.types.model import (
-    FuncType,
-)
+from polyengine.types.model import FuncType, Result
 from polyengine.types.subtype import (
     ComponentT,
     CoreFuncT,
