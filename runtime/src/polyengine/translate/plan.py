@@ -15,9 +15,32 @@ that comes *later* than an instance importing the trampoline (the usual
 shim/fixup table pattern), so options are resolved when the trampoline is
 called, never when it is created.
 
+Executing a plan:
+
+1. compile ``modules[i]`` from ``component_bytes[offset:offset+length]``;
+2. create one piece of per-instance state (handle tables, ``may_leave``,
+   backpressure, poisoning) per ``component_instances`` entry;
+3. for each ``core_instances`` entry in order, build its imports from
+   ``args``: a :class:`CoreExport` is an export of an earlier core
+   instance, a :class:`TrampolineRef` is a host function made for
+   ``trampolines[index]`` (a :class:`LowerImport` calls the host import at
+   ``path``; an :class:`Adapter` calls another instance's :class:`Lift`; a
+   :class:`Builtin` is a canonical built-in acting on ``instance``);
+4. the root's ``exports`` are :class:`Lift` items (call ``func`` with the
+   canonical ABI under ``options``), re-exported imports, instances of
+   those, and types.
+
+Resource handles in types (``Own.rt``/``Borrow.rt``) index ``resources``;
+``-1`` appears only inside the types of component-typed imports and
+exports, whose resources are never instantiated.
+
 Every class is a frozen dataclass made of ints, strs, bools, tuples, ``None``
 and the value types of :mod:`polyengine.types.model`; :func:`plan_to_json`
-and :func:`plan_from_json` convert losslessly and deterministically.
+and :func:`plan_from_json` convert losslessly and deterministically (a
+dataclass becomes an object with its class name under ``"$"``; value and
+function types use :func:`~polyengine.types.model.valtype_to_json` and
+:func:`~polyengine.types.model.functype_to_json` under ``"$valtype"`` and
+``"$functype"``).
 """
 
 from __future__ import annotations
@@ -166,7 +189,9 @@ class Builtin:
     """A canonical built-in (CanonicalABI.md §"Canonical definitions").
 
     ``kind`` is the text-format name (``resource.new``, ``stream.read``,
-    ``waitable-set.wait``, ``task.return``, ...). Only the fields relevant to
+    ``waitable-set.wait``, ``task.return``, ...), or ``unavailable`` for the
+    lowering of a function that cannot run (an export of an instance of an
+    imported component type): calling it traps. Only the fields relevant to
     the kind are set: ``resource`` (resource.*), ``type`` (stream.* and
     future.*: the ``Stream``/``Future`` type itself), ``results`` (task.return),
     ``options`` (task.return, stream/future read/write, error-context.new and
