@@ -11,9 +11,10 @@ Modules, in the spec's order:
 * :mod:`~polyengine.abi.resources` - :class:`ComponentInstance`,
   :class:`Table`, resource handles and the ``resource.*`` built-ins;
 * :mod:`~polyengine.abi.strings` - string load/store and transcoding;
-* :mod:`~polyengine.abi.compile` (+ ``lists``, ``variants``, ``bulk``) -
-  :class:`Compiler` turning a value type into a :class:`Codec` of
-  ``load``/``store``/``lift_flat``/``lower_flat`` closures;
+* :mod:`~polyengine.abi.compile` (+ ``lists``, ``variants``, ``handles``,
+  ``bulk``, ``fused``, ``codegen``) - :class:`Compiler` turning a value type
+  into a :class:`Codec` of ``load``/``store``/``lift_flat``/``lower_flat``
+  closures;
 * :mod:`~polyengine.abi.functions` - :class:`LiftedFunc`/:class:`LoweredFunc`
   for whole parameter and result lists;
 * :mod:`~polyengine.abi.errors` - the path-carrying lowering errors.
