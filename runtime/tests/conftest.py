@@ -1,1 +1,1 @@
-"""Shared pytest configuration for the runtime tests (kept minimal: each test folder owns its fixtures)."""
+"""Shared pytest configuration for the runtime tests (each test folder owns its fixtures)."""
