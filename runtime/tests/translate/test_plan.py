@@ -500,3 +500,11 @@ def test_nesting_is_inlined_or_refused_cleanly() -> None:
     assert plan.component_instances[0].parent is None
     with pytest.raises(TranslationError):
         translate_component(_nested_components(5000))
+
+
+def test_type_nesting_depth_is_bounded(wat2wasm_unchecked: Wat) -> None:
+    ok = ["(type $t0 string)"] + [f"(type $t{i} (list $t{i - 1}))" for i in range(1, 90)]
+    translate_component(wat2wasm_unchecked("(component " + " ".join(ok) + ")"))
+    deep = ["(type $t0 string)"] + [f"(type $t{i} (list $t{i - 1}))" for i in range(1, 120)]
+    with pytest.raises(TranslationError, match="nesting is too deep"):
+        translate_component(wat2wasm_unchecked("(component " + " ".join(deep) + ")"))

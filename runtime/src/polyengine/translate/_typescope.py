@@ -165,12 +165,13 @@ MAX_TOTAL_WEIGHT = 1_000_000
 class TypeContext:
     """What type conversion needs from the enclosing walk."""
 
-    __slots__ = ("arena", "builder_weights", "sizes", "total_weight")
+    __slots__ = ("arena", "builder_weights", "depths", "sizes", "total_weight")
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
         self.builder_weights: dict[int, int] = {}
         self.sizes: dict[int, tuple[int, int]] = {}
+        self.depths: dict[int, int] = {}
         self.total_weight = 0
 
     def builder(self, scope: Scope) -> ValTypeBuilder:
@@ -182,6 +183,7 @@ class TypeContext:
         b = ValTypeBuilder(lookup, self.arena.derive)
         b.weights = self.builder_weights
         b.sizes = self.sizes
+        b.depths = self.depths
         b.keep = self.arena.keep
         return b
 

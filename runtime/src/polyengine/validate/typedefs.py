@@ -20,6 +20,8 @@ from polyengine.validate.abi import MAX_VALUE_SIZE, contains, size_and_alignment
 from polyengine.validate.names import NameError_, check_unique_labels
 
 MAX_TYPE_WEIGHT = 100_000
+MAX_TYPE_DEPTH = 100
+"""Value types nest at most this deep (keeps every recursive walk of a type shallow)."""
 
 _PRIM: dict[ast.PrimValType, m.ValType] = {
     ast.PrimValType.BOOL: m.Bool(),
@@ -54,7 +56,7 @@ class ValTypeBuilder:
     of types doubling in size cannot make translation explode.
     """
 
-    __slots__ = ("derive", "keep", "lookup", "sizes", "weights")
+    __slots__ = ("depths", "derive", "keep", "lookup", "sizes", "weights")
 
     def __init__(
         self, lookup: TypeLookup, derive: Callable[[object, m.ValType], None] | None = None
@@ -62,6 +64,7 @@ class ValTypeBuilder:
         self.lookup = lookup
         self.weights: dict[int, int] = {}
         self.sizes: dict[int, tuple[int, int]] = {}
+        self.depths: dict[int, int] = {}
         self.keep: list[object] = []
         # called with (resource type object, handle type built from it)
         self.derive = derive
@@ -94,10 +97,15 @@ class ValTypeBuilder:
     def defvaltype(self, d: ast.DefValType) -> m.ValType:
         t = self._defvaltype(d)
         if not isinstance(d, ast.PrimValType):
-            weight = 1 + sum(self._weight(c) for c in _kids(t))
+            kids = _kids(t)
+            weight = 1 + sum(self._weight(c) for c in kids)
             if weight > MAX_TYPE_WEIGHT:
                 raise TypeRuleError("effective type size exceeds the limit")
+            depth = 1 + max((self.depths.get(id(c), 1) for c in kids), default=0)
+            if depth > MAX_TYPE_DEPTH:
+                raise TypeRuleError("type nesting is too deep")
             self.weights[id(t)] = weight
+            self.depths[id(t)] = depth
             self.keep.append(t)
             if size_and_alignment(t, 8, self.sizes)[0] >= MAX_VALUE_SIZE:
                 raise TypeRuleError("type exceeds maximum byte size")
