@@ -389,9 +389,10 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
         return versions, build_py
 
     if spec.toolchain == "componentize-qjs":
-        modules = node_modules()
         node = shutil.which("node")
-        assert node is not None
+        if node is None:
+            raise ToolchainMissing("node is not installed (needed for componentize-qjs)")
+        modules = node_modules()
         versions = [
             _npm_package_version(modules, "componentize-qjs"),
             _tool_version([node, "--version"]),
