@@ -624,19 +624,21 @@ def _step_costs(
     """Nanoseconds of each zero-argument step (less an empty lambda call) and of each total.
 
     Steps, totals and the empty lambda are measured in one interleaved run, so
-    the parts and the whole see the same machine load.
+    the parts and the whole see the same machine load; each figure is the
+    fastest repeat (sub-microsecond steps drown in a busy machine's noise).
     """
     cases = [Case("", repeat(lambda: None))]
     cases += [Case(label, repeat(fn)) for label, fn in steps]
     cases += [Case("", loop) for loop in totals]
-    ns = measure(cases, s)
+    measure(cases, s)
+    ns = [c.best for c in cases]
     base, parts = ns[0], ns[1 : 1 + len(steps)]
     costs = [(label, max(t - base, 0.0)) for (label, _), t in zip(steps, parts, strict=True)]
     return costs, ns[1 + len(steps) :]
 
 
 def _print_steps(title: str, total: float, costs: list[tuple[str, float]]) -> None:
-    print(f"-- {title}: {_fmt_time(total).strip()} per call --")
+    print(f"-- {title}: {_fmt_time(total).strip()} per call (fastest repeat) --")
     for label, ns in costs:
         print(f"  {label:<58}{_fmt_time(ns):>12}  {100 * ns / total:5.1f}%")
     rest = total - sum(ns for _, ns in costs)
@@ -964,12 +966,13 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
         raw = repeat(floor.address_add())
         results = []
         for label, a, b in rows:
-            now, new, raw_floor = measure([Case("", a), Case("", b), Case("", raw)], s)
-            results.append((label, now, new, raw_floor))
+            cases = [Case("", a), Case("", b), Case("", raw)]
+            measure(cases, s)
+            results.append((label, *(c.best for c in cases)))
     finally:
         store.close()
 
-    print("-- prototypes of the proposals (current -> prototype, interleaved) --")
+    print("-- prototypes of the proposals (current -> prototype; interleaved, fastest repeat) --")
     for label, now, new, raw_floor in results:
         gain = now - new
         print(
@@ -1024,6 +1027,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per figure")
     parser.add_argument("--min-time", type=float, default=None, help="seconds per timed repeat")
     parser.add_argument("--profile", action="store_true", help="profile the polyengine paths too")
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the profile (implies --profile)"
+    )
     args = parser.parse_args(argv)
     s = Settings(
         args.min_time if args.min_time is not None else (0.002 if args.quick else 0.1),
@@ -1034,14 +1040,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     floor, eng, native, poly = CoreFloor(), EngineFloor(), Native(component), Poly(component)
     try:
         print(header(s))
-        print()
-        print(render(section_export(floor, eng, native, poly, s)))
-        print()
-        print(render(section_import(floor, eng, native, poly, s)))
-        for sec in section_bulk(floor, native, poly, s):
+        if not args.profile_only:
             print()
-            print(render(sec))
-        if args.profile:
+            print(render(section_export(floor, eng, native, poly, s)))
+            print()
+            print(render(section_import(floor, eng, native, poly, s)))
+            for sec in section_bulk(floor, native, poly, s):
+                print()
+                print(render(sec))
+        if args.profile or args.profile_only:
             profile_all(poly, eng, floor, s)
     finally:
         poly.close()
