@@ -38,6 +38,7 @@ from polyengine.concurrency import (
     InstanceState,
     Store,
     TaskModelHooks,
+    canon_lift,
     canon_lower,
     lift_func,
     run_to_completion,
@@ -218,8 +219,49 @@ class TaskModel:
         params, results = builtin_signature(b)
         return builtin_host_func(self.rt.store, self.store, params, results, fn, defer=defer)
 
+    def guest_dtor(self, ref: pln.CoreDef, instance: int) -> Callable[[int], None]:
+        """A guest destructor run as a synchronous task of its own instance.
+
+        Called by ``resource.drop`` from a guest (a nested call of the current
+        thread) or from the host (driven to completion at once).
+        """
+        lifts: list[CanonLift] = []
+
+        def lift() -> CanonLift:
+            if not lifts:
+                lifts.append(
+                    CanonLift(
+                        ft=m.FuncType((("rep", m.U32()),), None, False),
+                        inst=self.states[instance],
+                        callee=engine_core(self.rt.resolve_func(ref)),
+                        lower_args=_flat_args,
+                    )
+                )
+            return lifts[0]
+
+        def dtor(rep: int) -> None:
+            current = self.store.current
+            if current is None:
+                run_to_completion(lift(), [rep])
+                return
+            # resource.drop has entered the destructor's instance already
+            done: list[object] = []
+            lf = lift()
+            try:
+                canon_lift(lf, lambda: [rep], done.append, current.inst)
+            except ConcurrencyTrap as trap:
+                self.store.poison(lf.inst, trap)
+                raise
+            ctrap_if(not done, TrapCode.CANNOT_BLOCK_SYNC, "a resource destructor blocked")
+
+        return dtor
+
     def close(self) -> None:
         self.store.close()
+
+
+def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
+    return [int(a) for a in args]
 
 
 def _host_callable(

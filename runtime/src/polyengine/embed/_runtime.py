@@ -208,6 +208,9 @@ class ComponentRuntime:
             from polyengine.embed._async import TaskModel
 
             self.tasks = TaskModel(self)
+            for rtype, res in zip(self.resource_types, plan.resources, strict=True):
+                if res.dtor is not None and res.instance is not None:
+                    rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
         modules = [
             engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
