@@ -964,11 +964,11 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
             )
         )
         raw = repeat(floor.address_add())
-        results = []
+        results: list[tuple[str, float, float, float]] = []
         for label, a, b in rows:
-            cases = [Case("", a), Case("", b), Case("", raw)]
-            measure(cases, s)
-            results.append((label, *(c.best for c in cases)))
+            trio = [Case("", a), Case("", b), Case("", raw)]
+            measure(trio, s)
+            results.append((label, trio[0].best, trio[1].best, trio[2].best))
     finally:
         store.close()
 
