@@ -939,6 +939,27 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
         )
     )
 
+    # P6: LiftLowerContext.refresh without contextlib.suppress, skipped without a memory.
+    from polyengine.abi.options import LiftLowerContext
+
+    cx = LiftLowerContext(ro.opts, ci, None)
+    opts = ro.opts
+
+    def refresh_guarded() -> None:
+        if opts.memory is not None:
+            try:  # noqa: SIM105 - suppress() costs ~0.8 us on this hot path
+                del cx.mv
+            except AttributeError:
+                pass
+
+    rows.append(
+        (
+            "P6 LiftLowerContext.refresh: no suppress(), no memory",
+            repeat(cx.refresh),
+            repeat(refresh_guarded),
+        )
+    )
+
     # P5: a scalar-only host import compiled to one closure, on the engine's trampoline.
     store = engine.EngineStore(suspend=False)
     try:
