@@ -17,6 +17,7 @@ from polyengine.translate.plan import (
     ExportedInstance,
     FuncDesc,
     ImportedItem,
+    ImportedModule,
     InstanceDesc,
     Lift,
     LowerImport,
@@ -508,3 +509,43 @@ def test_type_nesting_depth_is_bounded(wat2wasm_unchecked: Wat) -> None:
     deep = ["(type $t0 string)"] + [f"(type $t{i} (list $t{i - 1}))" for i in range(1, 120)]
     with pytest.raises(TranslationError, match="nesting is too deep"):
         translate_component(wat2wasm_unchecked("(component " + " ".join(deep) + ")"))
+
+
+def test_imported_module_and_component(wat2wasm: Wat) -> None:
+    plan = translate_component(
+        wat2wasm(
+            """(component
+              (import "m" (core module $m (export "f" (func))))
+              (core instance $i (instantiate $m))
+              (import "c" (component $c (export "g" (func))))
+              (instance $ci (instantiate $c))
+              (alias export $ci "g" (func $g))
+              (core func (canon lower (func $g)))
+              (func (export "f") (canon lift (core func $i "f"))))"""
+        )
+    )
+    (ci,) = plan.core_instances
+    assert ci.module == ImportedModule(("m",))
+    (tr,) = plan.trampolines
+    assert isinstance(tr, Builtin) and tr.kind == "unavailable"
+    (f,) = plan.exports
+    assert isinstance(f.item, Lift) and f.item.func == CoreExport(0, "f", "func")
+    assert [i.name for i in plan.imports] == ["m", "c"]
+
+
+def test_lifted_trampoline_and_self_adapter(wat2wasm: Wat) -> None:
+    plan = translate_component(
+        wat2wasm(
+            """(component
+              (import "h" (func $h (param "x" u32)))
+              (core func $low (canon lower (func $h)))
+              (func $again (param "x" u32) (canon lift (core func $low)))
+              (core func $self (canon lower (func $again)))
+              (export "again" (func $again)))"""
+        )
+    )
+    low, adapter = plan.trampolines
+    assert isinstance(low, LowerImport) and low.path == ("h",)
+    assert isinstance(adapter, Adapter)
+    assert adapter.lift.func == TrampolineRef(0)
+    assert adapter.options.instance == adapter.lift.options.instance == 0
