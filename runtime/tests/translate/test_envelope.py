@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +74,43 @@ def test_empty_component_and_truncated_section() -> None:
     assert empty.plan.modules == () and empty.plan.exports == ()
     with pytest.raises(TranslationError):
         translate(b"\0asm\x0d\0\x01\0\x01\x05\0")
+
+
+def test_envelope_is_identical_across_hash_seeds(
+    wat2wasm: Callable[[str], bytes], tmp_path: Path
+) -> None:
+    nested = """(component
+      (import "wasi:io/streams@0.2.0" (instance $io
+        (export "r" (type $r (sub resource)))
+        (export "[method]r.go" (func (param "self" (borrow $r))))))
+      (component $C
+        (import "io" (instance $i
+          (export "r" (type $r (sub resource)))
+          (export "[method]r.go" (func (param "self" (borrow $r))))))
+        (alias export $i "[method]r.go" (func $go))
+        (alias export $i "r" (type $r))
+        (core func (canon lower (func $go)))
+        (core func (canon resource.drop $r))
+        (type $mine (resource (rep i32)))
+        (export "mine" (type $mine)))
+      (instance $a (instantiate $C (with "io" (instance $io))))
+      (instance $b (instantiate $C (with "io" (instance $io))))
+      (export "a" (instance $a))
+      (export "b" (instance $b)))"""
+    path = tmp_path / "c.wasm"
+    path.write_bytes(wat2wasm(nested))
+    script = (
+        "import json, sys; from polyengine.translate import translate; "
+        "print(json.dumps(translate(open(sys.argv[1], 'rb').read()).to_envelope(), sort_keys=True))"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(path)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1
