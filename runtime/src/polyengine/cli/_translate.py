@@ -79,8 +79,12 @@ def run_inspect(args: argparse.Namespace) -> int:
     except (TranslationError, _CliError) as exc:
         print(f"polyengine inspect: error: {args.component}: {exc}", file=sys.stderr)
         return 1
-    text = render_world(plan)
-    if args.plan:
-        text += render_plan_summary(plan, len(data))
+    try:
+        text = render_world(plan)
+        if args.plan:
+            text += render_plan_summary(plan, len(data))
+    except Exception as exc:  # a rendering bug must not end in a traceback
+        print(f"polyengine inspect: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     sys.stdout.write(text)
     return 0
