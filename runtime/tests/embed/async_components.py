@@ -292,3 +292,39 @@ STREAMS = component(
     (canon lift (core func $i "read-fut") async {MEM}))
 """
 )
+
+# error-context both ways: ``make-err`` returns a context holding "it broke";
+# ``err-message(e)`` returns the debug message of the context it receives.
+ERRORS = component(
+    f"""
+  (core func $ret-err (canon task.return (result error-context)))
+  (core func $ret-str (canon task.return (result string) {MEM}))
+  (core func $err.new (canon error-context.new {MEM}))
+  (core func $err.msg (canon error-context.debug-message {OPTS}))
+  (core func $err.drop (canon error-context.drop))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret-err" (func $ret-err (param i32)))
+    (import "" "ret-str" (func $ret-str (param i32 i32)))
+    (import "" "err.new" (func $err.new (param i32 i32) (result i32)))
+    (import "" "err.msg" (func $err.msg (param i32 i32)))
+    (import "" "err.drop" (func $err.drop (param i32)))
+    (data (i32.const 16) "it broke")
+    (func (export "make-err")
+      (call $ret-err (call $err.new (i32.const 16) (i32.const 8))))
+    (func (export "err-message") (param $e i32)
+      (call $err.msg (local.get $e) (i32.const 64))
+      (call $err.drop (local.get $e))
+      (call $ret-str (i32.load (i32.const 64)) (i32.load (i32.const 68)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret-err" (func $ret-err)) (export "ret-str" (func $ret-str))
+      (export "err.new" (func $err.new)) (export "err.msg" (func $err.msg))
+      (export "err.drop" (func $err.drop))))))
+  (func (export "make-err") async (result error-context)
+    (canon lift (core func $i "make-err") async))
+  (func (export "err-message") async (param "e" error-context) (result string)
+    (canon lift (core func $i "err-message") async {MEM}))
+"""
+)

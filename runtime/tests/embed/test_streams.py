@@ -14,11 +14,14 @@ from polyengine_protocol import (
     FUTURE,
     STREAM,
     STREAM_WRITER,
+    from_cloneable,
     has_brand,
+    is_error_context,
     is_future,
     is_realm_local,
     is_stream,
     is_stream_writer,
+    to_cloneable,
 )
 
 from . import async_components as ac
@@ -142,3 +145,14 @@ async def test_wrong_source_is_a_clear_error(wat: Wat) -> None:
             await inst.exports.read_fut("not awaitable")
         # embedder misuse does not poison the instance
         assert await inst.exports.consume(b"a") == checksum(b"a")
+
+
+@aio
+async def test_error_context_both_ways(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.ERRORS))
+    with inst:
+        err = await inst.exports.make_err()
+        assert is_error_context(err) and err.message == "it broke"
+        assert await inst.exports.err_message(err) == "it broke"
+        carrier = from_cloneable(to_cloneable(err))
+        assert await inst.exports.err_message(carrier) == "it broke"
