@@ -48,3 +48,13 @@ def test_every_suite_value_decodes() -> None:
                 from_wast(value)
                 decoded += 1
     assert decoded > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SUITE, reason="POLYENGINE_CM_SUITE is not set (converted official suite)")
+def test_official_suite_executes_with_the_embed_executor() -> None:
+    assert SUITE is not None
+    out = io.StringIO()
+    status = wast.main([SUITE, "--executor", "embed"], out=out)
+    report = out.getvalue()
+    assert status == 0, report

@@ -55,10 +55,13 @@ class Outcome:
 
     ok: bool | None
     message: str = ""
+    #: ``ok`` is ``True`` for what was checked, but part of the command was
+    #: not run (a ``module`` translated while instantiation was skipped).
+    partial: bool = False
 
     @classmethod
-    def passed(cls, message: str = "") -> Outcome:
-        return cls(True, message)
+    def passed(cls, message: str = "", *, partial: bool = False) -> Outcome:
+        return cls(True, message, partial)
 
     @classmethod
     def failed(cls, message: str) -> Outcome:

@@ -6,7 +6,8 @@ supplies a real one (``--executor package.module:factory`` on the command
 line); until then :class:`NoExecution` skips those commands with a reason.
 
 A fresh executor is made per wast file (``factory()``), so an executor may keep
-the file's instances as plain attributes.
+the file's instances as plain attributes; if it has a ``close()`` method, the
+runner calls it when the file is done.
 """
 
 from __future__ import annotations
@@ -133,11 +134,20 @@ class NoExecution:
 ExecutorFactory = Callable[[], Executor]
 
 
-def load_executor_factory(spec: str) -> ExecutorFactory:
-    """Resolve ``package.module:attribute`` to a zero-argument executor factory.
+#: Short names accepted by :func:`load_executor_factory`.
+EXECUTOR_ALIASES = {
+    "none": "polyengine.testing.executor:NoExecution",
+    "embed": "polyengine.testing.embed_executor:EmbedExecutor",
+}
 
+
+def load_executor_factory(spec: str) -> ExecutorFactory:
+    """Resolve ``package.module:attribute`` (or an alias) to a zero-argument executor factory.
+
+    Aliases: ``none`` (skip execution) and ``embed`` (run on ``polyengine.instantiate``).
     Raises ``ValueError`` naming what could not be found.
     """
+    spec = EXECUTOR_ALIASES.get(spec, spec)
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(f"executor must be 'package.module:factory', not {spec!r}")

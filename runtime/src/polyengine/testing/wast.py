@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--executor",
         metavar="MODULE:FACTORY",
-        help="executor for commands that need an instance (default: skip them)",
+        help="executor for commands that need an instance: 'embed' (polyengine.instantiate),"
+        " 'none' (skip them, the default) or MODULE:FACTORY",
     )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per command (0: no limit)"
