@@ -241,3 +241,20 @@ async def test_plain_components_keep_the_synchronous_path(wat: Wat) -> None:
     with inst:
         assert inst._runtime.tasks is None
         assert await inst.exports.nap(1) == 2
+
+
+@aio
+async def test_cancelling_an_export_call_leaves_the_instance_usable(wat: Wat) -> None:
+    host = Pending()
+    inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": host.get})
+    with inst:
+        call = asyncio.ensure_future(inst.exports.wait(1))
+        await host.wait_for(1)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        host.futures[1].set_result(5)  # the guest finishes; its result is dropped
+        other = asyncio.ensure_future(inst.exports.wait(2))
+        await host.wait_for(2)
+        host.futures[2].set_result(6)
+        assert await other == 7

@@ -225,13 +225,23 @@ class Driver:
 
     def call(self, lf: CanonLift, args: list[Any]) -> asyncio.Future[list[Any] | None]:
         """Start a host→guest call; the future gets its results or its trap."""
+        return self.start(lf, args)[1]
+
+    def start(
+        self, lf: CanonLift, args: list[Any]
+    ) -> tuple[HostCall | None, asyncio.Future[list[Any] | None]]:
+        """Like :meth:`call`, also returning the :class:`HostCall` (to cancel it).
+
+        The call is ``None`` when the instance could not be entered (the
+        future then holds the trap).
+        """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Any] | None] = loop.create_future()
         try:
             call = start_host_call(lf, args)
         except Trap as trap:
             fut.set_exception(trap)
-            return fut
+            return None, fut
 
         def settle(c: HostCall) -> None:
             if fut.done():
@@ -247,7 +257,7 @@ class Driver:
             call.on_settle.append(settle)
             self._calls.append((call, fut))
         self._ensure_runner()
-        return fut
+        return call, fut
 
     async def run(self, lf: CanonLift, args: list[Any]) -> list[Any] | None:
         """``await`` a host→guest call to completion."""

@@ -307,6 +307,11 @@ def _raiser(exc: BaseException) -> Callable[[], Any]:
     return thunk
 
 
+def _consume(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 def _protocol_trap(exc: BaseException) -> BaseException:
     if isinstance(exc, Trap):
         return exc
@@ -340,11 +345,22 @@ class AsyncExportCall:
     async def __call__(self, args: Any) -> Any:
         """Call the export and await its result value."""
         lf = self._check()
-        fut = self.tasks.driver.call(lf, self.tasks.host_values.prepare_args(lf.ft, list(args)))
+        driver = self.tasks.driver
+        call, fut = driver.start(lf, self.tasks.host_values.prepare_args(lf.ft, list(args)))
         try:
             results = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # the embedder gave up on the call: request its cancellation (the
+            # guest may still finish it); a later trap only poisons
+            if call is not None:
+                call.cancel()
+                fut.add_done_callback(_consume)
+            raise
         except ConcurrencyTrap as trap:
-            raise _protocol_trap(trap) from trap
+            converted = _protocol_trap(trap)
+            if converted is trap:
+                raise
+            raise converted from trap
         return results[0] if results else None
 
     def call_sync(self, args: Any) -> Any:
@@ -353,7 +369,10 @@ class AsyncExportCall:
         try:
             results = run_to_completion(lf, list(args))
         except ConcurrencyTrap as trap:
-            raise _protocol_trap(trap) from trap
+            converted = _protocol_trap(trap)
+            if converted is trap:
+                raise
+            raise converted from trap
         except RuntimeError as exc:
             raise Trap(
                 f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
