@@ -1,8 +1,12 @@
 """polyengine.testing: conformance tooling.
 
 ``python -m polyengine.testing.wast PATH...`` runs ``wasm-tools json-from-wast``
-output (see :mod:`polyengine.testing.wast`). Execution of instances is
-delegated to an :class:`Executor` that the embedding layer supplies.
+output (see :mod:`polyengine.testing.wast`): it reads, validates and
+translates every binary itself and delegates commands that need an instance
+to an :class:`Executor`. The default executor skips them; ``--executor embed``
+runs them on ``polyengine.instantiate``
+(:class:`polyengine.testing.embed_executor.EmbedExecutor`). Expected failures
+live in ``xfail.txt`` next to this file.
 """
 
 from polyengine.testing._model import Command as Command

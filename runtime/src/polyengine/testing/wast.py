@@ -6,6 +6,13 @@ One row is printed per converted file with its counts of commands, passed,
 failed, xfail and skipped (and the skip reasons), then failures in detail,
 then the closing line ``N passed, N failed, N xfail, N skipped``.
 
+Commands that need an instance go to the executor: ``--executor none`` (the
+default) skips them with the reason "execution not implemented yet",
+``--executor embed`` runs them on ``polyengine.instantiate``, and
+``--executor package.module:factory`` plugs in any other
+:class:`~polyengine.testing.executor.Executor`. ``--timeout`` bounds each
+command (it interrupts Python code only, not a guest spinning in native code).
+
 The exit status is 1 when a command failed unexpectedly or an xfail entry
 passed (stale), 2 for bad usage, 0 otherwise.
 """
