@@ -328,3 +328,58 @@ ERRORS = component(
     (canon lift (core func $i "err-message") async {MEM}))
 """
 )
+
+# Guest→guest calls through the task model: an async-typed, sync-lifted export
+# calls an async callee through a sync lower (it blocks until the callee's
+# task returns); a stackful export calls a sync-lifted callee through an async
+# lower (it returns at once).
+ADAPTERS = """(component
+  (component $Callee
+    (core func $ret (canon task.return (result u32)))
+    (core func $yield (canon thread.yield))
+    (core module $m
+      (import "" "ret" (func $ret (param i32)))
+      (import "" "yield" (func $yield (result i32)))
+      (func (export "slow") (param i32)
+        (drop (call $yield))
+        (call $ret (i32.add (local.get 0) (i32.const 100))))
+      (func (export "fast") (param i32) (result i32)
+        (i32.mul (local.get 0) (i32.const 3))))
+    (core instance $i (instantiate $m (with "" (instance
+      (export "ret" (func $ret)) (export "yield" (func $yield))))))
+    (func (export "slow") async (param "x" u32) (result u32)
+      (canon lift (core func $i "slow") async))
+    (func (export "fast") async (param "x" u32) (result u32)
+      (canon lift (core func $i "fast"))))
+  (instance $callee (instantiate $Callee))
+  (component $Caller
+    (import "slow" (func $slow async (param "x" u32) (result u32)))
+    (import "fast" (func $fast async (param "x" u32) (result u32)))
+    (core module $mem (memory (export "mem") 1))
+    (core instance $mem (instantiate $mem))
+    (core func $ret (canon task.return (result u32)))
+    (core func $slow (canon lower (func $slow)))
+    (core func $fast-async (canon lower (func $fast) async (memory (core memory $mem "mem"))))
+    (core module $m
+      (import "" "mem" (memory 1))
+      (import "" "ret" (func $ret (param i32)))
+      (import "" "slow" (func $slow (param i32) (result i32)))
+      (import "" "fast-async" (func $fast-async (param i32 i32) (result i32)))
+      (func (export "sync-calls-async") (param i32) (result i32)
+        (i32.add (call $slow (local.get 0)) (i32.const 1)))
+      (func (export "async-calls-sync") (param i32)
+        (if (i32.ne (call $fast-async (local.get 0) (i32.const 8)) (i32.const 2 (; RETURNED ;)))
+          (then unreachable))
+        (call $ret (i32.add (i32.load (i32.const 8)) (i32.const 1)))))
+    (core instance $i (instantiate $m (with "" (instance
+      (export "mem" (memory $mem "mem")) (export "ret" (func $ret))
+      (export "slow" (func $slow)) (export "fast-async" (func $fast-async))))))
+    (func (export "sync-calls-async") async (param "x" u32) (result u32)
+      (canon lift (core func $i "sync-calls-async")))
+    (func (export "async-calls-sync") async (param "x" u32) (result u32)
+      (canon lift (core func $i "async-calls-sync") async)))
+  (instance $caller (instantiate $Caller
+    (with "slow" (func $callee "slow")) (with "fast" (func $callee "fast"))))
+  (export "sync-calls-async" (func $caller "sync-calls-async"))
+  (export "async-calls-sync" (func $caller "async-calls-sync"))
+)"""

@@ -258,3 +258,14 @@ async def test_cancelling_an_export_call_leaves_the_instance_usable(wat: Wat) ->
         await host.wait_for(2)
         host.futures[2].set_result(6)
         assert await other == 7
+
+
+@aio
+async def test_guest_to_guest_calls_between_sync_and_async(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.ADAPTERS))
+    with inst:
+        assert await inst.exports.sync_calls_async(1) == 102
+        assert await inst.exports.async_calls_sync(5) == 16
+        assert await asyncio.gather(
+            inst.exports.sync_calls_async(2), inst.exports.async_calls_sync(3)
+        ) == [103, 10]
