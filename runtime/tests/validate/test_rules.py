@@ -22,6 +22,7 @@ _CORE = """
     (func (export "f-i-i") (param i32) (result i32) unreachable)
     (func (export "f-i") (param i32))
     (func (export "f-r") (result i32) unreachable)
+    (func (export "cb") (param i32 i32 i32) (result i32) unreachable)
     (func (export "f") )
     (func (export "bad-realloc") (param i32) (result i32) unreachable)
   )
@@ -62,6 +63,7 @@ REASON = {
     "conflicting string encodings": "conflicts with option",
     "realloc wrong signature": "incorrect signature",
     "async option on sync type": "requires an async function type",
+    "async lift of a string result without memory": "`memory` is required",
     "callback without async": "callback without async",
     "post-return on lower": "cannot be specified for lowerings",
     "post-return wrong signature": "incorrect signature",
@@ -125,6 +127,10 @@ INVALID = {
     "realloc wrong signature": core(
         '(func (param "s" string) (canon lift (core func $i "f-ii") (memory $mem)'
         ' (realloc (core func $i "bad-realloc"))))'
+    ),
+    "async lift of a string result without memory": core(
+        "(type $ft (func async (result string)))"
+        ' (func (type $ft) (canon lift (core func $i "f-r") async (callback (core func $i "cb"))))'
     ),
     "async option on sync type": core('(func (canon lift (core func $i "f") async))'),
     "callback without async": core(
@@ -191,6 +197,11 @@ VALID = {
         (export $rec2 "rec" (type $rec))
         (func $f (param "r" $rec2) (canon lift (core func $i "f-i")))
         (export "f" (func $f))"""
+    ),
+    "async lift with callback": core(
+        "(type $ft (func async (result string)))"
+        ' (func (type $ft) (canon lift (core func $i "f-r") async (memory $mem)'
+        ' (callback (core func $i "cb"))))'
     ),
     "versioned interfaces": """(component
         (import "wasi:http/types@0.2.0" (instance))
