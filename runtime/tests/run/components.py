@@ -56,8 +56,14 @@ STDIO = (
     (export "[method]output-stream.blocking-write-and-flush" (func
       (param "self" (borrow $output-stream))
       (param "contents" (list u8))
-      (result (result (error $stream-error)))))))
+      (result (result (error $stream-error)))))
+    (export "input-stream" (type $input-stream (sub resource)))
+    (export "[method]input-stream.blocking-read" (func
+      (param "self" (borrow $input-stream))
+      (param "len" u64)
+      (result (result (list u8) (error $stream-error)))))))
   (alias export $streams "output-stream" (type $output-stream))
+  (alias export $streams "input-stream" (type $input-stream))
   (import "wasi:cli/stdout@0.2.0" (instance $stdout
     (alias outer $c $output-stream (type $os))
     (export "output-stream" (type $os-named (eq $os)))
@@ -599,4 +605,45 @@ VALUES = (
   (export "example:values/iface@0.1.0" (instance $iface))
 )
 """
+)
+
+#: Copies stdin to stdout until the stream closes (``blocking-read`` in 4 KiB chunks).
+CAT = command(
+    imports="""
+  (import "wasi:cli/stdin@0.2.0" (instance $stdin
+    (alias outer $c $input-stream (type $is))
+    (export "input-stream" (type $is-named (eq $is)))
+    (export "get-stdin" (func (result (own $is-named))))))
+  (alias export $stdin "get-stdin" (func $get-stdin-fn))
+  (alias export $streams "[method]input-stream.blocking-read" (func $read-fn))
+""",
+    lowers="""
+  (core func $get-stdin-core (canon lower (func $get-stdin-fn)))
+  (core func $read-core (canon lower (func $read-fn) (memory $memory) (realloc $realloc)))
+  (core func $drop-is-core (canon resource.drop $input-stream))
+""",
+    withs="""
+    (with "in" (instance
+      (export "get-stdin" (func $get-stdin-core))
+      (export "read" (func $read-core))
+      (export "drop" (func $drop-is-core))))
+""",
+    core_imports="""
+    (import "in" "get-stdin" (func $get-stdin (result i32)))
+    (import "in" "read" (func $read (param i32 i64 i32)))
+    (import "in" "drop" (func $drop-is (param i32)))
+""",
+    core="""
+    (func (export "run") (result i32)
+      (local $in i32)
+      (local.set $in (call $get-stdin))
+      (block $closed
+        (loop $next
+          (call $read (local.get $in) (i64.const 4096) (i32.const 32))
+          (br_if $closed (i32.load8_u (i32.const 32)))
+          (call $out (i32.load (i32.const 36)) (i32.load (i32.const 40)))
+          (br $next)))
+      (call $drop-is (local.get $in))
+      (i32.const 0))
+""",
 )

@@ -79,6 +79,7 @@ class Completed:
     returncode: int
     stdout: str
     stderr: str
+    stdout_bytes: bytes = b""
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
@@ -95,13 +96,13 @@ def _runner(prefix: Sequence[str]) -> Runner:
     def run(
         *args: str | Path,
         env: dict[str, str] | None = None,
-        stdin: bytes = b"",
+        stdin_bytes: bytes = b"",
         cwd: Path | None = None,
         timeout: float = 300,
     ) -> Completed:
         proc = subprocess.run(
             [*prefix, *map(str, args)],
-            input=stdin,
+            input=stdin_bytes,
             capture_output=True,
             env=_env(env),
             cwd=cwd,
@@ -112,6 +113,7 @@ def _runner(prefix: Sequence[str]) -> Runner:
             proc.returncode,
             proc.stdout.decode("utf-8", "replace"),
             proc.stderr.decode("utf-8", "replace"),
+            proc.stdout,
         )
 
     return run

@@ -131,3 +131,12 @@ def test_invoke_refusals(build: Build, polyengine: Runner, wasmtime: Runner, cal
 def test_invoke_run_export(build: Build, polyengine: Runner, wasmtime: Runner) -> None:
     wasm = build("hello", c.hello())
     _same(polyengine("run", "--invoke", "run()", wasm), wasmtime("run", "--invoke", "run()", wasm))
+
+
+def test_stdin(build: Build, polyengine_process: Runner, wasmtime: Runner) -> None:
+    wasm = build("cat", c.CAT)
+    data = b"line one\nline two, no newline at the end"
+    _same(
+        polyengine_process("run", wasm, stdin_bytes=data),
+        wasmtime("run", wasm, stdin_bytes=data),
+    )

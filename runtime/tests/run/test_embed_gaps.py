@@ -61,3 +61,32 @@ def test_sync_import_returning_future(build: Build) -> None:
             inst.close()
 
     assert asyncio.run(main()) is True
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="concurrency/engine_seam.py _outcome turns the CoreTrap a host ExitError unwound "
+    "into a plain Trap ('host function raised ExitError: ...'), so the embedder no longer "
+    "receives the wasi:cli/exit request unchanged (embed/_errors.py trap_from_core's rule)",
+)
+def test_wasi_exit_reaches_the_embedder_unchanged(build: Build) -> None:
+    import polyengine_wasi
+
+    from . import components as c
+
+    data = build("exit-3", c.exit_with(3)).read_bytes()
+    out = bytearray()
+    err = bytearray()
+
+    async def main() -> None:
+        imports = polyengine_wasi.wasi(args=["exit"], stdout=out, stderr=err)
+        inst = await polyengine.instantiate(data, imports)
+        try:
+            await inst.exports["wasi:cli/run@0.2.0"].run()
+        finally:
+            inst.close()
+
+    with pytest.raises(polyengine_wasi.ExitError) as info:
+        asyncio.run(main())
+    assert info.value.code == 3
+    assert (bytes(out), bytes(err)) == (b"before exit\n", b"exiting\n")

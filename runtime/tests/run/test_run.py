@@ -247,3 +247,10 @@ def test_help_lists_verbs(polyengine_process: Runner) -> None:
     assert "run" in r.stdout and "invoke" in r.stdout
     r = polyengine_process("run", "--help")
     assert r.returncode == 0 and "--invoke" in r.stdout and "--dir" in r.stdout
+
+
+def test_stdin_is_piped(build: Build, polyengine_process: Runner) -> None:
+    data = bytes(range(256)) * 1200  # several reads' worth, every byte value
+    r = polyengine_process("run", build("cat", c.CAT), stdin_bytes=data)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout_bytes == data

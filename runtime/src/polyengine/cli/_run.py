@@ -599,7 +599,7 @@ async def _execute(
     params: list[Any],
 ) -> int:
     from polyengine import instantiate
-    from polyengine_protocol import is_component_exception, is_trap, is_wasi_exit
+    from polyengine_protocol import is_component_exception, is_trap
 
     what = "failed to instantiate the component"
     try:
@@ -623,8 +623,9 @@ async def _execute(
         finally:
             instance.close()
     except Exception as exc:
-        if is_wasi_exit(exc):
-            code = getattr(exc, "code", 1)
+        exit_request = _wasi_exit_in(exc)
+        if exit_request is not None:
+            code = getattr(exit_request, "code", 1)
             return code if isinstance(code, int) else 1
         if is_trap(exc):
             return _report_trap(program, what, exc)
@@ -635,6 +636,24 @@ async def _execute(
         raise
     finally:
         _flush()
+
+
+def _wasi_exit_in(exc: BaseException) -> BaseException | None:
+    """The WASI exit request that ended the guest: ``exc`` itself or one of its causes.
+
+    The runtime hands a ``wasi:cli/exit`` to the embedder unchanged; looking
+    through the cause chain also honors an exit that reached us wrapped.
+    """
+    from polyengine_protocol import is_wasi_exit
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if is_wasi_exit(cur):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or getattr(cur, "host_exception", None)
+    return None
 
 
 async def _call(instance: Any, target: ExportFunc, params: list[Any]) -> Any:
