@@ -383,3 +383,42 @@ ADAPTERS = """(component
   (export "sync-calls-async" (func $caller "sync-calls-async"))
   (export "async-calls-sync" (func $caller "async-calls-sync"))
 )"""
+
+# An import whose result is a future (embedder-api A12): the host returns the
+# future's source; ``fetch-read`` reads the future the sync import ``fetch``
+# returned, ``afetch-read`` the one the async import ``afetch`` returned.
+FUTURE_IMPORT = component(
+    f"""
+  (type $fs (future string))
+  (import "fetch" (func $fetch (result $fs)))
+  (import "afetch" (func $afetch async (result $fs)))
+  (core func $fetch (canon lower (func $fetch)))
+  (core func $afetch (canon lower (func $afetch)))
+  (core func $ret-str (canon task.return (result string) {MEM}))
+  (core func $future.read (canon future.read $fs {OPTS}))
+  (core func $future.drop-r (canon future.drop-readable $fs))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "fetch" (func $fetch (result i32)))
+    (import "" "afetch" (func $afetch (result i32)))
+    (import "" "ret-str" (func $ret-str (param i32 i32)))
+    (import "" "future.read" (func $future.read (param i32 i32) (result i32)))
+    (import "" "future.drop-r" (func $future.drop-r (param i32)))
+    (func $read (param $f i32)
+      (drop (call $future.read (local.get $f) (i32.const 520)))
+      (call $future.drop-r (local.get $f))
+      (call $ret-str (i32.load (i32.const 520)) (i32.load (i32.const 524))))
+    (func (export "fetch-read") (call $read (call $fetch)))
+    (func (export "afetch-read") (call $read (call $afetch))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "fetch" (func $fetch)) (export "afetch" (func $afetch))
+      (export "ret-str" (func $ret-str)) (export "future.read" (func $future.read))
+      (export "future.drop-r" (func $future.drop-r))))))
+  (func (export "fetch-read") async (result string)
+    (canon lift (core func $i "fetch-read") async {MEM}))
+  (func (export "afetch-read") async (result string)
+    (canon lift (core func $i "afetch-read") async {MEM}))
+"""
+)

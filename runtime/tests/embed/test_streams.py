@@ -6,6 +6,7 @@ import asyncio
 import copy
 import pickle
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -156,3 +157,20 @@ async def test_error_context_both_ways(wat: Wat) -> None:
         assert await inst.exports.err_message(err) == "it broke"
         carrier = from_cloneable(to_cloneable(err))
         assert await inst.exports.err_message(carrier) == "it broke"
+
+
+@aio
+async def test_import_returning_a_future_returns_its_source(wat: Wat) -> None:
+    async def produce(text: str) -> str:
+        await asyncio.sleep(0.001)
+        return text
+
+    async def afetch() -> Any:
+        await asyncio.sleep(0)
+        return produce("async import")  # the coroutine's result is the source
+
+    imports = {"fetch": lambda: produce("sync import"), "afetch": afetch}
+    inst = await polyengine.instantiate(wat(ac.FUTURE_IMPORT), imports)
+    with inst:
+        assert await inst.exports.fetch_read() == "sync import"
+        assert await inst.exports.afetch_read() == "async import"

@@ -49,7 +49,7 @@ from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
-from polyengine.embed._streams import HostValues
+from polyengine.embed._streams import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
@@ -191,7 +191,7 @@ class TaskModel:
     ) -> engine.CoreFunc:
         """A host import called through the task model (it may park its caller)."""
         ft = tr.type
-        call = _host_callable(fn, where, wrap)
+        call = _host_callable(fn, where, wrap, future_result=isinstance(ft.result, m.Future))
         func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
         if marked and not ft.is_async:
             inner = func_inst
@@ -265,9 +265,27 @@ def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
 
 
 def _host_callable(
-    fn: Callable[..., Any], where: str, wrap: Callable[[Callable[[], Any]], Any] | None
+    fn: Callable[..., Any],
+    where: str,
+    wrap: Callable[[Callable[[], Any]], Any] | None,
+    *,
+    future_result: bool = False,
 ) -> Callable[..., Any]:
-    """``fn`` with the error model applied to its result, returned or awaited."""
+    """``fn`` with the error model applied to its result, returned or awaited.
+
+    With ``future_result`` (the import's result is a ``future``), an
+    awaitable returned by a plain function is the future's source, not the
+    call's completion (embedder-api A12); a coroutine function's coroutine
+    is still the call.
+    """
+    if future_result and not inspect.iscoroutinefunction(fn):
+        inner = fn
+
+        def source_call(*args: Any) -> Any:
+            out = inner(*args)
+            return FutureSource(out) if inspect.isawaitable(out) else out
+
+        fn = source_call
     if wrap is None:
         return fn
 

@@ -27,7 +27,7 @@ from polyengine.embed._runtime import ComponentRuntime, CoreVal
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
-from polyengine.types.model import FuncType, Result
+from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import Trap, is_component_exception, is_suspending, is_wasi_exit
 
 __all__ = ["HostLinker", "HostResourceTable", "describe_import"]
@@ -274,6 +274,8 @@ class HostLinker:
         ft = tr.type
         result_wrap = wrap_result(ft)
         marked = _is_marked_suspending(fn)
+        # A12: an import whose result is a future returns the future's source
+        source = isinstance(ft.result, Future)
         state: dict[str, Any] = {}
         runtime = weakref.proxy(rt)
         runtime_resources = self.resources
@@ -294,9 +296,9 @@ class HostLinker:
             args = lowered.lift_params(cx, list(flat))
             try:
                 if result_wrap is not None:
-                    value = result_wrap(lambda: _settle(fn(*args), where, marked))
+                    value = result_wrap(lambda: _settle(fn(*args), where, marked, source))
                 else:
-                    value = _settle(fn(*args), where, marked)
+                    value = _settle(fn(*args), where, marked, source)
             except Trap:
                 raise
             except Exception as exc:
@@ -321,9 +323,13 @@ def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
     return is_suspending(fn)
 
 
-def _settle(value: Any, where: str, marked: bool) -> Any:
-    """A host import returned ``value``; an awaitable needs a suspension point."""
-    if inspect.isawaitable(value):
+def _settle(value: Any, where: str, marked: bool, source: bool = False) -> Any:
+    """A host import returned ``value``; an awaitable needs a suspension point.
+
+    When the import's result is a ``future`` (``source``), an awaitable is
+    the future's source and is lowered as such (embedder-api A12).
+    """
+    if inspect.isawaitable(value) and not source:
         if inspect.iscoroutine(value):
             value.close()
         if marked:

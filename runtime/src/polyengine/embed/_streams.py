@@ -55,6 +55,7 @@ from polyengine_protocol import (
 __all__ = [
     "ErrorContext",
     "Future",
+    "FutureSource",
     "HostValues",
     "Stream",
     "StreamWriter",
@@ -393,6 +394,15 @@ async def _chunks(src: Any, elem: m.ValType | None) -> AsyncIterator[Any]:
     )
 
 
+class FutureSource:
+    """An awaitable that an import returned as its ``future`` result (A12), kept unawaited."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
@@ -485,6 +495,8 @@ class HostValues:
         """The shared future to hand a guest for the host value ``v``."""
         if isinstance(v, SharedFutureImpl):
             return v
+        if isinstance(v, FutureSource):
+            v = v.awaitable
         if isinstance(v, Future):
             shared = v._take_shared(self.store)
             if shared is not None:
