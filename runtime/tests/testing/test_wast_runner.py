@@ -631,3 +631,18 @@ def test_engine_translator(tmp_path: Path) -> None:
     result = runner(translate=translate).run_file(path)
     assert statuses(result) == [(1, Status.PASSED), (2, Status.PASSED), (3, Status.PASSED)]
     assert result.results[1].message.startswith("rejected: ")
+
+
+def test_cli_prune_xfail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_cli_suite(tmp_path, failing=True)
+    xfail = tmp_path / "xfail.txt"
+    xfail.write_text(
+        "# header\nvalues/bad:8 still failing\nvalues/good:5 fixed long ago\nvalues/good:77 gone\n",
+        encoding="utf-8",
+    )
+    status, _ = run_cli(monkeypatch, str(root), "--xfail", str(xfail), "--prune-xfail")
+    assert status == 0
+    assert xfail.read_text(encoding="utf-8") == "# header\nvalues/bad:8 still failing\n"
+    status, text = run_cli(monkeypatch, str(root), "--xfail", str(xfail))
+    assert status == 0
+    assert text.strip().splitlines()[-1] == "4 passed, 0 failed, 1 xfail, 2 skipped"

@@ -131,12 +131,17 @@ class LoadedModule:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """The verdict on one command."""
+    """The verdict on one command.
+
+    ``stale_xfail`` marks a failure that is an xfail entry whose command
+    passed (or that matches no command).
+    """
 
     line: int
     type: str
     status: Status
     message: str = ""
+    stale_xfail: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {

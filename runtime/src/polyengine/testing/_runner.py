@@ -258,7 +258,11 @@ class WastRunner:
             if line not in seen:
                 result.results.append(
                     CommandResult(
-                        line, "xfail", Status.FAILED, f"xfail entry matches no command: {reason}"
+                        line,
+                        "xfail",
+                        Status.FAILED,
+                        f"xfail entry matches no command: {reason}",
+                        stale_xfail=True,
                     )
                 )
         return result
@@ -277,7 +281,11 @@ class WastRunner:
             )
         if outcome.ok:
             return CommandResult(
-                command.line, command.type, Status.FAILED, f"stale xfail (passed): {expected}"
+                command.line,
+                command.type,
+                Status.FAILED,
+                f"stale xfail (passed): {expected}",
+                stale_xfail=True,
             )
         return CommandResult(
             command.line, command.type, Status.XFAIL, f"{expected} [{outcome.message}]"

@@ -52,3 +52,29 @@ class XfailList:
     def load(cls, path: Path) -> XfailList:
         """Read an xfail file; a missing file is an error (``OSError``)."""
         return cls.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def prune_xfail_file(path: Path, stale: set[tuple[str, int]]) -> list[str]:
+    """Rewrite ``path`` without the entries keyed in ``stale``; return the removed lines.
+
+    Comments, blank lines and every other entry are kept verbatim.
+    """
+    kept: list[str] = []
+    removed: list[str] = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        key = line.partition(" ")[0]
+        file_id, colon, line_no = key.rpartition(":")
+        if (
+            line
+            and not line.startswith("#")
+            and colon
+            and line_no.isdigit()
+            and (file_id, int(line_no)) in stale
+        ):
+            removed.append(raw)
+        else:
+            kept.append(raw)
+    if removed:
+        path.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+    return removed

@@ -27,7 +27,7 @@ from typing import TextIO
 
 from polyengine.testing._model import FileResult, Status, Totals
 from polyengine.testing._runner import WastRunner
-from polyengine.testing._xfail import DEFAULT_XFAIL_FILE, XfailList
+from polyengine.testing._xfail import DEFAULT_XFAIL_FILE, XfailList, prune_xfail_file
 from polyengine.testing.executor import ExecutorFactory, NoExecution, load_executor_factory
 
 
@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-xfail", action="store_true", help="ignore the expected-failure list")
     parser.add_argument(
+        "--prune-xfail",
+        action="store_true",
+        help="remove stale entries (their command passed) from the xfail file",
+    )
+    parser.add_argument(
         "--executor",
         metavar="MODULE:FACTORY",
         help="executor for commands that need an instance: 'embed' (polyengine.instantiate),"
@@ -117,6 +122,14 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         print(format_json(files), file=stream)
     else:
         print(format_report(files, verbose=args.verbose), file=stream)
+    if args.prune_xfail and not args.no_xfail:
+        stale = {(f.id, r.line) for f in files for r in f.results if r.stale_xfail}
+        for line in prune_xfail_file(args.xfail, stale):
+            print(f"pruned from {args.xfail}: {line}", file=sys.stderr)
+        unexpected = sum(
+            1 for f in files for r in f.results if r.status is Status.FAILED and not r.stale_xfail
+        )
+        return 1 if unexpected else 0
     return 1 if Totals.of(files).failed else 0
 
 
