@@ -254,3 +254,27 @@ def test_stdin_is_piped(build: Build, polyengine_process: Runner) -> None:
     r = polyengine_process("run", build("cat", c.CAT), stdin_bytes=data)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout_bytes == data
+
+
+def test_run_export_found_by_track(build: Build, polyengine: Runner) -> None:
+    text = c.hello("patch release\n").replace('"wasi:cli/run@0.2.0"', '"wasi:cli/run@0.2.3"')
+    r = polyengine("run", build("hello-0.2.3", text))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "patch release\n", "")
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (["-S", "bogus"], "unknown WASI option -S 'bogus'"),
+        (["--env", "=x"], "expected NAME=VALUE or NAME"),
+        (["--dir", "::/guest"], "expected HOST or HOST::GUEST"),
+    ],
+)
+def test_bad_options(build: Build, polyengine: Runner, opts: list[str], message: str) -> None:
+    line = _one_line_error(polyengine("run", *opts, build("hello", c.hello())))
+    assert message in line
+
+
+def test_cache_can_be_disabled(build: Build, polyengine: Runner, tmp_path: Path) -> None:
+    r = polyengine("run", build("hello", c.hello()), env={"POLYENGINE_CACHE_DIR": "off"})
+    assert (r.returncode, r.stdout, r.stderr) == (0, "Hello, world!\n", "")
