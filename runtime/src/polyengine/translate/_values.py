@@ -29,7 +29,6 @@ from polyengine.types.model import FuncType
 from polyengine.types.subtype import (
     ComponentT,
     CoreExternT,
-    CoreFuncT,
     CoreModuleT,
     DefType,
     ExternT,
@@ -59,9 +58,6 @@ class CoreModuleV:
 @dataclass(frozen=True, slots=True)
 class CoreInstanceV:
     exports: dict[str, CoreItem]
-
-
-CoreTypeV: TypeAlias = CoreFuncT | CoreModuleT | None  # None: a GC struct/array type
 
 
 # -- component values --------------------------------------------------------------------
