@@ -308,6 +308,16 @@ GUESTS: dict[str, GuestSpec] = {
             stub_wasi=True,
         ),
         GuestSpec(
+            "js-wasi-cli",
+            "componentize-qjs",
+            FEATURES_SYNC,
+            "QuickJS WASI 0.2 command calling wasi:cli/environment and output-stream directly",
+            world="js-wasi-cli",
+            app="app.js",
+            sync=True,
+            command=True,
+        ),
+        GuestSpec(
             "py-async-driver",
             "componentize-py",
             FEATURES_ASYNC,

@@ -140,6 +140,18 @@ def test_c_hello_runs() -> None:
     ]
 
 
+def test_js_wasi_cli_runs() -> None:
+    guest = _build.build_guest("js-wasi-cli")
+    env = dict(os.environ, GREETING="héllo ☃")
+    proc = _wasmtime_run(guest, "a", "b c", options=("--env", "GREETING"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "hello from js-wasi-cli",
+        "args: a | b c",
+        "env GREETING: héllo ☃",
+    ]
+
+
 # --------------------------------------------------------------------------- exports
 
 
