@@ -1,7 +1,8 @@
-"""A real componentize-py async guest (``py-async``) driven from Python.
+"""Real async guests driven from Python: componentize-py (``py-async``) and
+QuickJS (``js-qjs-async``), both implementing the same ``pipes`` interface.
 
 Its exports are async functions over ``stream<u8>`` and ``future<string>``
-(runtime/tests/guests/py-async); the guest runs on componentize-py's async
+(runtime/tests/guests/py-async); the guests run on their toolchains' async
 support (callback-lifted exports, ``waitable-set`` polling, stream and future
 built-ins), so this exercises the task model end to end.
 """
@@ -39,9 +40,9 @@ def _builder() -> ModuleType:
     return module
 
 
-@pytest.fixture(scope="module")
-def guest() -> bytes:
-    path: Path = _builder().build_guest("py-async")
+@pytest.fixture(scope="module", params=["py-async", "js-qjs-async"])
+def guest(request: pytest.FixtureRequest) -> bytes:
+    path: Path = _builder().build_guest(request.param)
     return path.read_bytes()
 
 
@@ -77,7 +78,7 @@ async def _drive(data: bytes) -> dict[str, Any]:
     return out
 
 
-def test_py_async_guest(guest: bytes) -> None:
+def test_async_guest(guest: bytes) -> None:
     out = asyncio.run(_drive(guest))
     assert out["greet"] == "hello, bob"
     assert out["count"] == 10_000
