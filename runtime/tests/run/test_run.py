@@ -278,3 +278,20 @@ def test_bad_options(build: Build, polyengine: Runner, opts: list[str], message:
 def test_cache_can_be_disabled(build: Build, polyengine: Runner, tmp_path: Path) -> None:
     r = polyengine("run", build("hello", c.hello()), env={"POLYENGINE_CACHE_DIR": "off"})
     assert (r.returncode, r.stdout, r.stderr) == (0, "Hello, world!\n", "")
+
+
+def test_internal_error_is_one_line(
+    build: Build, polyengine: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polyengine.cli import _run
+
+    def broken(data: bytes) -> object:
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(_run, "load_artifacts", broken)
+    monkeypatch.delenv("POLYENGINE_TRACEBACK", raising=False)
+    line = _one_line_error(polyengine("run", build("hello", c.hello())))
+    assert "internal error: RuntimeError: simulated failure" in line
+    monkeypatch.setenv("POLYENGINE_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        polyengine("run", build("hello", c.hello()))

@@ -462,7 +462,10 @@ def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
     from polyengine.embed._host import HostLinker
     from polyengine.embed._providers import Imports
 
-    linker = HostLinker(Imports(imports), suspend=False)
+    try:
+        linker = HostLinker(Imports(imports), suspend=False)
+    except (TypeError, ValueError):  # instantiation reports missing imports on its own
+        return
     for leaf in required_imports(arts):
         if leaf.kind in ("module", "component", "value"):
             raise CliError(
@@ -535,7 +538,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
 
         if isinstance(exc, engine.CompileError):
             return _error(f"{path}: {exc}")
-        raise
+        return _internal_error(exc)
     try:
         return asyncio.run(
             _execute(
@@ -552,6 +555,18 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
         return 130
     except CliError as exc:
         return _error(str(exc), exc.code)
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    """An unexpected failure inside polyengine: one line, the traceback on request."""
+    if os.environ.get("POLYENGINE_TRACEBACK"):
+        raise exc
+    return _error(
+        f"internal error: {type(exc).__name__}: {exc} "
+        "(set POLYENGINE_TRACEBACK=1 to see the traceback)"
+    )
 
 
 def _flush() -> None:
