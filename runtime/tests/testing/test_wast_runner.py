@@ -646,3 +646,13 @@ def test_cli_prune_xfail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     status, text = run_cli(monkeypatch, str(root), "--xfail", str(xfail))
     assert status == 0
     assert text.strip().splitlines()[-1] == "4 passed, 0 failed, 1 xfail, 2 skipped"
+
+
+def test_failing_executor_factory_is_a_failed_row(tmp_path: Path) -> None:
+    def broken() -> Executor:
+        raise RuntimeError("no engine here")
+
+    path = write_suite(tmp_path / "d", "f", [({"type": "module", "line": 1}, EMPTY_COMPONENT)])
+    result = runner(executor_factory=broken).run_file(path)
+    assert statuses(result) == [(0, Status.FAILED)]
+    assert result.error == "the executor factory failed: RuntimeError: no engine here"

@@ -239,7 +239,13 @@ class WastRunner:
             result.results.append(CommandResult(0, "file", Status.FAILED, result.error))
             return result
 
-        state = _FileState(json_path.parent, self.executor_factory())
+        try:
+            executor = self.executor_factory()
+        except Exception as exc:
+            result.error = f"the executor factory failed: {type(exc).__name__}: {exc}"
+            result.results.append(CommandResult(0, "file", Status.FAILED, result.error))
+            return result
+        state = _FileState(json_path.parent, executor)
         try:
             for command in commands:
                 try:
