@@ -269,3 +269,15 @@ async def test_guest_to_guest_calls_between_sync_and_async(wat: Wat) -> None:
         assert await asyncio.gather(
             inst.exports.sync_calls_async(2), inst.exports.async_calls_sync(3)
         ) == [103, 10]
+
+
+@aio
+async def test_closing_fails_the_calls_in_flight(wat: Wat) -> None:
+    host = Pending()
+    inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": host.get})
+    call = asyncio.ensure_future(inst.exports.wait(1))
+    await host.wait_for(1)
+    inst.close()
+    with pytest.raises(Trap, match="closed"):
+        await call
+    host.futures[1].cancel()

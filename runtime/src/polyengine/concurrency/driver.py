@@ -339,6 +339,20 @@ class Driver:
 
         return func_inst
 
+    def close(self, reason: str = "the store was closed") -> None:
+        """Fail the calls still in flight with a trap and stop the runner (idempotent).
+
+        Call before :meth:`Store.close`; nothing may be driven afterwards.
+        """
+        calls, self._calls = self._calls, []
+        for _call, fut in calls:
+            if not fut.done():
+                fut.set_exception(Trap(reason, code="closed"))
+        runner, self._runner = self._runner, None
+        if runner is not None and not runner.done():
+            runner.cancel()
+        self.store.on_wake = None
+
     # -- the runner ---------------------------------------------------------------------
 
     def _on_wake(self) -> None:

@@ -257,6 +257,8 @@ class TaskModel:
         return dtor
 
     def close(self) -> None:
+        """Fail the export calls in flight, then abandon every parked thread."""
+        self.driver.close("the component instance was closed")
         self.store.close()
 
 
