@@ -1,189 +1,444 @@
-"""An :class:`~polyengine.testing.executor.Executor` on the public embedding API (experimental).
+"""An :class:`~polyengine.testing.executor.Executor` over the embedding API.
 
-    python -m polyengine.testing.wast --executor embed PATH
+Every command that needs a live instance runs through the same door an
+application uses: ``await polyengine.instantiate(artifacts, imports)`` and
+the coroutine functions of ``instance.exports`` (python-mapping.md §4, §7).
+One event loop is made per wast file (the runner makes one executor per
+file); each command runs to completion on it.
 
-Each component is instantiated with ``polyengine.instantiate`` and no host
-imports, on a private event loop; actions call the world-level export of the
-same (snake_case) name with arguments decoded by
-:func:`~polyengine.testing.values.from_wast`. A component that needs imports
-fails to instantiate (a ``LinkError``), which is reported as a failure. Trap
-wording is not compared (python-mapping.md §3: messages are not API).
+Values cross in the python-mapping.md §2 shapes (:mod:`polyengine.testing.values`).
+A ``result``-typed export returns its ok value or raises
+``ComponentException`` on the facade; the executor folds both back into the
+``{"kind": "ok"|"err", ...}`` shape so the suite's ``{"Ok": v}`` /
+``{"Err": e}`` expectations compare directly.
+
+Trap wording differs between engines: ``assert_trap`` passes when the
+expected text is a substring of our trap message, or when a line of
+``trap_equivalents.txt`` (``expected-substring | our-substring | reason``)
+pairs the two wordings.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import keyword
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
+import polyengine
+from polyengine.embed._names import parse_func_name, snake
+from polyengine.errors import LinkError
 from polyengine.testing._model import Command, LoadedModule, Outcome
+from polyengine.testing._runner import CommandTimeout
 from polyengine.testing.executor import Action
 from polyengine.testing.values import from_wast, values_equal
+from polyengine.translate import Artifacts, Plan
+from polyengine.translate import plan as pln
+from polyengine.types.model import FuncType, Result
+from polyengine_protocol import is_component_exception, is_trap
+
+__all__ = [
+    "DEFAULT_EQUIVALENTS_FILE",
+    "EmbedExecutor",
+    "TrapEquivalent",
+    "TrapEquivalents",
+    "make_executor",
+]
+
+DEFAULT_EQUIVALENTS_FILE = Path(__file__).with_name("trap_equivalents.txt")
 
 T = TypeVar("T")
 
 
-def _export_name(field: str) -> str:
-    name = field.replace("-", "_")
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        name += "_"
-    return name
+# --------------------------------------------------------------------------- trap wording
 
 
-def _is_trap(exc: BaseException) -> bool:
-    try:
-        from polyengine_protocol import Trap
-    except ImportError:  # pragma: no cover - the protocol package ships with the runtime
-        return False
-    return isinstance(exc, Trap)
+@dataclass(frozen=True)
+class TrapEquivalent:
+    """One confirmed pairing of an expected trap wording with ours."""
+
+    expected: str
+    ours: str
+    reason: str
 
 
-def _component_exception_payload(exc: BaseException) -> tuple[bool, object]:
-    try:
-        from polyengine_protocol import ComponentException
-    except ImportError:  # pragma: no cover
-        return False, None
-    if isinstance(exc, ComponentException):
-        return True, exc.payload
-    return False, None
+@dataclass(frozen=True)
+class TrapEquivalents:
+    """The table of ``trap_equivalents.txt``: wordings that name the same trap."""
+
+    entries: tuple[TrapEquivalent, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, source: str = "<string>") -> TrapEquivalents:
+        """Parse ``expected-substring | our-substring | reason`` lines.
+
+        Blank lines and ``#`` comments are ignored; raise ``ValueError``
+        naming the offending line otherwise.
+        """
+        entries: list[TrapEquivalent] = []
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = [part.strip() for part in line.split("|")]
+            if len(parts) != 3 or not all(parts):
+                raise ValueError(
+                    f"{source}:{number}: expected 'expected-substring | our-substring | "
+                    f"reason', got {line!r}"
+                )
+            entries.append(TrapEquivalent(parts[0], parts[1], parts[2]))
+        return cls(tuple(entries))
+
+    @classmethod
+    def load(cls, path: Path) -> TrapEquivalents:
+        """Read a table file (``OSError`` when it cannot be read)."""
+        return cls.parse(path.read_text(encoding="utf-8"), str(path))
+
+    def match(self, expected: str, ours: str) -> str | None:
+        """Why ``ours`` names the trap ``expected`` names, or ``None`` when it does not.
+
+        A plain substring match needs no entry; otherwise the first entry
+        whose expected side occurs in ``expected`` and whose side occurs in
+        ``ours`` decides.
+        """
+        if expected in ours:
+            return "substring"
+        for entry in self.entries:
+            if entry.expected in expected and entry.ours in ours:
+                return f"equivalent wording: {entry.reason}"
+        return None
+
+
+# --------------------------------------------------------------------------- instances
+
+
+class _Live:
+    """An instantiated component with its export signatures by name."""
+
+    def __init__(self, instance: polyengine.Instance, plan: Plan) -> None:
+        self.instance = instance
+        self.plan = plan
+
+    def function(self, name: str) -> tuple[Callable[..., Awaitable[Any]], FuncType]:
+        """The export coroutine function and its type for the wast field ``name``.
+
+        ``name`` is a root function export, or ``interface#function`` for a
+        function of an exported interface. Raise ``LookupError`` naming what
+        is missing.
+        """
+        interface, sep, member = name.rpartition("#")
+        if sep:
+            exported = self._export(self.plan.exports, interface)
+            if not isinstance(exported.item, pln.ExportedInstance):
+                raise LookupError(f"export {interface!r} is not an instance")
+            lift = self._lift(exported.item.items, member)
+            namespace: Any = self.instance.exports[interface]
+        else:
+            lift = self._lift(self.plan.exports, name)
+            member = name
+            namespace = self.instance.exports
+        parsed = parse_func_name(member)
+        if parsed.kind != "func":
+            raise LookupError(f"export {name!r} is a resource {parsed.kind}, not a function")
+        function = getattr(namespace, snake(parsed.name))
+        return function, lift.type
+
+    @staticmethod
+    def _export(items: tuple[pln.Export, ...], name: str) -> pln.Export:
+        for export in items:
+            if export.name == name:
+                return export
+        raise LookupError(
+            f"no export named {name!r} (exports: {sorted(e.name for e in items) or 'none'})"
+        )
+
+    def _lift(self, items: tuple[pln.Export, ...], name: str) -> pln.Lift:
+        export = self._export(items, name)
+        if not isinstance(export.item, pln.Lift):
+            raise LookupError(f"export {name!r} is not a function")
+        return export.item
+
+    def close(self) -> None:
+        self.instance.close()
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """The place of an instance that could not be made: ``why``, and whether
+    that was a skip (an import the harness cannot provide) or a failure."""
+
+    line: int
+    why: str
+    skip: bool
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _fold_result(ft: FuncType, value: object) -> object:
+    """A ``result``-typed export's return value as the ``{"kind": "ok", ...}`` value."""
+    assert isinstance(ft.result, Result)
+    if ft.result.ok is None:
+        return {"kind": "ok"}
+    return {"kind": "ok", "value": value}
+
+
+def _fold_error(ft: FuncType, exc: BaseException) -> object | None:
+    """The ``{"kind": "err", ...}`` value of a ``ComponentException`` from a
+    ``result``-typed export, or ``None`` when ``exc`` is not such an error."""
+    if not isinstance(ft.result, Result) or not is_component_exception(exc):
+        return None
+    if ft.result.error is None:
+        return {"kind": "err"}
+    return {"kind": "err", "value": getattr(exc, "payload", None)}
 
 
 class EmbedExecutor:
-    """Runs instances through ``polyengine.instantiate``; one executor per wast file."""
+    """Runs instance commands through ``polyengine.instantiate`` and the exports facade.
 
-    def __init__(self) -> None:
+    Keeps the most recent instance (actions without a module name address
+    it) and the named ones (``(component $name ...)`` and
+    ``module_instance``). Components importing anything are skipped: the
+    suite's instantiated components are self-contained and the harness has
+    no host to offer them.
+    """
+
+    def __init__(self, equivalents: TrapEquivalents | None = None) -> None:
+        self.equivalents = (
+            equivalents
+            if equivalents is not None
+            else TrapEquivalents.load(DEFAULT_EQUIVALENTS_FILE)
+        )
         self._loop = asyncio.new_event_loop()
-        self._instances: dict[str, object] = {}
-        self._current: object | None = None
-        self._closers: list[Callable[[], None]] = []
+        self._instances: dict[str, _Live | _Missing] = {}
+        self._current: _Live | _Missing | None = None
+        self._all: list[_Live] = []
+        self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._all)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        """``True`` once :meth:`close` ran (or the executor was collected)."""
+        return not self._finalizer.alive
 
     def close(self) -> None:
-        """Close the file's instances and the private loop (the runner calls this)."""
-        closers, self._closers = self._closers, []
-        for close in closers:
-            with contextlib.suppress(Exception):
-                close()
-        self._instances.clear()
+        """Close every instance and the event loop (idempotent)."""
         self._current = None
-        if not self._loop.is_closed():
-            self._loop.close()
+        self._instances.clear()
+        self._finalizer()
 
     def _run(self, awaitable: Awaitable[T]) -> T:
         async def wrapper() -> T:
             return await awaitable
 
-        if self._loop.is_closed():
-            self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(wrapper())
 
-    def _instantiate(self, module: LoadedModule) -> object:
-        from polyengine import instantiate
+    def _instantiate(self, module: LoadedModule) -> _Live:
+        """Instantiate ``module`` with no imports; exceptions propagate."""
+        if not isinstance(module.plan, Plan):
+            raise TypeError(f"{module.path.name} was not translated to a Plan")
+        artifacts = Artifacts(module.plan, module.data)
+        instance = self._run(polyengine.instantiate(artifacts, {}))
+        return _Live(instance, module.plan)
 
-        instance = self._run(instantiate(module.data))
-        close = getattr(instance, "close", None)
-        if callable(close):
-            self._closers.append(close)
-        return instance
+    @staticmethod
+    def _unprovidable(module: LoadedModule) -> str | None:
+        """Why the harness cannot instantiate ``module``, or ``None``."""
+        if module.is_core:
+            return "a core module has no component instance to run"
+        if not isinstance(module.plan, Plan):
+            return "no translation available"
+        needed = polyengine.required_imports(Artifacts(module.plan, module.data))
+        if needed:
+            names = ", ".join(f"{leaf.name} ({leaf.kind})" for leaf in needed)
+            return f"imports the harness cannot provide: {names}"
+        return None
 
-    # ------------------------------------------------------------------ instances
+    def _keep(self, live: _Live | _Missing, name: str | None) -> None:
+        """Make ``live`` the instance actions address (and ``name``'s, if given)."""
+        if isinstance(live, _Live):
+            self._all.append(live)
+        if name:
+            self._instances[name] = live
+        self._current = live
+
+    def _start(self, command: Command, module: LoadedModule, name: str | None) -> Outcome:
+        why = self._unprovidable(module)
+        if why is not None:
+            self._keep(_Missing(command.line, why, skip=True), name)
+            return Outcome.skipped(why)
+        try:
+            live = self._instantiate(module)
+        except CommandTimeout:
+            raise
+        except Exception as exc:
+            message = f"instantiation failed: {_describe(exc)}"
+            self._keep(_Missing(command.line, message, skip=False), name)
+            return Outcome.failed(message)
+        self._keep(live, name)
+        return Outcome.passed("instantiated")
+
+    # ---------------------------------------------------------------- Executor
 
     def instantiate(self, command: Command, module: LoadedModule) -> Outcome:
-        if module.is_core:
-            return Outcome.skipped("core module instantiation is not part of the component runner")
-        try:
-            instance = self._instantiate(module)
-        except Exception as exc:
-            return Outcome.failed(f"instantiation failed: {type(exc).__name__}: {exc}")
-        self._current = instance
-        if command.name is not None:
-            self._instances[command.name] = instance
-        return Outcome.passed("instantiated")
+        return self._start(command, module, module.name)
 
     def module_instance(self, command: Command, module: LoadedModule, instance: str) -> Outcome:
+        return self._start(command, module, instance or None)
+
+    def assert_return(self, command: Command, action: Action, expected: list[object]) -> Outcome:
+        prepared = self._prepare(action)
+        if isinstance(prepared, Outcome):
+            return prepared
+        function, ft, args = prepared
         try:
-            created = self._instantiate(module)
+            wanted = [from_wast(value) for value in expected]
+        except ValueError as exc:
+            return Outcome.failed(f"malformed expected value: {exc}")
+        if len(wanted) != (0 if ft.result is None else 1):
+            return Outcome.failed(
+                f"{action.field} has {0 if ft.result is None else 1} result(s), "
+                f"{len(wanted)} expected"
+            )
+        try:
+            value = self._call(function, ft, args)
+        except CommandTimeout:
+            raise
         except Exception as exc:
-            return Outcome.failed(f"instantiation failed: {type(exc).__name__}: {exc}")
-        self._current = created
-        if instance:
-            self._instances[instance] = created
-        return Outcome.passed("instantiated")
+            return Outcome.failed(f"{action.field} raised {_describe(exc)}")
+        if not wanted:
+            if value is not None:
+                return Outcome.failed(f"{action.field} returned {value!r:.200}, expected nothing")
+            return Outcome.passed()
+        if values_equal(wanted[0], value):
+            return Outcome.passed()
+        return Outcome.failed(
+            f"{action.field} returned {value!r:.200}, expected {wanted[0]!r:.200}"
+        )
+
+    def assert_trap(self, command: Command, action: Action, text: str) -> Outcome:
+        prepared = self._prepare(action)
+        if isinstance(prepared, Outcome):
+            return prepared
+        function, ft, args = prepared
+        try:
+            value = self._call(function, ft, args)
+        except CommandTimeout:
+            raise
+        except Exception as exc:
+            return self._trap_outcome(exc, text, action.field)
+        return Outcome.failed(f"{action.field} returned {value!r:.200}; expected a trap: {text}")
+
+    def action(self, command: Command, action: Action) -> Outcome:
+        prepared = self._prepare(action)
+        if isinstance(prepared, Outcome):
+            return prepared
+        function, ft, args = prepared
+        try:
+            self._call(function, ft, args)
+        except CommandTimeout:
+            raise
+        except Exception as exc:
+            return Outcome.failed(f"{action.field} raised {_describe(exc)}")
+        return Outcome.passed()
 
     def assert_uninstantiable(self, command: Command, module: LoadedModule, text: str) -> Outcome:
+        why = self._unprovidable(module)
+        if why is not None:
+            return Outcome.skipped(why)
         try:
-            self._instantiate(module)
+            live = self._instantiate(module)
+        except CommandTimeout:
+            raise
         except Exception as exc:
-            if _is_trap(exc):
-                return Outcome.passed(f"trapped: {exc}")
-            return Outcome.failed(f"expected a trap, got {type(exc).__name__}: {exc}")
-        return Outcome.failed(f"instantiated (expected a trap: {text})")
+            return self._trap_outcome(exc, text, "instantiation")
+        live.close()
+        return Outcome.failed(f"instantiation succeeded; expected a trap: {text}")
 
     def assert_unlinkable(self, command: Command, module: LoadedModule, text: str) -> Outcome:
-        from polyengine import LinkError
-
+        if module.is_core or not isinstance(module.plan, Plan):
+            return Outcome.skipped("no component translation to link")
         try:
-            self._instantiate(module)
+            live = self._instantiate(module)
+        except CommandTimeout:
+            raise
         except LinkError as exc:
             return Outcome.passed(f"link error: {exc}")
         except Exception as exc:
-            return Outcome.failed(f"expected a link error, got {type(exc).__name__}: {exc}")
-        return Outcome.failed(f"linked (expected: {text})")
-
-    # ------------------------------------------------------------------ actions
-
-    def _invoke(self, action: Action) -> object:
-        if action.type != "invoke":
-            raise ValueError(f"unsupported action type {action.type!r}")
-        instance = self._current if action.instance is None else self._instances[action.instance]
-        if instance is None:
-            raise LookupError("no instance to invoke")
-        exports = getattr(instance, "exports")  # noqa: B009 (the facade is untyped here)
-        function = getattr(exports, _export_name(action.field))
-        args = [from_wast(arg) for arg in action.args]
-        result = function(*args)
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            return self._run(result)
-        return result
-
-    def assert_return(self, command: Command, action: Action, expected: list[object]) -> Outcome:
-        wanted = [from_wast(value) for value in expected]
-        try:
-            actual: object = self._invoke(action)
-        except Exception as exc:
-            is_err, payload = _component_exception_payload(exc)
-            if not is_err:
-                return Outcome.failed(f"raised {type(exc).__name__}: {exc}")
-            actual = {"kind": "err"} if payload is None else {"kind": "err", "value": payload}
-        if not wanted:
-            if actual is None:
-                return Outcome.passed()
-            return Outcome.failed(f"returned {actual!r}, expected nothing")
-        (want,) = wanted if len(wanted) == 1 else (tuple(wanted),)
-        unwrapped = not (isinstance(actual, dict) and actual.get("kind") in {"ok", "err"})
-        if isinstance(want, dict) and want.get("kind") in {"ok", "err"} and unwrapped:
-            # the facade returns the ok payload of a result-typed export
-            actual = {"kind": "ok"} if actual is None else {"kind": "ok", "value": actual}
-        if values_equal(want, actual):
-            return Outcome.passed()
-        return Outcome.failed(f"returned {actual!r}, expected {want!r}")
-
-    def assert_trap(self, command: Command, action: Action, text: str) -> Outcome:
-        try:
-            actual = self._invoke(action)
-        except Exception as exc:
-            if _is_trap(exc):
-                return Outcome.passed(f"trapped: {exc}")
-            return Outcome.failed(f"expected a trap ({text}), got {type(exc).__name__}: {exc}")
-        return Outcome.failed(f"returned {actual!r}, expected a trap ({text})")
-
-    def action(self, command: Command, action: Action) -> Outcome:
-        try:
-            self._invoke(action)
-        except Exception as exc:
-            return Outcome.failed(f"raised {type(exc).__name__}: {exc}")
-        return Outcome.passed()
+            return Outcome.failed(f"expected a link error ({text}), got {_describe(exc)}")
+        live.close()
+        return Outcome.failed(f"instantiation succeeded; expected a link error: {text}")
 
     def other(self, command: Command) -> Outcome:
         return Outcome.skipped(f"{command.type} is not supported by the embed executor")
+
+    # ---------------------------------------------------------------- helpers
+
+    def _prepare(
+        self, action: Action
+    ) -> Outcome | tuple[Callable[..., Awaitable[Any]], FuncType, list[object]]:
+        """The export to call and its decoded arguments, or the outcome that ends the command."""
+        if action.type != "invoke":
+            return Outcome.skipped(f"{action.type} actions are not supported")
+        if action.instance is not None:
+            found = self._instances.get(action.instance)
+            if found is None:
+                return Outcome.failed(f"no instance named {action.instance!r}")
+        elif self._current is None:
+            return Outcome.failed("no instance to act on (no component was instantiated)")
+        else:
+            found = self._current
+        if isinstance(found, _Missing):
+            what = f"the instance of line {found.line} does not exist: {found.why}"
+            return Outcome.skipped(what) if found.skip else Outcome.failed(what)
+        live = found
+        try:
+            function, ft = live.function(action.field)
+        except (LookupError, AttributeError) as exc:
+            return Outcome.failed(f"cannot find export: {exc}")
+        try:
+            args = [from_wast(arg) for arg in action.args]
+        except ValueError as exc:
+            return Outcome.failed(f"malformed argument: {exc}")
+        return function, ft, args
+
+    def _call(
+        self, function: Callable[..., Awaitable[Any]], ft: FuncType, args: list[object]
+    ) -> object:
+        """Await ``function(*args)``; a result-typed export's err comes back as a value."""
+        try:
+            value = self._run(function(*args))
+        except Exception as exc:
+            folded = _fold_error(ft, exc)
+            if folded is None:
+                raise
+            return folded
+        if isinstance(ft.result, Result):
+            return _fold_result(ft, value)
+        return value
+
+    def _trap_outcome(self, exc: BaseException, text: str, what: str) -> Outcome:
+        if not is_trap(exc):
+            return Outcome.failed(f"{what} raised {_describe(exc)}; expected a trap: {text}")
+        message = str(exc)
+        why = self.equivalents.match(text, message)
+        if why is None:
+            return Outcome.failed(f"trapped with {message!r}; expected {text!r}")
+        return Outcome.passed(f"trapped ({why}): {message}")
+
+
+def _shutdown(loop: asyncio.AbstractEventLoop, instances: list[_Live]) -> None:
+    for live in instances:
+        live.close()
+    instances.clear()
+    if not loop.is_closed():
+        loop.close()
+
+
+def make_executor() -> EmbedExecutor:
+    """The factory for ``--executor polyengine.testing.embed_executor:make_executor``."""
+    return EmbedExecutor()
