@@ -126,3 +126,40 @@ def test_py_stub_values_invoke(polyengine: Runner, wasmtime: Runner, call: str) 
     ours = polyengine("run", "--invoke", call, wasm)
     _same(ours, wasmtime("run", "--invoke", call, wasm))
     assert ours.returncode == 0
+
+
+def _tour() -> Path:
+    builder = load_guest_builder()
+    if "run-py-tour" not in builder.GUESTS:
+        builder.GUESTS["run-py-tour"] = builder.GuestSpec(
+            "run-py-tour",
+            "componentize-py",
+            builder.FEATURES_SYNC,
+            "a Python command touring WASI 0.2 (files, stdin, stderr, exit)",
+            world="py-sync-wasi",
+            command=True,
+            location="runtime/tests/run/guests/py-tour",
+        )
+    return _guest("run-py-tour")
+
+
+@pytest.mark.parametrize("exit_code", ["0", "3"])
+def test_py_tour(
+    polyengine_process: Runner, wasmtime: Runner, tmp_path: Path, exit_code: str
+) -> None:
+    wasm = _tour()
+    stdin = b"first line\nsecond\nthird, unterminated"
+    results = []
+    for host, runner in (("ours", polyengine_process), ("theirs", wasmtime)):
+        root = tmp_path / host
+        root.mkdir()
+        (root / "one.txt").write_text("1\n", encoding="utf-8")
+        opts = ["--dir", f"{root}::/data", "--env", f"EXIT_CODE={exit_code}"]
+        results.append(runner("run", *opts, wasm, stdin_bytes=stdin))
+        assert sorted(p.name for p in root.iterdir()) == ["one.txt"]
+    _same(*results)
+    ours = results[0]
+    assert ours.returncode == (0 if exit_code == "0" else 1)  # componentize-py: exit(err)
+    assert "content: ['alpha', 'alpha', 'alpha', 'appended']\n" in ours.stdout
+    assert "stdin rest: 'second\\nthird, unterminated'\n" in ours.stdout
+    assert ours.stderr.endswith("to stderr\n")
