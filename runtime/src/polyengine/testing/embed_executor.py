@@ -432,10 +432,19 @@ class EmbedExecutor:
 
 
 def _shutdown(loop: asyncio.AbstractEventLoop, instances: list[_Live]) -> None:
+    """Close the instances, cancel what they left on the loop, close the loop."""
     for live in instances:
         live.close()
     instances.clear()
-    if not loop.is_closed():
+    if loop.is_closed():
+        return
+    try:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending and not loop.is_running():
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    finally:
         loop.close()
 
 
