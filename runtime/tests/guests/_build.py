@@ -43,6 +43,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,8 +173,16 @@ def _wasm_tools_required() -> Path:
     return tool
 
 
+_NPM_LOCK = threading.Lock()
+
+
 def node_modules() -> Path:
     """``runtime/tests/guests/node/node_modules``, installed from the lock file on first use."""
+    with _NPM_LOCK:
+        return _node_modules_locked()
+
+
+def _node_modules_locked() -> Path:
     modules = NODE_DIR / "node_modules"
     marker = modules / "componentize-qjs" / "package.json"
     if marker.is_file() and (modules / "@bytecodealliance" / "jco" / "package.json").is_file():
