@@ -56,11 +56,6 @@ def test_py_sync_wasi_without_preopen(polyengine: Runner, wasmtime: Runner) -> N
     assert "FileNotFoundError" in ours.stderr or "No such file" in ours.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the runtime refuses wasi:cli/stdout@0.3.0#write-via-stream's awaitable result "
-    "(a future<T> value), see test_embed_gaps.py::test_sync_import_returning_future",
-)
 def test_py_p3_run(polyengine: Runner, wasmtime: Runner) -> None:
     wasm = _guest("py-p3-run")
     ours, theirs = polyengine("run", wasm), wasmtime("run", wasm)

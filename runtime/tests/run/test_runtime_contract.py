@@ -1,7 +1,7 @@
-"""Runtime gaps found through ``polyengine run``, reduced to the embedding API.
+"""Runtime behaviours ``polyengine run`` relies on, reduced to the embedding API.
 
-Each test is a strict xfail until the runtime is fixed; it then passes and
-the marker goes.
+A known gap is a strict xfail naming where it lives; when the runtime is
+fixed the test passes and the marker goes.
 """
 
 from __future__ import annotations
@@ -40,13 +40,8 @@ FUTURE_RESULT = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="embed/_host.py _settle refuses the awaitable a sync import returns as the value "
-    "of its future<T> result (python-mapping.md §6: a future lowers from any awaitable); "
-    "this blocks wasi:cli/stdout@0.3.0#write-via-stream and so every 0.3 command",
-)
 def test_sync_import_returning_future(build: Build) -> None:
+    # What wasi:cli/stdout@0.3.0#write-via-stream does: the awaitable is the future's value.
     data = build("future-result", FUTURE_RESULT).read_bytes()
 
     async def main() -> bool:
