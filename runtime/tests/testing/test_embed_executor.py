@@ -409,3 +409,12 @@ def test_official_suite_with_the_embed_executor() -> None:
     ]
     assert not failures, "\n".join(failures)
     assert sum(f.count(Status.PASSED) for f in files) > 0
+    # every entry of the committed equivalents table is needed by some command
+    matched = [r.message for f in files for r in f.results if "equivalent wording: " in r.message]
+    table = TrapEquivalents.load(DEFAULT_EQUIVALENTS_FILE)
+    unused = [
+        e.expected
+        for e in table.entries
+        if not any(f"equivalent wording: {e.reason}" in m for m in matched)
+    ]
+    assert not unused, f"equivalents no command needs: {unused}"
