@@ -151,9 +151,7 @@ def test_interface_provider_forms(wat: Wat) -> None:
 
     async def main() -> None:
         for provider in (obj, {"double": obj.double}):
-            inst = await polyengine.instantiate(
-                wat(VERSIONED), {"test:demo/math@0.2.3": provider}
-            )
+            inst = await polyengine.instantiate(wat(VERSIONED), {"test:demo/math@0.2.3": provider})
             assert await inst.exports["test:demo/api@0.2.0"].quad(5) == 20
 
     run(main())

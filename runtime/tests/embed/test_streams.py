@@ -15,6 +15,7 @@ from polyengine_protocol import (
     FUTURE,
     STREAM,
     STREAM_WRITER,
+    PeerTrappedError,
     from_cloneable,
     has_brand,
     is_error_context,
@@ -174,3 +175,27 @@ async def test_import_returning_a_future_returns_its_source(wat: Wat) -> None:
     with inst:
         assert await inst.exports.fetch_read() == "sync import"
         assert await inst.exports.afetch_read() == "async import"
+
+
+@aio
+async def test_a_trapped_writer_is_a_peer_trap_not_an_end(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream = await inst.exports.produce_then_trap()
+        assert await stream.read(10) == b"hel"
+        with pytest.raises(PeerTrappedError) as info:
+            await stream.read(10)
+        assert "unreachable" in str(info.value.__cause__)
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        go: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        fut = await inst.exports.make_fut_then_trap(go)
+        waiting = asyncio.ensure_future(_await(fut))
+        await asyncio.sleep(0)
+        go.set_result("now trap")
+        with pytest.raises(PeerTrappedError):
+            await asyncio.wait_for(waiting, 5)
+
+
+async def _await(fut: Any) -> Any:
+    return await fut

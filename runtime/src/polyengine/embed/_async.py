@@ -111,6 +111,7 @@ class TaskModel:
         self._lifts: dict[tuple[pln.Lift, str], CanonLift] = {}
         self._func_insts: dict[pln.Lift, FuncInst] = {}
         self.store.on_poison.append(self._on_poison)
+        self.store.on_poison.append(self.host_values.on_poison)
 
     def _on_poison(self, inst: InstanceState, trap: Any) -> None:
         for rec, st in zip(self.rt.records, self.states, strict=True):

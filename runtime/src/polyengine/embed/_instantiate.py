@@ -63,6 +63,14 @@ async def instantiate(
 ) -> Instance:
     """Instantiate a component with the host's ``imports``.
 
+    A component with 0.3 async features (async lifts or lowers, task
+    built-ins, streams, futures, error contexts) or with an import marked
+    ``suspending()`` runs on the task model, driven on the running event
+    loop (architecture.md §4); any other keeps plain synchronous calls.
+    ``suspend=False`` forces the plain path: marked imports then refuse
+    awaitables (``SuspensionUnavailable``), and a component that needs the
+    task model is refused with ``LinkError``.
+
     Raises :class:`~polyengine.errors.TranslationError` for a malformed
     component, :class:`~polyengine.errors.LinkError` (and its subclass
     ``MissingImportError``) when an import is missing or mis-shaped, and

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
 from types import TracebackType
 from typing import Any, Protocol
@@ -29,11 +30,13 @@ from typing import Any, Protocol
 from polyengine.abi.errors import LowerTypeError
 from polyengine.abi.options import LiftLowerContext
 from polyengine.concurrency import (
+    CopyResult,
     Driver,
     HostFutureReader,
     HostFutureWriter,
     HostStreamReader,
     HostStreamWriter,
+    InstanceState,
     SharedFutureImpl,
     SharedStreamImpl,
     Store,
@@ -48,6 +51,7 @@ from polyengine_protocol import (
     STREAM,
     STREAM_WRITER,
     DroppedError,
+    PeerTrappedError,
     define_realm_local,
     has_brand,
 )
@@ -83,13 +87,15 @@ class Stream:
     """
 
     __polyengine_brand__ = STREAM
-    __slots__ = ("__weakref__", "_bytes", "_source", "_store", "elem")
+    __slots__ = ("__weakref__", "_bytes", "_peer_trap", "_source", "_store", "elem")
 
     def __init__(self, elem: m.ValType | None, source: _Source, store: Store | None) -> None:
         self.elem = elem
         self._bytes = isinstance(elem, m.U8) or (elem is None and store is None)
         self._source: _Source | None = source
         self._store = store
+        #: the trap of the instance holding the other end (A7)
+        self._peer_trap: BaseException | None = None
 
     def _empty(self) -> bytes | list[Any]:
         return b"" if self._bytes else []
@@ -101,10 +107,17 @@ class Stream:
             raise ValueError("this stream was dropped or passed to a guest")
         if max_count < 1:
             raise ValueError("read needs a positive element count")
+        self._check_peer()
         chunk = await src.read(max_count)
         if chunk is None:
+            self._check_peer()
             return self._empty()
         return chunk
+
+    def _check_peer(self) -> None:
+        trap = self._peer_trap
+        if trap is not None:
+            raise PeerTrappedError("the instance writing this stream trapped", trap)
 
     async def read_direct(self, consume: Any, /) -> int:
         raise NotImplementedError("read_direct is not supported yet; use read()")
@@ -281,19 +294,28 @@ class Future:
     """The readable end of a ``future<T>`` held by the host: ``await future`` yields ``T``."""
 
     __polyengine_brand__ = FUTURE
-    __slots__ = ("__weakref__", "_reader", "_store")
+    __slots__ = ("__weakref__", "_peer_trap", "_reader", "_store")
 
     def __init__(self, reader: HostFutureReader, store: Store) -> None:
         self._reader: HostFutureReader | None = reader
         self._store = store
+        #: the trap of the instance holding the writable end (A7)
+        self._peer_trap: BaseException | None = None
 
     async def _get(self) -> Any:
         reader = self._reader
         if reader is None:
             raise ValueError("this future was dropped or passed to a guest")
         try:
+            if self._peer_trap is not None:
+                raise _FutureDropped
             return await reader.read()
         except _FutureDropped:
+            if self._peer_trap is not None:
+                reader.drop()
+                raise PeerTrappedError(
+                    "the instance writing this future trapped", self._peer_trap
+                ) from None
             raise DroppedError() from None
         finally:
             self._reader = None
@@ -406,19 +428,44 @@ class FutureSource:
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
-    __slots__ = ("driver", "hooks", "store")
+    __slots__ = ("driver", "held", "hooks", "store")
 
     def __init__(self, store: Store, driver: Driver) -> None:
         self.store = store
         self.driver = driver
         self.hooks = TaskModelHooks()
+        #: the guest-backed handles the host holds (for the A7 peer-trap rule)
+        self.held: weakref.WeakSet[Stream | Future] = weakref.WeakSet()
+
+    def on_poison(self, inst: InstanceState, trap: BaseException) -> None:
+        """A trap escaped ``inst``: host handles whose other end it holds fail (A7).
+
+        A pending host read completes at once and raises
+        ``PeerTrappedError``; later reads raise it too (never a hang, never a
+        fake end of stream).
+        """
+        ends = [getattr(e, "shared", None) for e in inst.ci.handles]
+        for handle in list(self.held):
+            shared = _shared_of(handle)
+            if shared is None or not (
+                any(x is shared for x in ends) or shared.pending_inst is inst
+            ):
+                continue
+            handle._peer_trap = trap
+            if isinstance(shared, SharedStreamImpl):
+                shared.drop()
+            elif shared.pending_buffer is not None and shared.pending_inst is None:
+                shared.reset_and_notify_pending(CopyResult.DROPPED)
+        self.store.wake()
 
     # -- streams -----------------------------------------------------------------------
 
     def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
         shared = self.hooks.lift_stream(cx, i, t)
         assert isinstance(shared, SharedStreamImpl)
-        return Stream(t.t, HostStreamReader(self.store, shared), self.store)
+        handle = Stream(t.t, HostStreamReader(self.store, shared), self.store)
+        self.held.add(handle)
+        return handle
 
     def lower_stream(self, cx: LiftLowerContext, v: object, t: m.Stream) -> int:
         return self.hooks.lower_stream(cx, self.stream_of(v, t), t)
@@ -486,7 +533,9 @@ class HostValues:
     def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
         shared = self.hooks.lift_future(cx, i, t)
         assert isinstance(shared, SharedFutureImpl)
-        return Future(_Reader(self.store, shared), self.store)
+        handle = Future(_Reader(self.store, shared), self.store)
+        self.held.add(handle)
+        return handle
 
     def lower_future(self, cx: LiftLowerContext, v: object, t: m.Future) -> int:
         return self.hooks.lower_future(cx, self.future_of(v, t), t)
@@ -546,6 +595,14 @@ class HostValues:
                 task.exception()  # consumed: a producer failure is not an unhandled error
 
         self.driver.spawn_host(aw, done)
+
+
+def _shared_of(handle: Stream | Future) -> SharedStreamImpl | SharedFutureImpl | None:
+    if isinstance(handle, Stream):
+        src = handle._source
+        return src.shared if isinstance(src, HostStreamReader) and not src.closed else None
+    reader = handle._reader
+    return reader.shared if reader is not None and not reader.closed else None
 
 
 class _Reader(HostFutureReader):
