@@ -837,7 +837,7 @@ def line_profile_paths(poly: Poly, s: Settings) -> None:
             print("  " + ln.replace(str(Path(polyengine.__file__).parent), "polyengine"))
 
 
-def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
+def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: Settings) -> None:
     """Hand-written versions of what the optimization proposals would compile, measured.
 
     Each prototype keeps the checks the real path makes (instance entry, value
@@ -960,6 +960,50 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
         )
     )
 
+    # P7: the host result's awaitable test, with a cheap type test first.
+    from polyengine.embed._host import _settle
+
+    plain = frozenset({int, float, bool, str, bytes, type(None), list, tuple, dict})
+
+    def settle_precheck(value: Any) -> Any:
+        if type(value) in plain:
+            return value
+        return _settle(value, "f", False)
+
+    rows.append(
+        (
+            "P7 _settle: plain-type test before inspect.isawaitable",
+            repeat(lambda: _settle(identity(7), "f", False)),
+            repeat(lambda: settle_precheck(identity(7))),
+        )
+    )
+
+    # P8: the generated value codecs called directly, without the two frames above them.
+    lifted = call._lifted
+    assert lifted is not None
+    lower_direct = getattr(lifted.params, "_lower_direct", None)
+    lift_direct = getattr(lifted.results, "_lift_direct", None)
+    if lower_direct is not None and lift_direct is not None:
+        cx8 = LiftLowerContext(ro.opts, ci, None)
+        flat8 = lifted.lower_params(cx8, (1, 2))
+        res8 = callee.call_raw(flat8)
+
+        def both_now() -> None:
+            lifted.lower_params(cx8, (1, 2))
+            lifted.lift_results(cx8, res8)
+
+        def both_direct() -> None:
+            lower_direct(cx8, (1, 2))
+            lift_direct(cx8, res8, 0)[0]
+
+        rows.append(
+            (
+                "P8 lower_params + lift_results: bind the generated codecs",
+                repeat(both_now),
+                repeat(both_direct),
+            )
+        )
+
     # P5: a scalar-only host import compiled to one closure, on the engine's trampoline.
     store = engine.EngineStore(suspend=False)
     try:
@@ -990,6 +1034,10 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
             trio = [Case("", a), Case("", b), Case("", raw)]
             measure(trio, s)
             results.append((label, trio[0].best, trio[1].best, trio[2].best))
+        # The native component path against the awaited export over P1.
+        native_case = Case("", repeat(native_add, 1, 2))
+        p2_case = Case("", run_async(poly.loop, fast_body))
+        measure([native_case, p2_case], s)
     finally:
         store.close()
 
@@ -997,25 +1045,37 @@ def prototypes(poly: Poly, floor: CoreFloor, s: Settings) -> None:
     for label, now, new, raw_floor in results:
         gain = now - new
         print(
-            f"  {label:<52}{_fmt_time(now):>12} ->{_fmt_time(new):>12}"
+            f"  {label:<58}{_fmt_time(now):>12} ->{_fmt_time(new):>12}"
             f"  saves {_fmt_time(gain).strip()} ({100 * gain / now:4.1f}%);"
             f" raw floor {_fmt_time(raw_floor).strip()}: {now / raw_floor:.2f}x -> "
             f"{new / raw_floor:.2f}x"
         )
+    speedup = native_case.best / p2_case.best
+    print(
+        f"  native component Func {_fmt_time(native_case.best).strip()} / P2 "
+        f"{_fmt_time(p2_case.best).strip()}: {speedup:.1f}x faster with P1"
+    )
 
 
-def profile_all(poly: Poly, eng: EngineFloor, floor: CoreFloor, s: Settings) -> None:
+def profile_all(
+    poly: Poly, eng: EngineFloor, floor: CoreFloor, native: Native, s: Settings
+) -> None:
+    """The profile; a part that reaches into internals that have changed says so and is skipped."""
     print()
     print("== profile of the polyengine paths ==")
-    breakdown_export(poly, s)
-    print()
-    breakdown_import(poly, eng, s)
-    print()
-    prototypes(poly, floor, s)
-    print()
-    cprofile_paths(poly, s)
-    print()
-    line_profile_paths(poly, s)
+    parts: list[tuple[str, Callable[[], None]]] = [
+        ("breakdown of the export call", lambda: breakdown_export(poly, s)),
+        ("breakdown of the host import", lambda: breakdown_import(poly, eng, s)),
+        ("prototypes", lambda: prototypes(poly, floor, native.func("add"), s)),
+        ("cProfile", lambda: cprofile_paths(poly, s)),
+        ("line_profiler", lambda: line_profile_paths(poly, s)),
+    ]
+    for name, part in parts:
+        try:
+            part()
+        except (AttributeError, TypeError, KeyError, ValueError, StopIteration) as exc:
+            print(f"-- {name}: skipped, polyengine internals changed ({type(exc).__name__}: {exc})")
+        print()
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -1070,7 +1130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print()
                 print(render(sec))
         if args.profile or args.profile_only:
-            profile_all(poly, eng, floor, s)
+            profile_all(poly, eng, floor, native, s)
     finally:
         poly.close()
         eng.store.close()
