@@ -141,20 +141,6 @@ def measure(cases: Sequence[Case], s: Settings) -> list[float]:
     return [c.median for c in cases]
 
 
-def per_import_ns(call_host: Callable[[int], object], s: Settings) -> float:
-    """Per host call: ``(T(call-host(n)) - T(call-host(0))) / n``, medians of repeats."""
-
-    def empty(k: int) -> None:
-        for _ in range(k):
-            call_host(0)
-
-    base = per_call_ns(empty, s)
-    n = calibrate(call_host, s.min_time)
-    call_host(max(1, n // 10))
-    total = statistics.median(_run(call_host, n) for _ in range(s.repeats))
-    return max(total - base, 0.0) / n
-
-
 def run_async(
     loop: asyncio.AbstractEventLoop, body: Callable[[int], Coroutine[Any, Any, None]]
 ) -> Loop:
