@@ -87,7 +87,7 @@ class Stream:
     """
 
     __polyengine_brand__ = STREAM
-    __slots__ = ("__weakref__", "_bytes", "_peer_trap", "_source", "_store", "elem")
+    __slots__ = ("__weakref__", "_bytes", "_passed", "_peer_trap", "_source", "_store", "elem")
 
     def __init__(self, elem: m.ValType | None, source: _Source, store: Store | None) -> None:
         self.elem = elem
@@ -96,6 +96,7 @@ class Stream:
         self._store = store
         #: the trap of the instance holding the other end (A7)
         self._peer_trap: BaseException | None = None
+        self._passed = False
 
     def _empty(self) -> bytes | list[Any]:
         return b"" if self._bytes else []
@@ -104,7 +105,9 @@ class Stream:
         """At most ``max_count`` elements; an empty chunk at the end of the stream."""
         src = self._source
         if src is None:
-            raise ValueError("this stream was dropped or passed to a guest")
+            if self._passed:
+                raise TypeError("this stream was passed to a guest; it can no longer be read")
+            raise ValueError("this stream was dropped")
         if max_count < 1:
             raise ValueError("read needs a positive element count")
         self._check_peer()
@@ -153,6 +156,7 @@ class Stream:
         src = self._source
         if isinstance(src, HostStreamReader) and src.store is store and not src.closed:
             self._source = None
+            self._passed = True
             src._close()
             return src.shared
         return None
@@ -294,31 +298,45 @@ class Future:
     """The readable end of a ``future<T>`` held by the host: ``await future`` yields ``T``."""
 
     __polyengine_brand__ = FUTURE
-    __slots__ = ("__weakref__", "_peer_trap", "_reader", "_store")
+    __slots__ = ("__weakref__", "_outcome", "_passed", "_peer_trap", "_reader", "_store")
 
     def __init__(self, reader: HostFutureReader, store: Store) -> None:
         self._reader: HostFutureReader | None = reader
         self._store = store
         #: the trap of the instance holding the writable end (A7)
         self._peer_trap: BaseException | None = None
+        #: the value (or failure) once read: awaiting again gives it again
+        self._outcome: tuple[bool, Any] | None = None
+        self._passed = False
 
     async def _get(self) -> Any:
+        outcome = self._outcome
+        if outcome is not None:
+            if outcome[0]:
+                return outcome[1]
+            raise outcome[1]
         reader = self._reader
         if reader is None:
-            raise ValueError("this future was dropped or passed to a guest")
+            if self._passed:
+                raise TypeError("this future was passed to a guest; it can no longer be read")
+            raise ValueError("this future was dropped")
         try:
             if self._peer_trap is not None:
                 raise _FutureDropped
-            return await reader.read()
+            value = await reader.read()
         except _FutureDropped:
+            self._reader = None
+            exc: BaseException
             if self._peer_trap is not None:
                 reader.drop()
-                raise PeerTrappedError(
-                    "the instance writing this future trapped", self._peer_trap
-                ) from None
-            raise DroppedError() from None
-        finally:
-            self._reader = None
+                exc = PeerTrappedError("the instance writing this future trapped", self._peer_trap)
+            else:
+                exc = DroppedError()
+            self._outcome = (False, exc)
+            raise exc from None
+        self._reader = None
+        self._outcome = (True, value)
+        return value
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._get().__await__()
@@ -337,6 +355,7 @@ class Future:
         reader = self._reader
         if reader is not None and reader.store is store and not reader.closed:
             self._reader = None
+            self._passed = True
             reader._close()
             return reader.shared
         return None
