@@ -229,7 +229,7 @@ def test_compile_progress_on_a_terminal(build: Build, tmp_path: Path) -> None:
         os.close(leader)
     assert proc.returncode == 0
     assert out == b"Hello, world!\n"
-    assert b"compiling big-hello.wasm: core module 1/" in shown
+    assert b"compiling big-hello.wasm: 0.0 of 1.1 MiB of core code, module 1 of 2" in shown
     assert shown.endswith(b"\r\x1b[K")
 
 

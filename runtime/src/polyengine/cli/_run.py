@@ -256,12 +256,17 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
     pending = sum(len(modules[i]) for i in uncached)
     show = stream is not None and pending >= PROGRESS_THRESHOLD and _isatty(stream)
     progress = _Progress(stream, label) if show and stream is not None else None
+    total = pending / (1 << 20)
+    done = 0
     try:
         for n, i in enumerate(uncached, 1):
             if progress is not None:
-                size = len(modules[i]) / (1 << 20)
-                progress.update(f"core module {n}/{len(uncached)} ({size:.1f} MiB)")
+                progress.update(
+                    f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
+                    f"module {n} of {len(uncached)}"
+                )
             engine.compile_module(modules[i], name=f"module {i}")
+            done += len(modules[i])
     finally:
         if progress is not None:
             progress.close()
