@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import pickle
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -200,3 +201,18 @@ async def test_a_trapped_writer_is_a_peer_trap_not_an_end(wat: Wat) -> None:
 
 async def _await(fut: Any) -> Any:
     return await fut
+
+
+@aio
+async def test_a_forgotten_handle_releases_its_end(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        store = inst._runtime.tasks.store  # type: ignore[union-attr]
+        before = store.host_pending
+        stream = await inst.exports.produce(1)
+        assert store.host_pending == before + 1
+        del stream
+        gc.collect()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert store.host_pending == before

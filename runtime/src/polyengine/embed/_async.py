@@ -382,6 +382,10 @@ class AsyncExportCall:
             if converted is trap:
                 raise
             raise converted from trap
+        if call is not None:
+            # the callee task may outlive the call (work after task.return):
+            # it must not keep the host's result values alive
+            call.result = None
         return results[0] if results else None
 
     def call_sync(self, args: Any) -> Any:

@@ -95,9 +95,7 @@ class InterfaceExports(_Namespace):
 class Exports(_Namespace):
     """``instance.exports``: world-level exports by attribute, interfaces by id."""
 
-    def __init__(
-        self, members: dict[str, Any], interfaces: dict[str, InterfaceExports]
-    ) -> None:
+    def __init__(self, members: dict[str, Any], interfaces: dict[str, InterfaceExports]) -> None:
         super().__init__(members, "the component")
         self._interfaces = interfaces
         self._registry = VersionedRegistry(interfaces.items())

@@ -64,9 +64,7 @@ def parse_func_name(name: str) -> FuncName:
     return FuncName("func", None, name)
 
 
-def check_collisions(
-    names: Iterable[str], convert: Callable[[str], str] = snake
-) -> dict[str, str]:
+def check_collisions(names: Iterable[str], convert: Callable[[str], str] = snake) -> dict[str, str]:
     """Map each WIT name to its Python name, raising on two that fold to one."""
     seen: dict[str, str] = {}
     out: dict[str, str] = {}

@@ -482,8 +482,10 @@ class HostValues:
     def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
         shared = self.hooks.lift_stream(cx, i, t)
         assert isinstance(shared, SharedStreamImpl)
-        handle = Stream(t.t, HostStreamReader(self.store, shared), self.store)
+        reader = HostStreamReader(self.store, shared)
+        handle = Stream(t.t, reader, self.store)
         self.held.add(handle)
+        _drop_when_collected(handle, reader)
         return handle
 
     def lower_stream(self, cx: LiftLowerContext, v: object, t: m.Stream) -> int:
@@ -552,8 +554,10 @@ class HostValues:
     def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
         shared = self.hooks.lift_future(cx, i, t)
         assert isinstance(shared, SharedFutureImpl)
-        handle = Future(_Reader(self.store, shared), self.store)
+        reader = _Reader(self.store, shared)
+        handle = Future(reader, self.store)
         self.held.add(handle)
+        _drop_when_collected(handle, reader)
         return handle
 
     def lower_future(self, cx: LiftLowerContext, v: object, t: m.Future) -> int:
@@ -614,6 +618,29 @@ class HostValues:
                 task.exception()  # consumed: a producer failure is not an unhandled error
 
         self.driver.spawn_host(aw, done)
+
+
+def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReader) -> None:
+    """A handle the host lets go of drops its end (so it stops counting as host work).
+
+    The drop runs on the event loop soon after collection, never inside
+    whatever code the collection interrupted.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+
+    def later() -> None:
+        if not loop.is_closed():
+            loop.call_soon(_drop_if_open, end)
+
+    weakref.finalize(handle, later)
+
+
+def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:
+    if not end.closed:
+        end.drop()
 
 
 def _shared_of(handle: Stream | Future) -> SharedStreamImpl | SharedFutureImpl | None:
