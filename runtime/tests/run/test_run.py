@@ -169,7 +169,7 @@ def test_cache_across_runs(build: Build, polyengine_process: Runner, tmp_path: P
     files = sorted(p for p in cache.rglob("*") if p.is_file())
     assert any(p.parent.name == "translations" for p in files)
     modules = [p for p in files if p.parent.name != "translations"]
-    assert len(modules) == 2  # the memory module and the main module
+    assert len(modules) >= 2  # at least the memory module and the main module
     stamps = {p: p.stat().st_mtime_ns for p in files}
     second = polyengine_process("run", wasm, env=env)
     assert (second.returncode, second.stdout) == (0, "Hello, world!\n")
