@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import hashlib
+
+from polyengine.translate._cache import cached_plan, store_plan
 from polyengine.translate._translate import translate_component as translate_component
 from polyengine.translate.artifacts import Artifacts as Artifacts
 from polyengine.translate.artifacts import artifacts_from_envelope as artifacts_from_envelope
@@ -17,10 +20,18 @@ from polyengine.translate.plan import plan_to_json as plan_to_json
 def translate(component_bytes: bytes) -> Artifacts:
     """Translate a component binary into :class:`Artifacts` (plan + bytes + sha-256).
 
+    Translations are cached by the component's sha-256, in the process and on
+    disk (see :mod:`polyengine.translate._cache`).
+
     Raises :class:`polyengine.errors.TranslationError` for malformed or invalid input.
     """
     data = bytes(component_bytes)
-    return Artifacts(translate_component(data), data)
+    sha = hashlib.sha256(data).hexdigest()
+    plan = cached_plan(sha, len(data))
+    if plan is None:
+        plan = translate_component(data)
+        store_plan(sha, len(data), plan)
+    return Artifacts._trusted(plan, data, sha)
 
 
 __all__ = [

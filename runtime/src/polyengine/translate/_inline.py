@@ -12,6 +12,7 @@ component type is known.
 from __future__ import annotations
 
 import hashlib
+from time import perf_counter
 
 from polyengine.binary import ast
 from polyengine.binary.ast import Sort
@@ -109,40 +110,70 @@ _KIND_CORE_SORT = {v: k for k, v in _CORE_SORT_KIND.items()}
 
 MAX_INSTANTIATIONS = 10_000
 
+# Signatures of valid core modules by sha-256 (they depend on the bytes only).
+_SIGNATURES: dict[str, CoreModuleT] = {}
+_SIGNATURE_CACHE_LIMIT = 1024
+
 
 class Translator:
-    """One translation: the input bytes, the resource arena and the type context."""
+    """One translation: the input bytes, the resource arena and the type context.
 
-    def __init__(self, data: bytes) -> None:
+    ``timings``, when given, accumulates seconds spent per phase (see
+    :data:`PHASES`); it is for benchmarks and costs a few clock reads.
+    """
+
+    def __init__(self, data: bytes, timings: dict[str, float] | None = None) -> None:
         self.data = data
         self.arena = Arena()
         self.types = TypeContext(self.arena)
-        self.validated_modules: set[int] = set()
+        self.digests: dict[int, str] = {}
         self.component_types: dict[tuple[int, int], ComponentT] = {}
         self.walks = 0
+        self.timings = timings
+        self.checking = 0  # depth of definition-check walks under way
 
     def new_sink(self) -> Sink:
         self.arena.next_sink += 1
         return Sink(self.arena.next_sink)
 
+    def module_digest(self, m: ast.CoreModule) -> str:
+        """Hex sha-256 of a core module's bytes, computed once per translation."""
+        digest = self.digests.get(m.offset)
+        if digest is None:
+            digest = hashlib.sha256(m.data(self.data)).hexdigest()
+            self.digests[m.offset] = digest
+        return digest
+
     def module_sig(self, m: ast.CoreModule) -> CoreModuleT:
         sig = self.arena.module_sigs.get(m.offset)
         if sig is None:
-            raw = bytes(m.data(self.data))
-            if m.offset not in self.validated_modules:
-                validate_core_module(raw, m.offset)
-                self.validated_modules.add(m.offset)
-            sig = read_module_signature(raw, m.offset)
-            seen: set[tuple[str, str]] = set()
-            for mod, name, _ in sig.imports:
-                if (mod, name) in seen:
-                    raise TranslationError(
-                        f"duplicate import name `{mod}:{name}` in core module",
-                        m.offset,
-                        "core module",
-                    )
-                seen.add((mod, name))
+            start = perf_counter() if self.timings is not None else 0.0
+            sig = self._module_sig(m)
             self.arena.module_sigs[m.offset] = sig
+            if self.timings is not None:
+                self.timings["core"] = self.timings.get("core", 0.0) + perf_counter() - start
+        return sig
+
+    def _module_sig(self, m: ast.CoreModule) -> CoreModuleT:
+        digest = self.module_digest(m)
+        view = m.data(self.data)
+        validate_core_module(view, m.offset, sha256=digest)
+        sig = _SIGNATURES.get(digest)
+        if sig is not None:
+            return sig
+        sig = read_module_signature(view, m.offset)
+        seen: set[tuple[str, str]] = set()
+        for mod, name, _ in sig.imports:
+            if (mod, name) in seen:
+                raise TranslationError(
+                    f"duplicate import name `{mod}:{name}` in core module",
+                    m.offset,
+                    "core module",
+                )
+            seen.add((mod, name))
+        if len(_SIGNATURES) >= _SIGNATURE_CACHE_LIMIT:
+            _SIGNATURES.clear()
+        _SIGNATURES[digest] = sig
         return sig
 
     def component_type(self, cv: ComponentV) -> ComponentT:
@@ -154,18 +185,31 @@ class Translator:
         key = (cv.ast.offset, id(parent))
         t = self.component_types.get(key)
         if t is None:
-            walk = Walk(
-                self,
-                cv.ast,
-                parent=parent,
-                parent_lens=lens,
-                sink=self.new_sink(),
-                args=None,
-                parent_instance=None,
-                path="",
-            )
-            walk.run()
-            t = walk.component_type()
+            timings = self.timings
+            outermost = timings is not None and not self.checking
+            if outermost:
+                assert timings is not None
+                start, core = perf_counter(), timings.get("core", 0.0)
+            self.checking += 1
+            try:
+                walk = Walk(
+                    self,
+                    cv.ast,
+                    parent=parent,
+                    parent_lens=lens,
+                    sink=self.new_sink(),
+                    args=None,
+                    parent_instance=None,
+                    path="",
+                )
+                walk.run()
+                t = walk.component_type()
+            finally:
+                self.checking -= 1
+                if outermost:
+                    assert timings is not None
+                    spent = perf_counter() - start - (timings.get("core", 0.0) - core)
+                    timings["component"] = timings.get("component", 0.0) + spent
             self.component_types[key] = t
         return t
 
@@ -238,7 +282,7 @@ class Walk:
                 sig = self.tr.module_sig(d)
                 idx = self.sink.module_index.get(d.offset)
                 if idx is None:
-                    digest = hashlib.sha256(d.data(self.tr.data)).hexdigest()
+                    digest = self.tr.module_digest(d)
                     self.sink.modules.append(CoreModule(d.offset, d.length, digest))
                     idx = len(self.sink.modules) - 1
                     self.sink.module_index[d.offset] = idx

@@ -30,6 +30,15 @@ class Artifacts:
         self._bytes = bytes(component_bytes)
         self._sha256 = digest
 
+    @classmethod
+    def _trusted(cls, plan: Plan, component_bytes: bytes, sha256: str) -> Artifacts:
+        """Artifacts whose ``sha256`` the caller has just computed (no second hashing)."""
+        self = cls.__new__(cls)
+        self._plan = plan
+        self._bytes = component_bytes
+        self._sha256 = sha256
+        return self
+
     @property
     def plan(self) -> Plan:
         return self._plan
@@ -92,4 +101,4 @@ def artifacts_from_envelope(envelope: dict[str, Json], component_bytes: bytes) -
     for m in plan.modules:
         if m.offset < 0 or m.offset + m.length > len(component_bytes):
             raise ValueError("translation envelope names a core module outside the component")
-    return Artifacts(plan, component_bytes, actual)
+    return Artifacts._trusted(plan, bytes(component_bytes), actual)

@@ -1,0 +1,132 @@
+"""The plan cache: translations remembered by the component's sha-256.
+
+Translation is deterministic (architecture.md §2), so a Plan depends only on
+the component bytes and on the translator itself. Plans are kept in the
+process (the last :data:`MEMORY_CACHE_LIMIT` of them; a Plan is immutable and
+safe to share) and, for components of at least :data:`DISK_CACHE_MIN_SIZE`
+bytes, on disk next to the compiled-module cache as
+``<module cache>/plans/<sha256>-<translator digest>.json``, in the plan's
+JSON form (:func:`~polyengine.translate.plan.plan_to_json`). The translator
+digest covers the sources of the reader, the type model, the validator and
+the translator, so a changed translator never reuses an older plan. An
+unreadable or damaged entry is ignored and rewritten. Only successful
+translations are cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan, plan_from_json, plan_to_json
+
+__all__ = [
+    "DISK_CACHE_MIN_SIZE",
+    "MEMORY_CACHE_LIMIT",
+    "cached_plan",
+    "clear_plan_cache",
+    "plan_cache_path",
+    "store_plan",
+]
+
+MEMORY_CACHE_LIMIT = 16
+DISK_CACHE_MIN_SIZE = 256 * 1024
+"""Smaller components translate about as fast as a cached plan is read."""
+
+_FORMAT = "polyengine.plan-cache"
+
+_memory: OrderedDict[str, Plan] = OrderedDict()
+_lock = threading.Lock()
+
+
+@functools.cache
+def translator_digest() -> str:
+    """A digest of the translator's sources (and version): a cached plan is reused only by it."""
+    import polyengine
+
+    root = Path(polyengine.__file__).parent
+    digest = hashlib.sha256(f"{polyengine.__version__}|{PLAN_FORMAT_VERSION}".encode())
+    paths = [root / "engine" / "_validate.py"]
+    for sub in ("binary", "types", "validate", "translate"):
+        paths.extend(sorted((root / sub).rglob("*.py")))
+    for path in paths:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        with contextlib.suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def plan_cache_path(sha256: str) -> Path | None:
+    """Where the plan of the component with hex digest ``sha256`` is cached, or ``None`` if off."""
+    from polyengine.engine import get_engine, module_cache_dir
+
+    try:
+        base = module_cache_dir(get_engine())
+    except Exception:  # an unusable default engine only turns the cache off
+        return None
+    if base is None:
+        return None
+    return base / "plans" / f"{sha256}-{translator_digest()}.json"
+
+
+def clear_plan_cache() -> None:
+    """Forget the plans remembered in this process (the disk cache is kept)."""
+    with _lock:
+        _memory.clear()
+
+
+def _remember(sha256: str, plan: Plan) -> None:
+    with _lock:
+        _memory[sha256] = plan
+        _memory.move_to_end(sha256)
+        while len(_memory) > MEMORY_CACHE_LIMIT:
+            _memory.popitem(last=False)
+
+
+def cached_plan(sha256: str, size: int) -> Plan | None:
+    """The cached plan of the ``size``-byte component with hex digest ``sha256``, if any."""
+    plan = _memory.get(sha256)
+    if plan is not None:
+        return plan
+    if size < DISK_CACHE_MIN_SIZE:
+        return None
+    path = plan_cache_path(sha256)
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_bytes())
+        if doc["format"] != _FORMAT or doc["component_sha256"] != sha256:
+            return None
+        plan = plan_from_json(doc["plan"])
+    except Exception:  # a missing or damaged entry is a miss
+        return None
+    if not isinstance(plan, Plan) or any(m.offset + m.length > size for m in plan.modules):
+        return None
+    _remember(sha256, plan)
+    return plan
+
+
+def store_plan(sha256: str, size: int, plan: Plan) -> None:
+    """Remember ``plan`` as the translation of the ``size``-byte component ``sha256``."""
+    _remember(sha256, plan)
+    if size < DISK_CACHE_MIN_SIZE:
+        return
+    path = plan_cache_path(sha256)
+    if path is None:
+        return
+    doc = {"format": _FORMAT, "component_sha256": sha256, "plan": plan_to_json(plan)}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        # the cache is an optimization; failing to fill it is not an error
+        with contextlib.suppress(OSError):
+            tmp.unlink()
