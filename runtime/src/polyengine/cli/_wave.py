@@ -611,6 +611,14 @@ def parse_args(call: FuncCall, params: Sequence[tuple[str, ValType]]) -> list[An
 
 
 def _escape_char(ch: str) -> str:
+    """One character of a printed char or string literal.
+
+    Quotes, backslash, tab, newline and carriage return get their short
+    escapes; control characters, combining marks and characters that are not
+    printable get ``\\u{hex}``. The printable test is Python's (its Unicode
+    version); it can differ from wasmtime's for unassigned code points and a
+    few spacing marks, which only changes how such a character is spelled.
+    """
     if ch in "\\\"'":
         return "\\" + ch
     if ch == "\t":
