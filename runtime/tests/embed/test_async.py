@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import polyengine
-from polyengine_protocol import SuspensionUnavailable, Trap, suspending
+from polyengine_protocol import SuspensionUnavailable, Trap, defer_cancel, suspending
 
 from . import async_components as ac
 
@@ -281,3 +281,36 @@ async def test_closing_fails_the_calls_in_flight(wat: Wat) -> None:
     with pytest.raises(Trap, match="closed"):
         await call
     host.futures[1].cancel()
+
+
+@aio
+async def test_guest_cancellation_discards_an_async_import(wat: Wat) -> None:
+    seen: list[str] = []
+
+    async def get(x: int) -> int:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return x
+
+    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    with inst:
+        # CANCELLED_BEFORE_RETURNED (4), nothing written
+        assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == 4000
+        await asyncio.sleep(0)
+        assert seen == ["cancelled"]
+
+
+@aio
+async def test_defer_cancel_import_runs_to_completion(wat: Wat) -> None:
+    @defer_cancel
+    async def get(x: int) -> int:
+        await asyncio.sleep(0.001)
+        return x + 1
+
+    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    with inst:
+        # RETURNED (2) with the real result
+        assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == 2006

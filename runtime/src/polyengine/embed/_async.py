@@ -189,11 +189,25 @@ class TaskModel:
         *,
         marked: bool,
         wrap: Callable[[Callable[[], Any]], Any] | None,
+        defer_cancel: bool = False,
     ) -> engine.CoreFunc:
-        """A host import called through the task model (it may park its caller)."""
+        """A host import called through the task model (it may park its caller).
+
+        A guest's cancellation of the call discards it (the host coroutine is
+        cancelled one loop iteration later); a ``defer_cancel()``-marked
+        import ignores the request and runs to completion (embedder-api A23).
+        """
         ft = tr.type
         call = _host_callable(fn, where, wrap, future_result=isinstance(ft.result, m.Future))
         func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
+        if defer_cancel:
+            cancellable = func_inst
+
+            def uncancellable(on_start: Any, on_resolve: Any, caller: Any) -> Any:
+                cancellable(on_start, on_resolve, caller)
+                return _ignore_cancel
+
+            func_inst = uncancellable
         if marked and not ft.is_async:
             inner = func_inst
 
@@ -326,6 +340,10 @@ def _raiser(exc: BaseException) -> Callable[[], Any]:
         raise exc
 
     return thunk
+
+
+def _ignore_cancel(_requester: object) -> None:
+    pass
 
 
 def _consume(fut: asyncio.Future[Any]) -> None:

@@ -28,7 +28,13 @@ from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Future, Result
-from polyengine_protocol import Trap, is_component_exception, is_suspending, is_wasi_exit
+from polyengine_protocol import (
+    Trap,
+    is_component_exception,
+    is_defer_cancel,
+    is_suspending,
+    is_wasi_exit,
+)
 
 __all__ = ["HostLinker", "HostResourceTable", "describe_import"]
 
@@ -262,7 +268,12 @@ class HostLinker:
             return None
         assert rt.tasks is not None
         return rt.tasks.lower_import(
-            tr, fn, describe_import(tr.path), marked=marked, wrap=wrap_result(tr.type)
+            tr,
+            fn,
+            describe_import(tr.path),
+            marked=marked,
+            wrap=wrap_result(tr.type),
+            defer_cancel=_marked(fn, is_defer_cancel),
         )
 
     def trampoline(
@@ -316,11 +327,16 @@ class HostLinker:
 
 
 def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
+    return _marked(fn, is_suspending)
+
+
+def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
+    """Whether ``fn`` carries a mark; for a resource method, the class is the authority."""
     method_of = getattr(fn, "__polyengine_method_of__", None)
     if method_of is not None:
         cls, name = method_of
-        return is_suspending(inspect.getattr_static(cls, name, None))
-    return is_suspending(fn)
+        return test(inspect.getattr_static(cls, name, None))
+    return test(fn)
 
 
 def _settle(value: Any, where: str, marked: bool, source: bool = False) -> Any:
