@@ -119,7 +119,20 @@ def test_invoke(
 
 @pytest.mark.parametrize(
     "call",
-    ["echo-u8(256)", "echo-option()", "add(1)", "nope()", "echo-opt-opt(4)", "echo-color(ok)"],
+    [
+        "echo-u8(256)",
+        "echo-option()",
+        "add(1)",
+        "nope()",
+        "echo-opt-opt(4)",
+        "echo-color(ok)",
+        "echo-f64(1.)",
+        "echo-s32(01)",
+        'echo-string("\\u{}")',
+        "echo-list([1,,2])",
+        "echo-result(ok)",
+        " add(1, 2)",
+    ],
 )
 def test_invoke_refusals(build: Build, polyengine: Runner, wasmtime: Runner, call: str) -> None:
     wasm = build("values", c.VALUES)

@@ -62,6 +62,14 @@ CALLS: list[tuple[str, str]] = [
     ("double(4)", "8"),
     ("example:values/iface.double@0.1.0(6)", "12"),
     ("example:values/iface.double@0.1.1(7)", "14"),
+    ("add(1,2,)", "3"),
+    ("add (1, 2)", "3"),
+    ("add(1, // one\n 2)", "3"),
+    ("echo-shape(%circle(3))", "circle(3)"),
+    ("echo-f64(1E5)", "100000"),
+    ("echo-f32(1e39)", "inf"),
+    ("echo-f32(-1e-50)", "-0"),
+    ('echo-string("\\u{10FFFF}")', '"\\u{10ffff}"'),
 ]
 
 
