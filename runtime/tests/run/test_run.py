@@ -137,6 +137,10 @@ def test_malformed_inputs(build: Build, polyengine: Runner, tmp_path: Path) -> N
     garbage.write_bytes(b"this is not wasm")
     assert "garbage.wasm is not a WebAssembly binary" in _one_line_error(polyengine("run", garbage))
 
+    text = tmp_path / "text.wat"
+    text.write_text(c.hello(), encoding="utf-8")
+    assert "looks like WebAssembly text" in _one_line_error(polyengine("run", text))
+
     empty = tmp_path / "empty.wasm"
     empty.write_bytes(b"")
     assert "not a WebAssembly binary" in _one_line_error(polyengine("run", empty))

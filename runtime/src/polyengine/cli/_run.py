@@ -510,6 +510,11 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
         except OSError as exc:
             _fail(f"cannot read {path}: {exc.strerror or exc}")
         if data[:4] != b"\0asm":
+            if data.lstrip()[:1] in (b"(", b";"):
+                _fail(
+                    f"{path} looks like WebAssembly text; polyengine runs binaries "
+                    f"(compile it first: wasm-tools parse {path} -o app.wasm)"
+                )
             _fail(f"{path} is not a WebAssembly binary")
         arts = load_artifacts(data)
         target: ExportFunc | None = None
