@@ -186,7 +186,7 @@ class EngineActivation:
             out = self.func.call_raw(self.args)
         except CoreTrap as e:
             if isinstance(e.host_exception, Trap):
-                raise e.host_exception from None
+                raise e.host_exception from e.host_exception.__cause__  # keeps its cause
             raise Trap(str(e), code=e.code or "trap") from e
         finally:
             EngineActivation._active[:] = saved
@@ -261,7 +261,7 @@ def _outcome(call: ParkableCall) -> list[CoreVal]:
         return [v for v in call.result() if isinstance(v, int | float)]
     except CoreTrap as e:
         if isinstance(e.host_exception, Trap):
-            raise e.host_exception from None
+            raise e.host_exception from e.host_exception.__cause__  # keeps its cause
         raise Trap(str(e), code=e.code or "trap") from e
 
 

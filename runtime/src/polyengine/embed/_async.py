@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
+from polyengine.abi.options import LiftLowerContext
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -49,6 +50,7 @@ from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
+from polyengine.embed._errors import trap_from_core
 from polyengine.embed._streams import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
@@ -56,7 +58,7 @@ from polyengine.types.layout import flatten_functype
 from polyengine_protocol import Trap, is_component_exception
 
 if TYPE_CHECKING:
-    from polyengine.embed._runtime import ComponentRuntime
+    from polyengine.embed._runtime import ComponentRuntime, ResolvedOptions
 
 __all__ = ["AsyncExportCall", "TaskModel", "needs_task_model"]
 
@@ -110,6 +112,7 @@ class TaskModel:
         self.in_start = False
         self._lifts: dict[tuple[pln.Lift, str], CanonLift] = {}
         self._func_insts: dict[pln.Lift, FuncInst] = {}
+        self._host_lowering: dict[pln.Lift, tuple[LiftedFunc, ResolvedOptions]] = {}
         self.store.on_poison.append(self._on_poison)
         self.store.on_poison.append(self.host_values.on_poison)
 
@@ -143,8 +146,34 @@ class TaskModel:
             ),
         )
         lf.return_key = ReturnKey(rt.return_key(o, lift.type.result), side)
+        if side == "host":
+            # the host's arguments are lowered before the call starts, so
+            # embedder misuse raises in the caller and never poisons
+            lf.lower_args = _take_prelowered
+            self._host_lowering[lift] = (values, ro)
         self._lifts[key] = lf
         return lf
+
+    def lower_host_args(self, lift: pln.Lift, args: list[Any]) -> list[Any]:
+        """Lower the host's arguments of ``lift`` now (CanonicalABI.md §``canon lift``).
+
+        Raises the lowering error (``TypeError``, ``OverflowError``,
+        ``InvalidHandleError``...) for bad arguments; a trap in the guest's
+        ``realloc`` poisons the instance.
+        """
+        lf = self.lift(lift, "host")
+        if not lf.inst.may_enter_from(None):
+            raise Trap("cannot enter component instance", code="cannot-enter")
+        values, ro = self._host_lowering[lift]
+        scope = _BorrowScope()
+        cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
+        try:
+            flat = values.lower_params(cx, args)
+        except engine.CoreTrap as exc:
+            trap = trap_from_core(exc)
+            self.store.poison(lf.inst, _protocol_trap(trap))  # type: ignore[arg-type]
+            raise trap from exc
+        return [_Prelowered(flat, scope)]
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
         """The callable component function of a lift, for guest callers."""
@@ -342,6 +371,52 @@ def _raiser(exc: BaseException) -> Callable[[], Any]:
     return thunk
 
 
+class _BorrowScope:
+    """The borrow count of a call whose arguments were lowered before its task existed.
+
+    Borrowed handles point at this scope; once the task exists the count is
+    the task's own (``num_borrows`` reads and writes it).
+    """
+
+    __slots__ = ("_count", "task")
+
+    def __init__(self) -> None:
+        self._count = 0
+        self.task: Any = None
+
+    @property
+    def num_borrows(self) -> int:
+        return int(self.task.num_borrows) if self.task is not None else self._count
+
+    @num_borrows.setter
+    def num_borrows(self, n: int) -> None:
+        if self.task is not None:
+            self.task.num_borrows = n
+        else:
+            self._count = n
+
+    def bind(self, task: Any) -> None:
+        task.num_borrows += self._count
+        self.task = task
+
+
+class _Prelowered:
+    """The flat arguments of a host call, lowered before its task started."""
+
+    __slots__ = ("flat", "scope")
+
+    def __init__(self, flat: list[CoreVal], scope: _BorrowScope) -> None:
+        self.flat = flat
+        self.scope = scope
+
+
+def _take_prelowered(task: Any, args: list[Any]) -> list[CoreVal]:
+    (pre,) = args
+    assert isinstance(pre, _Prelowered)
+    pre.scope.bind(task)
+    return pre.flat
+
+
 def _ignore_cancel(_requester: object) -> None:
     pass
 
@@ -385,7 +460,7 @@ class AsyncExportCall:
         """Call the export and await its result value."""
         lf = self._check()
         driver = self.tasks.driver
-        call, fut = driver.start(lf, self.tasks.host_values.prepare_args(lf.ft, list(args)))
+        call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
         try:
             results = await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -409,8 +484,9 @@ class AsyncExportCall:
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
         lf = self._check()
+        lowered = self.tasks.lower_host_args(self.lift, list(args))
         try:
-            results = run_to_completion(lf, list(args))
+            results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
             converted = _protocol_trap(trap)
             if converted is trap:

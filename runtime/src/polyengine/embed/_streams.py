@@ -529,26 +529,6 @@ class HostValues:
                 with contextlib.suppress(Exception):
                     await close()
 
-    def prepare_args(self, ft: m.FuncType, args: list[Any]) -> list[Any]:
-        """Turn top-level stream and future sources into shared objects before a call.
-
-        A wrong source then fails the call with ``LowerTypeError`` before the
-        guest is entered (embedder misuse, not a trap of the instance).
-        """
-        out = list(args)
-        for k, t in enumerate(ft.param_types()):
-            if k >= len(out):
-                break
-            try:
-                if isinstance(t, m.Stream):
-                    out[k] = self.stream_of(out[k], t)
-                elif isinstance(t, m.Future):
-                    out[k] = self.future_of(out[k], t)
-            except LowerTypeError as e:
-                e.set_root(f"parameter `{ft.params[k][0].replace('-', '_')}`")
-                raise
-        return out
-
     # -- futures -------------------------------------------------------------------------
 
     def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
