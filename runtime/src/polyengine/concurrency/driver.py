@@ -256,7 +256,9 @@ class Driver:
         else:
             call.on_settle.append(settle)
             self._calls.append((call, fut))
-        self._ensure_runner()
+        if not call.settled or self.store.waiting:
+            # a call that finished at once with nothing left waiting needs no runner
+            self._ensure_runner()
         return call, fut
 
     async def run(self, lf: CanonLift, args: list[Any]) -> list[Any] | None:

@@ -421,11 +421,6 @@ def _ignore_cancel(_requester: object) -> None:
     pass
 
 
-def _consume(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
-
-
 def _protocol_trap(exc: BaseException) -> BaseException:
     if isinstance(exc, Trap):
         return exc
@@ -462,13 +457,13 @@ class AsyncExportCall:
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
         try:
-            results = await asyncio.shield(fut)
+            results = await fut
         except asyncio.CancelledError:
-            # the embedder gave up on the call: request its cancellation (the
-            # guest may still finish it); a later trap only poisons
+            # the embedder gave up on the call (``fut`` is cancelled with it):
+            # request the guest task's cancellation; it may still finish, and
+            # a later trap only poisons
             if call is not None:
                 call.cancel()
-                fut.add_done_callback(_consume)
             raise
         except ConcurrencyTrap as trap:
             converted = _protocol_trap(trap)
