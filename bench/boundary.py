@@ -12,10 +12,12 @@ Runs in one process and prints one table per section:
 3. bulk transfers each way: a 1 MiB ``list<u8>`` and a 100 KB string
    (UTF-8 and UTF-16), in GB/s.
 
-Every figure is the median of several timed repeats after a warm-up; each
-repeat runs enough calls to last ``--min-time`` seconds. ``--quick`` shrinks
+Every figure is the median (and the fastest) of several timed repeats after
+a warm-up; each repeat runs enough calls to last ``--min-time`` seconds, and
+the repeats of the paths of one section are interleaved. ``--quick`` shrinks
 everything to a smoke test. ``--profile`` adds a per-step breakdown of the
-polyengine paths and cProfile/line_profiler listings.
+polyengine paths, measured prototypes of the optimization proposals in
+``bench/README.md``, and cProfile/line_profiler listings.
 
 Run from the repository root: ``.venv/bin/python bench/boundary.py``.
 """
@@ -96,11 +98,12 @@ def _run(loop: Loop, n: int) -> int:
 
 
 def calibrate(loop: Loop, min_time: float) -> int:
-    """The smallest power of ten of calls for which ``loop`` lasts ``min_time``."""
+    """How many calls make ``loop`` last about ``min_time`` seconds."""
     n = 1
     while True:
-        if _run(loop, n) >= min_time * 1e9 or n >= 10_000_000:
-            return n
+        t = _run(loop, n)
+        if t >= min_time * 1e8 or n >= 10_000_000:
+            return max(1, round(n * min_time * 1e9 / max(t, 1)))
         n *= 10
 
 
@@ -170,10 +173,6 @@ class Section:
     rows: list[Row] = field(default_factory=list)
     ref_name: str = ""
     summary: list[str] = field(default_factory=list)
-
-    def add(self, row: Row) -> Row:
-        self.rows.append(row)
-        return row
 
 
 def _fmt_time(ns: float) -> str:
