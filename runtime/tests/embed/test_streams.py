@@ -216,3 +216,49 @@ async def test_a_forgotten_handle_releases_its_end(wat: Wat) -> None:
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert store.host_pending == before
+
+
+@aio
+async def test_direct_sessions(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.STREAMS))
+    with inst:
+        stream = await inst.exports.produce(11)
+        seen: list[bytes] = []
+
+        def take_five(src: Any) -> str:
+            seen.append(bytes(src.remaining()))
+            src.mark_read(5)
+            return "done"
+
+        assert await stream.read_direct(take_five) == 5
+        assert seen == [b"hello world"]
+        assert await stream.read(100) == b" world"
+
+        stream = await inst.exports.produce(11)
+        got = bytearray()
+
+        def take_all(src: Any) -> str:
+            view = src.remaining()
+            got.extend(view)
+            src.mark_read(len(view))
+            return "more"
+
+        assert await stream.read_direct(take_all) == 11
+        assert bytes(got) == b"hello world"
+        with pytest.raises(TypeError, match="only valid while"):
+            seen_src: list[Any] = []
+            stream2 = await inst.exports.produce(3)
+            await stream2.read_direct(lambda src: seen_src.append(src) or "done")
+            seen_src[0].remaining()
+
+        reader, writer = polyengine.create_stream()
+        call = asyncio.ensure_future(inst.exports.consume(reader))
+
+        def produce(dest: Any) -> str:
+            dest.remaining()[:3] = b"abc"
+            dest.mark_written(3)
+            return "done"
+
+        async with writer:
+            assert await writer.write_direct(produce) == 3
+        assert await call == checksum(b"abc")

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -87,7 +87,16 @@ class Stream:
     """
 
     __polyengine_brand__ = STREAM
-    __slots__ = ("__weakref__", "_bytes", "_passed", "_peer_trap", "_source", "_store", "elem")
+    __slots__ = (
+        "__weakref__",
+        "_bytes",
+        "_leftover",
+        "_passed",
+        "_peer_trap",
+        "_source",
+        "_store",
+        "elem",
+    )
 
     def __init__(self, elem: m.ValType | None, source: _Source, store: Store | None) -> None:
         self.elem = elem
@@ -97,6 +106,8 @@ class Stream:
         #: the trap of the instance holding the other end (A7)
         self._peer_trap: BaseException | None = None
         self._passed = False
+        #: bytes a ``read_direct`` callback left unread, served first
+        self._leftover = b""
 
     def _empty(self) -> bytes | list[Any]:
         return b"" if self._bytes else []
@@ -110,6 +121,10 @@ class Stream:
             raise ValueError("this stream was dropped")
         if max_count < 1:
             raise ValueError("read needs a positive element count")
+        left = self._leftover
+        if left:
+            self._leftover = left[max_count:]
+            return left[:max_count]
         self._check_peer()
         chunk = await src.read(max_count)
         if chunk is None:
@@ -122,8 +137,40 @@ class Stream:
         if trap is not None:
             raise PeerTrappedError("the instance writing this stream trapped", trap)
 
-    async def read_direct(self, consume: Any, /) -> int:
-        raise NotImplementedError("read_direct is not supported yet; use read()")
+    async def read_direct(self, consume: Callable[[Any], str], /) -> int:
+        """A direct session (``stream<u8>`` only, A21): ``consume(source)`` until ``"done"``.
+
+        ``source.remaining()`` views the bytes that arrived and were not
+        taken yet; ``source.mark_read(n)`` takes ``n`` more of them. The
+        session parks for more bytes on ``"more"`` and ends on ``"done"`` or
+        at the end of the stream; it resolves with the bytes taken. Bytes
+        left untaken are what the next read returns.
+        """
+        if not self._bytes:
+            raise TypeError("read_direct needs a stream<u8>")
+        total = 0
+        pending = b""
+        while True:
+            chunk = await self.read(_CHUNK)
+            if not chunk:
+                self._leftover = pending
+                return total
+            data = pending + bytes(chunk)
+            src = _DirectSource(data)
+            try:
+                verdict = consume(src)
+            finally:
+                src.dead = True
+            total += src.taken
+            pending = data[src.taken :]
+            if verdict == "done":
+                self._leftover = pending
+                return total
+            if verdict != "more":
+                self._leftover = pending
+                raise TypeError(
+                    f"a direct session callback returns 'more' or 'done', not {verdict!r}"
+                )
 
     def __aiter__(self) -> AsyncIterator[bytes | list[Any]]:
         return self._chunks()
@@ -259,8 +306,28 @@ class StreamWriter:
             rest = rest[n:]
         return total
 
-    async def write_direct(self, produce: Any, /) -> int:
-        raise NotImplementedError("write_direct is not supported yet; use write()")
+    async def write_direct(self, produce: Callable[[Any], str], /) -> int:
+        """A direct session (A21): ``produce(destination)`` until ``"done"``.
+
+        ``destination.remaining()`` is a writable view of room for the next
+        bytes; ``destination.mark_written(n)`` delivers ``n`` more of them.
+        Resolves with the bytes the reader took.
+        """
+        total = 0
+        while True:
+            dest = _DirectDestination(_CHUNK)
+            try:
+                verdict = produce(dest)
+            finally:
+                dest.dead = True
+            if dest.written:
+                total += await self.write_all(bytes(dest.buffer[: dest.written]))
+            if verdict == "done":
+                return total
+            if verdict != "more":
+                raise TypeError(
+                    f"a direct session callback returns 'more' or 'done', not {verdict!r}"
+                )
 
     def cancel_write(self) -> None:
         """Retract an in-flight write (it resolves with 0)."""
@@ -281,6 +348,60 @@ class StreamWriter:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class _DirectSource:
+    """The unread bytes offered to a ``read_direct`` callback (valid during the call)."""
+
+    __slots__ = ("data", "dead", "taken")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.taken = 0
+        self.dead = False
+
+    def _live(self) -> None:
+        if self.dead:
+            raise TypeError("this direct source is only valid while its callback runs")
+
+    def remaining(self) -> memoryview:
+        self._live()
+        return memoryview(self.data)[self.taken :]
+
+    def mark_read(self, n: int, /) -> None:
+        self._live()
+        if n < 0 or self.taken + n > len(self.data):
+            raise ValueError(
+                f"cannot mark {n} more bytes read: {len(self.data) - self.taken} remain"
+            )
+        self.taken += n
+
+
+class _DirectDestination:
+    """Room for bytes offered to a ``write_direct`` callback (valid during the call)."""
+
+    __slots__ = ("buffer", "dead", "written")
+
+    def __init__(self, size: int) -> None:
+        self.buffer = bytearray(size)
+        self.written = 0
+        self.dead = False
+
+    def _live(self) -> None:
+        if self.dead:
+            raise TypeError("this direct destination is only valid while its callback runs")
+
+    def remaining(self) -> memoryview:
+        self._live()
+        return memoryview(self.buffer)[self.written :]
+
+    def mark_written(self, n: int, /) -> None:
+        self._live()
+        if n < 0 or self.written + n > len(self.buffer):
+            raise ValueError(
+                f"cannot mark {n} more bytes written: room for {len(self.buffer) - self.written}"
+            )
+        self.written += n
 
 
 def create_stream() -> tuple[Stream, StreamWriter]:
