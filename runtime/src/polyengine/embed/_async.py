@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncExportCall", "TaskModel", "needs_task_model"]
 
 
-def _has_async_value(t: m.ValType | None, seen: set[int] | None = None) -> bool:
+def _has_async_value(t: m.ValType | None) -> bool:
+    """Whether a value of type ``t`` may hold a stream, future or error-context."""
     if t is None:
         return False
     if isinstance(t, m.Stream | m.Future | m.ErrorContext):
@@ -95,7 +96,17 @@ def needs_task_model(plan: pln.Plan, marked: Callable[[tuple[str, ...]], bool]) 
                 return True
         elif isinstance(tr, pln.Adapter) and _func_has_async_value(tr.type):
             return True
-    return False
+    return any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+
+
+def _export_lifts(exports: tuple[pln.Export, ...]) -> list[pln.Lift]:
+    out: list[pln.Lift] = []
+    for e in exports:
+        if isinstance(e.item, pln.Lift):
+            out.append(e.item)
+        elif isinstance(e.item, pln.ExportedInstance):
+            out.extend(_export_lifts(e.item.items))
+    return out
 
 
 class TaskModel:
