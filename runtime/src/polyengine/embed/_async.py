@@ -182,7 +182,8 @@ class TaskModel:
             flat = values.lower_params(cx, args)
         except engine.CoreTrap as exc:
             trap = trap_from_core(exc)
-            self.store.poison(lf.inst, _protocol_trap(trap))  # type: ignore[arg-type]
+            if isinstance(trap, ConcurrencyTrap):
+                self.store.poison(lf.inst, trap)
             raise trap from exc
         return [_Prelowered(flat, scope)]
 
@@ -238,7 +239,7 @@ class TaskModel:
         import ignores the request and runs to completion (embedder-api A23).
         """
         ft = tr.type
-        call = _host_callable(fn, where, wrap, future_result=isinstance(ft.result, m.Future))
+        call = _host_callable(fn, wrap, future_result=isinstance(ft.result, m.Future))
         func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
         if defer_cancel:
             cancellable = func_inst
@@ -323,7 +324,6 @@ def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
 
 def _host_callable(
     fn: Callable[..., Any],
-    where: str,
     wrap: Callable[[Callable[[], Any]], Any] | None,
     *,
     future_result: bool = False,
