@@ -5,12 +5,13 @@ the component bytes and on the translator itself. Plans are kept in the
 process (the last :data:`MEMORY_CACHE_LIMIT` of them; a Plan is immutable and
 safe to share) and, for components of at least :data:`DISK_CACHE_MIN_SIZE`
 bytes, on disk next to the compiled-module cache as
-``<module cache>/plans/<sha256>-<translator digest>.json``, in the plan's
-JSON form (:func:`~polyengine.translate.plan.plan_to_json`). The translator
-digest covers the sources of the reader, the type model, the validator and
-the translator, so a changed translator never reuses an older plan. An
-unreadable or damaged entry is ignored and rewritten. Only successful
-translations are cached.
+``<module cache>/plans/<sha256>-<translator digest>``: a header, the
+sha-256 of the payload and the pickled Plan (several times faster to load
+than the JSON form; the directory is trusted as much as the compiled-module
+cache beside it, which holds native code). The translator digest covers the
+sources of the reader, the type model, the validator and the translator, so
+a changed translator never reuses an older plan. An unreadable or damaged
+entry is ignored and rewritten. Only successful translations are cached.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import os
+import pickle
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan, plan_from_json, plan_to_json
+from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan
 
 __all__ = [
     "DISK_CACHE_MIN_SIZE",
@@ -39,7 +40,7 @@ MEMORY_CACHE_LIMIT = 16
 DISK_CACHE_MIN_SIZE = 256 * 1024
 """Smaller components translate about as fast as a cached plan is read."""
 
-_FORMAT = "polyengine.plan-cache"
+_MAGIC = b"polyengine-plan\x00v1\x00"
 
 _memory: OrderedDict[str, Plan] = OrderedDict()
 _lock = threading.Lock()
@@ -72,7 +73,7 @@ def plan_cache_path(sha256: str) -> Path | None:
         return None
     if base is None:
         return None
-    return base / "plans" / f"{sha256}-{translator_digest()}.json"
+    return base / "plans" / f"{sha256}-{translator_digest()}"
 
 
 def clear_plan_cache() -> None:
@@ -100,10 +101,15 @@ def cached_plan(sha256: str, size: int) -> Plan | None:
     if path is None:
         return None
     try:
-        doc = json.loads(path.read_bytes())
-        if doc["format"] != _FORMAT or doc["component_sha256"] != sha256:
+        blob = path.read_bytes()
+        head = len(_MAGIC)
+        payload = blob[head + 32 :]
+        if (
+            not blob.startswith(_MAGIC)
+            or hashlib.sha256(payload).digest() != blob[head : head + 32]
+        ):
             return None
-        plan = plan_from_json(doc["plan"])
+        plan = pickle.loads(payload)
     except Exception:  # a missing or damaged entry is a miss
         return None
     if not isinstance(plan, Plan) or any(m.offset + m.length > size for m in plan.modules):
@@ -120,11 +126,14 @@ def store_plan(sha256: str, size: int, plan: Plan) -> None:
     path = plan_cache_path(sha256)
     if path is None:
         return
-    doc = {"format": _FORMAT, "component_sha256": sha256, "plan": plan_to_json(plan)}
+    try:
+        payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # e.g. a type nested too deeply to pickle: keep it in memory only
+        return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+        tmp.write_bytes(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
     except OSError:
         # the cache is an optimization; failing to fill it is not an error

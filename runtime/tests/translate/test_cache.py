@@ -1,0 +1,144 @@
+"""The translation caches: core-module validations, signatures and plans by sha-256."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from polyengine.engine import _validate
+from polyengine.errors import TranslationError
+from polyengine.translate import plan_to_json, translate, translate_component
+
+_cache = importlib.import_module("polyengine.translate._cache")
+_translate = importlib.import_module("polyengine.translate._translate")
+_inline = importlib.import_module("polyengine.translate._inline")
+
+TEXT = """(component
+  (core module $m
+    (memory (export "mem") 1)
+    (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add))
+  (core instance $i (instantiate $m))
+  (func (export "add") (param "a" u32) (param "b" u32) (result u32)
+    (canon lift (core func $i "add")))
+)"""
+
+CORE = bytes.fromhex("0061736d01000000010401600000030201000a040102000b")  # (func) only
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty disk cache, every size cached, and empty in-process caches."""
+    monkeypatch.setenv("POLYENGINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_cache, "DISK_CACHE_MIN_SIZE", 0)
+    monkeypatch.setattr(_validate, "DISK_CACHE_MIN_SIZE", 0)
+    _cache.clear_plan_cache()
+    _validate.clear_validation_cache()
+    _inline._SIGNATURES.clear()
+    yield tmp_path
+    _cache.clear_plan_cache()
+    _validate.clear_validation_cache()
+
+
+@pytest.fixture(scope="module")
+def component(wat2wasm: Callable[[str], bytes]) -> bytes:
+    return wat2wasm(TEXT)
+
+
+def test_translate_reuses_the_plan_in_process(cache_dir: Path, component: bytes) -> None:
+    first = translate(component)
+    second = translate(component)
+    assert second.plan is first.plan
+    assert second.sha256 == hashlib.sha256(component).hexdigest()
+    assert first.plan == translate_component(component)
+
+
+def test_plan_cache_on_disk(cache_dir: Path, component: bytes) -> None:
+    arts = translate(component)
+    files = list((cache_dir).rglob("plans/*"))
+    assert len(files) == 1 and files[0].name.startswith(arts.sha256)
+    _cache.clear_plan_cache()
+    plan = _cache.cached_plan(arts.sha256, len(component))
+    assert plan is not None and plan is not arts.plan
+    assert plan_to_json(plan) == plan_to_json(arts.plan)
+
+
+def test_damaged_plan_entry_is_a_miss_and_is_rewritten(cache_dir: Path, component: bytes) -> None:
+    arts = translate(component)
+    (entry,) = cache_dir.rglob("plans/*")
+    good = entry.read_bytes()
+    entry.write_bytes(good[:-5] + b"XXXXX")
+    _cache.clear_plan_cache()
+    assert _cache.cached_plan(arts.sha256, len(component)) is None
+    assert translate(component).plan == arts.plan
+    assert entry.read_bytes() == good
+
+
+def test_plan_outside_the_component_is_refused(cache_dir: Path, component: bytes) -> None:
+    arts = translate(component)
+    _cache.clear_plan_cache()
+    assert _cache.cached_plan(arts.sha256, 10) is None
+
+
+def test_disk_cache_off(monkeypatch: pytest.MonkeyPatch, component: bytes) -> None:
+    monkeypatch.setenv("POLYENGINE_CACHE_DIR", "off")
+    assert _cache.plan_cache_path("00" * 32) is None
+    assert translate(component).plan == translate_component(component)
+
+
+def test_failures_are_not_cached(cache_dir: Path) -> None:
+    bad = b"\x00asm\x0d\x00\x01\x00\x01\x09" + CORE[:9]
+    for _ in range(2):
+        with pytest.raises(TranslationError):
+            translate(bad)
+    assert not list(cache_dir.rglob("plans/*"))
+
+
+def test_validation_is_remembered_on_disk(cache_dir: Path) -> None:
+    sha = hashlib.sha256(CORE).hexdigest()
+    _validate.validate_core_module(CORE)
+    (marker,) = cache_dir.rglob("validated/*")
+    assert marker.name.startswith(sha)
+    assert sha in _validate._validated
+
+
+def test_invalid_module_is_refused_every_time(cache_dir: Path) -> None:
+    bad = CORE[:-1] + b"\x0c"  # the function body no longer ends
+    for _ in range(2):
+        with pytest.raises(TranslationError, match="invalid core module"):
+            _validate.validate_core_module(bad, 40)
+    assert not list(cache_dir.rglob("validated/*"))
+
+
+def test_marker_stands_for_validation(cache_dir: Path) -> None:
+    bad = CORE[:-1] + b"\x0c"
+    sha = hashlib.sha256(bad).hexdigest()
+    with pytest.raises(TranslationError):
+        _validate.validate_core_module(bad)
+    marker = _validate._marker(sha)
+    assert marker is not None
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_bytes(b"")
+    _validate.validate_core_module(bad)  # the marker is trusted: no second validation
+
+
+def test_small_modules_leave_no_marker(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_validate, "DISK_CACHE_MIN_SIZE", 1 << 20)
+    _validate.validate_core_module(CORE)
+    assert not list(cache_dir.rglob("validated/*"))
+
+
+def test_timed_translation_reports_every_phase(cache_dir: Path, component: bytes) -> None:
+    plan, timings = _translate.translate_component_timed(component)
+    assert plan == translate_component(component)
+    assert set(timings) == set(_translate.PHASES)
+    assert all(t >= 0 for t in timings.values())
+    assert timings["read"] > 0 and timings["core"] > 0 and timings["plan"] > 0
+
+
+def test_translator_digest_is_stable() -> None:
+    assert _cache.translator_digest() == _cache.translator_digest()
+    assert len(_cache.translator_digest()) == 16
