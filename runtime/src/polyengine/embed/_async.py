@@ -51,7 +51,7 @@ from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.embed._errors import trap_from_core
-from polyengine.embed._streams import FutureSource, HostValues
+from polyengine.embed._hostvalues import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
