@@ -11,7 +11,9 @@ Mutates seed components and translates each mutant, reporting
 
 Seeds are small components written in the component text format (compiled
 with ``wasm-tools parse``) and, with ``--guests``, the real guests found in
-the guest build cache (``runtime/tests/guests/_build.py``; nothing is built).
+the guest build cache (``runtime/tests/guests/_build.py``; nothing is built);
+``--corpus DIR`` adds every component under ``DIR`` that reads cleanly (a
+converted conformance suite, for instance).
 Mutations are byte-level (bit flips, byte edits, inserts, deletes,
 truncation, LEB128 edits, duplication, splices between seeds) and
 section-level (drop, duplicate or swap top-level sections, or take one from
@@ -28,7 +30,8 @@ nothing behind. Exit status is 1 when anything crashed or hung.
 Usage::
 
     python scripts/fuzz_translate.py [--seed N] [--count N] [--time-limit SECONDS]
-                                     [--guests] [--in-process] [--save-dir DIR]
+                                     [--guests] [--corpus DIR] [--in-process]
+                                     [--save-dir DIR]
                                      [SEED.wasm ...]
 """
 
@@ -264,6 +267,24 @@ def guest_seeds(max_size: int = 32 << 20) -> list[bytes]:
         key=lambda p: (p.stat().st_size, p.name),
     )
     return [p.read_bytes() for p in paths]
+
+
+def directory_seeds(root: Path, limit: int = 1000) -> list[bytes]:
+    """Components under ``root`` (e.g. a converted conformance suite) that read cleanly."""
+    from polyengine.binary import read_component
+    from polyengine.errors import TranslationError
+
+    out: list[bytes] = []
+    for path in sorted(root.rglob("*.wasm")):
+        data = path.read_bytes()
+        try:
+            read_component(data, names=False)
+        except TranslationError:
+            continue
+        out.append(data)
+        if len(out) >= limit:
+            break
+    return out
 
 
 # -- mutations -----------------------------------------------------------------------------
@@ -594,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=5000, help="number of mutants")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per input")
     parser.add_argument("--guests", action="store_true", help="add the cached real guests")
+    parser.add_argument("--corpus", type=Path, help="add the components found under DIR")
     parser.add_argument("--in-process", action="store_true", help="no worker process")
     parser.add_argument("--save-dir", type=Path, help="write crashing/hanging inputs here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -605,6 +627,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [p.read_bytes() for p in args.seeds] or text_seeds()
     if args.guests:
         seeds += guest_seeds()
+    if args.corpus is not None:
+        seeds += directory_seeds(args.corpus)
     if not seeds:
         parser.error("no seeds: give seed files, or install wasm-tools for the built-in ones")
     started = time.perf_counter()
