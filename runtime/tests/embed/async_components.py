@@ -475,3 +475,68 @@ CANCEL_IMPORT = component(
     (canon lift (core func $i "cancel-get") async))
 """
 )
+
+# stream<string> both ways: ``words()`` writes "hi" and "there";
+# ``measure(s)`` reads strings to the end and returns count * 1000 + total length.
+WORDS = component(
+    f"""
+  (type $ss (stream string))
+  (core func $ret-ss (canon task.return (result $ss)))
+  (core func $ret-u32 (canon task.return (result u32)))
+  (core func $stream.new (canon stream.new $ss))
+  (core func $stream.write (canon stream.write $ss {OPTS}))
+  (core func $stream.read (canon stream.read $ss {OPTS}))
+  (core func $stream.drop-w (canon stream.drop-writable $ss))
+  (core func $stream.drop-r (canon stream.drop-readable $ss))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret-ss" (func $ret-ss (param i32)))
+    (import "" "ret-u32" (func $ret-u32 (param i32)))
+    (import "" "stream.new" (func $stream.new (result i64)))
+    (import "" "stream.write" (func $stream.write (param i32 i32 i32) (result i32)))
+    (import "" "stream.read" (func $stream.read (param i32 i32 i32) (result i32)))
+    (import "" "stream.drop-w" (func $stream.drop-w (param i32)))
+    (import "" "stream.drop-r" (func $stream.drop-r (param i32)))
+    (data (i32.const 16) "hi")
+    (data (i32.const 24) "there")
+    (func (export "words")
+      (local $rw i64) (local $w i32)
+      (local.set $rw (call $stream.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-ss (i32.wrap_i64 (local.get $rw)))
+      (i32.store (i32.const 64) (i32.const 16))
+      (i32.store (i32.const 68) (i32.const 2))
+      (i32.store (i32.const 72) (i32.const 24))
+      (i32.store (i32.const 76) (i32.const 5))
+      (drop (call $stream.write (local.get $w) (i32.const 64) (i32.const 2)))
+      (call $stream.drop-w (local.get $w)))
+    (func (export "measure") (param $s i32)
+      (local $ret i32) (local $n i32) (local $k i32) (local $count i32) (local $len i32)
+      (loop $more
+        (local.set $ret (call $stream.read (local.get $s) (i32.const 128) (i32.const 10)))
+        (local.set $n (i32.shr_u (local.get $ret) (i32.const 4)))
+        (local.set $count (i32.add (local.get $count) (local.get $n)))
+        (local.set $k (i32.const 0))
+        (block $done
+          (loop $each
+            (br_if $done (i32.ge_u (local.get $k) (local.get $n)))
+            (local.set $len (i32.add (local.get $len)
+              (i32.load (i32.add (i32.const 132) (i32.shl (local.get $k) (i32.const 3))))))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))
+            (br $each)))
+        (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15)))))
+      (call $stream.drop-r (local.get $s))
+      (call $ret-u32 (i32.add (i32.mul (local.get $count) (i32.const 1000)) (local.get $len)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret-ss" (func $ret-ss)) (export "ret-u32" (func $ret-u32))
+      (export "stream.new" (func $stream.new)) (export "stream.write" (func $stream.write))
+      (export "stream.read" (func $stream.read)) (export "stream.drop-w" (func $stream.drop-w))
+      (export "stream.drop-r" (func $stream.drop-r))))))
+  (func (export "words") async (result $ss)
+    (canon lift (core func $i "words") async))
+  (func (export "measure") async (param "s" $ss) (result u32)
+    (canon lift (core func $i "measure") async))
+"""
+)

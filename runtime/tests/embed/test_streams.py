@@ -262,3 +262,21 @@ async def test_direct_sessions(wat: Wat) -> None:
         async with writer:
             assert await writer.write_direct(produce) == 3
         assert await call == checksum(b"abc")
+
+
+@aio
+async def test_stream_of_strings_both_ways(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.WORDS))
+    with inst:
+        words = await inst.exports.words()
+        chunks = [chunk async for chunk in words]
+        assert all(isinstance(c, list) for c in chunks)
+        assert [w for c in chunks for w in c] == ["hi", "there"]
+        assert await inst.exports.measure(["a", "bcd", "éé"]) == 3000 + 1 + 3 + 4
+
+        async def gen() -> AsyncIterator[str]:
+            for w in ("one", "two"):
+                await asyncio.sleep(0)
+                yield w
+
+        assert await inst.exports.measure(gen()) == 2000 + 6
