@@ -35,6 +35,7 @@ from polyengine.translate._typescope import (
 from polyengine.translate._values import (
     Arena,
     ComponentV,
+    CoreExports,
     CoreInstanceV,
     CoreItem,
     CoreModuleV,
@@ -58,7 +59,6 @@ from polyengine.translate._visibility import (
 )
 from polyengine.translate.plan import (
     CoreArg,
-    CoreExport,
     CoreInstance,
     CoreModule,
     StaticModule,
@@ -66,6 +66,7 @@ from polyengine.translate.plan import (
 from polyengine.types.model import FuncType, Result
 from polyengine.types.subtype import (
     ComponentT,
+    CoreExternT,
     CoreFuncT,
     CoreModuleT,
     ExternT,
@@ -127,6 +128,7 @@ class Translator:
         self.arena = Arena()
         self.types = TypeContext(self.arena)
         self.digests: dict[int, str] = {}
+        self.export_maps: dict[int, dict[str, CoreExternT]] = {}
         self.component_types: dict[tuple[int, int], ComponentT] = {}
         self.walks = 0
         self.timings = timings
@@ -135,6 +137,14 @@ class Translator:
     def new_sink(self) -> Sink:
         self.arena.next_sink += 1
         return Sink(self.arena.next_sink)
+
+    def export_types(self, sig: CoreModuleT) -> dict[str, CoreExternT]:
+        """A module's exports by name (shared by all instances of the module)."""
+        types = self.export_maps.get(id(sig))
+        if types is None:
+            types = self.export_maps[id(sig)] = dict(sig.exports)
+            self.arena.keep.append(sig)
+        return types
 
     def module_digest(self, m: ast.CoreModule) -> str:
         """Hex sha-256 of a core module's bytes, computed once per translation."""
@@ -405,12 +415,7 @@ class Walk:
             raise Fail("cannot instantiate an abstract module")
         self.sink.core_instances.append(CoreInstance(mv.ref, tuple(resolved), self.instance))
         idx = len(self.sink.core_instances) - 1
-        return CoreInstanceV(
-            {
-                n: CoreItem(core_kind(t), t, CoreExport(idx, n, core_kind(t)))
-                for n, t in mv.t.exports
-            }
-        )
+        return CoreInstanceV(CoreExports(self.tr.export_types(mv.t), idx))
 
     # -- resources ----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ root's imports and exports.
 from __future__ import annotations
 
 import dataclasses
+import gc
 from time import perf_counter
 
 from polyengine.binary.reader import read_component
@@ -86,6 +87,21 @@ def translate_component_timed(data: bytes) -> tuple[Plan, dict[str, float]]:
 
 
 def _translate(data: bytes, timings: dict[str, float] | None) -> Plan:
+    # Translation allocates many small objects and frees them by reference
+    # counting; the cyclic collector only adds pauses (tens of milliseconds
+    # for a large component when a full collection falls inside), so it waits
+    # until the translation is over.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _translate_unpaused(data, timings)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _translate_unpaused(data: bytes, timings: dict[str, float] | None) -> Plan:
     try:
         start = perf_counter()
         comp = read_component(data)

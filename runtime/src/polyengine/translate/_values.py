@@ -11,6 +11,7 @@ definition is only being validated.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -18,6 +19,7 @@ from polyengine.binary import ast
 from polyengine.translate.plan import (
     ComponentInstance,
     CoreDef,
+    CoreExport,
     CoreInstance,
     CoreModule,
     Lift,
@@ -35,6 +37,7 @@ from polyengine.types.subtype import (
     InstanceT,
     TypeT,
     ValueT,
+    core_kind,
 )
 
 # -- core values -------------------------------------------------------------------------
@@ -57,7 +60,44 @@ class CoreModuleV:
 
 @dataclass(frozen=True, slots=True)
 class CoreInstanceV:
-    exports: dict[str, CoreItem]
+    exports: Mapping[str, CoreItem]
+
+
+class CoreExports(Mapping[str, CoreItem]):
+    """The exports of one core instantiation of a module, each made on first use.
+
+    A language runtime's module exports thousands of functions of which a
+    component uses a few, so the items are not built up front.
+    """
+
+    __slots__ = ("_instance", "_made", "_types")
+
+    def __init__(self, types: dict[str, CoreExternT], instance: int) -> None:
+        self._types = types
+        self._instance = instance
+        self._made: dict[str, CoreItem] = {}
+
+    def get(self, name: str, default: CoreItem | None = None) -> CoreItem | None:  # type: ignore[override]
+        item = self._made.get(name)
+        if item is None:
+            t = self._types.get(name)
+            if t is None:
+                return default
+            kind = core_kind(t)
+            item = self._made[name] = CoreItem(kind, t, CoreExport(self._instance, name, kind))
+        return item
+
+    def __getitem__(self, name: str) -> CoreItem:
+        item = self.get(name)
+        if item is None:
+            raise KeyError(name)
+        return item
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
 
 
 # -- component values --------------------------------------------------------------------
