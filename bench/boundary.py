@@ -1084,7 +1084,7 @@ def header(s: Settings) -> str:
         f"polyengine boundary benchmark, {now}\n"
         f"python {platform.python_version()}, wasmtime-py {wasmtime_version}, "
         f"{cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}\n"
-        f"{mode} run: median of {s.repeats} repeats of >= {s.min_time * 1e3:.0f} ms each"
+        f"{mode} run: median of {s.repeats} repeats of about {s.min_time * 1e3:.0f} ms each"
     )
 
 
