@@ -168,7 +168,7 @@ def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModule
     r.pos = 8
     types: list[CoreFuncT | None] = []
     imports: list[tuple[str, str, CoreExternT]] = []
-    funcs: list[CoreExternT] = []
+    funcs: list[CoreExternT | int] = []  # an int: the type index of a defined function
     tables: list[CoreExternT] = []
     memories: list[CoreExternT] = []
     globals_: list[CoreExternT] = []
@@ -229,8 +229,14 @@ def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModule
                     raise r.fail(f"unsupported import kind {kind:#x}")
                 imports.append((module, name, t))
         elif sid == 3:
-            for _ in range(r.u32()):
-                funcs.append(functype(r.u32()))
+            # defined functions keep their type index; only exported ones are resolved
+            n = r.u32()
+            run = bytes(r.data[r.pos : r.pos + n])
+            if len(run) == n and (not run or max(run) < 0x80):
+                funcs.extend(run)  # every index fits one LEB128 byte
+                r.pos += n
+            else:
+                funcs.extend(r.u32() for _ in range(n))
         elif sid == 4:
             for _ in range(r.u32()):
                 if r.data[r.pos] == 0x40:
@@ -257,7 +263,8 @@ def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModule
                 idx = r.u32()
                 if kind > 4 or idx >= len(spaces[kind]):
                     raise r.fail(f"export `{name}` refers to an unknown item")
-                exports.append((name, spaces[kind][idx]))
+                item = spaces[kind][idx]
+                exports.append((name, functype(item) if isinstance(item, int) else item))
         r.pos = end
     return CoreModuleT(tuple(imports), tuple(exports))
 
