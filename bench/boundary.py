@@ -894,11 +894,14 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
 
     def drive(*args: Any) -> Any:
         coro = target(*args)
+        asyncio._set_running_loop(sync_loop)  # as run_until_complete would
         try:
             coro.send(None)
         except StopIteration as stop:
             return stop.value
-        coro.close()  # a real facade would hand the suspended coroutine to the loop
+        finally:
+            asyncio._set_running_loop(None)
+        coro.close()  # a real facade would resume it under a Task (bench/README.md)
         return sync_loop.run_until_complete(target(*args))
 
     assert drive(1, 2) == 3
