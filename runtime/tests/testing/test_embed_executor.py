@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -418,3 +419,25 @@ def test_official_suite_with_the_embed_executor() -> None:
         if not any(f"equivalent wording: {e.reason}" in m for m in matched)
     ]
     assert not unused, f"equivalents no command needs: {unused}"
+
+
+def test_command_line_runs_the_embed_executor_by_default(suite: Suite) -> None:
+    from polyengine.testing import wast
+    from polyengine.translate import translate_component
+
+    assert wast.default_executor(translate_component) == "embed"
+    assert wast.default_executor(lambda data: None) == "none"
+    assert wast.default_executor(None) == "none"
+    path = suite(
+        {"values": VALUES},
+        [
+            module(1),
+            {"type": "assert_return", "line": 2, "action": invoke("answer"), "expected": [u32(42)]},
+        ],
+    )
+    out = io.StringIO()
+    assert wast.main([str(path), "--no-xfail"], out=out) == 0, out.getvalue()
+    assert out.getvalue().strip().splitlines()[-1] == "2 passed, 0 failed, 0 xfail, 0 skipped"
+    out = io.StringIO()
+    assert wast.main([str(path), "--no-xfail", "--executor", "none"], out=out) == 0
+    assert out.getvalue().strip().splitlines()[-1] == "1 passed, 0 failed, 0 xfail, 1 skipped"

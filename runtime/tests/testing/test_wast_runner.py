@@ -572,7 +572,15 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
 
     root = make_cli_suite(tmp_path, failing=False)
     proc = subprocess.run(
-        [sys.executable, "-m", "polyengine.testing.wast", str(root), "--no-xfail"],
+        [
+            sys.executable,
+            "-m",
+            "polyengine.testing.wast",
+            str(root),
+            "--no-xfail",
+            "--executor",
+            "none",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

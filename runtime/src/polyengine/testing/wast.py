@@ -6,11 +6,13 @@ One row is printed per converted file with its counts of commands, passed,
 failed, xfail and skipped (and the skip reasons), then failures in detail,
 then the closing line ``N passed, N failed, N xfail, N skipped``.
 
-Commands that need an instance go to the executor: ``--executor none`` (the
-default) skips them with the reason "execution not implemented yet",
-``--executor embed`` runs them on ``polyengine.instantiate``, and
+Commands that need an instance go to the executor: ``--executor embed`` (the
+default) runs them on ``polyengine.instantiate``, ``--executor none`` skips
+them with the reason "execution not implemented yet", and
 ``--executor package.module:factory`` plugs in any other
-:class:`~polyengine.testing.executor.Executor`. ``--timeout`` bounds each
+:class:`~polyengine.testing.executor.Executor`. The embed executor runs the
+translator's Plans, so without polyengine's own translator the default is
+``none``. ``--timeout`` bounds each
 command (it interrupts Python code only, not a guest spinning in native code).
 
 The exit status is 1 when a command failed unexpectedly or an xfail entry
@@ -25,10 +27,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from polyengine.testing import _runner
 from polyengine.testing._model import FileResult, Status, Totals
-from polyengine.testing._runner import WastRunner
+from polyengine.testing._runner import Translator, WastRunner
 from polyengine.testing._xfail import DEFAULT_XFAIL_FILE, XfailList, prune_xfail_file
-from polyengine.testing.executor import ExecutorFactory, NoExecution, load_executor_factory
+from polyengine.testing.executor import load_executor_factory
 
 
 def format_report(files: list[FileResult], *, verbose: bool = False) -> str:
@@ -93,14 +96,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--executor",
         metavar="MODULE:FACTORY",
-        help="executor for commands that need an instance: 'embed' (polyengine.instantiate),"
-        " 'none' (skip them, the default) or MODULE:FACTORY",
+        help="executor for commands that need an instance: 'embed' (polyengine.instantiate,"
+        " the default), 'none' (skip them) or MODULE:FACTORY",
     )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per command (0: no limit)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="also list expected failures")
     return parser
+
+
+def default_executor(translate: Translator | None) -> str:
+    """``embed`` when binaries go through polyengine's own translator, else ``none``.
+
+    The embed executor instantiates the translator's Plans; any other
+    translator (or none) leaves nothing it could run.
+    """
+    try:
+        from polyengine.translate import translate_component
+    except ImportError:
+        return "none"
+    return "embed" if translate is translate_component else "none"
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
@@ -110,9 +126,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         xfails = XfailList() if args.no_xfail else XfailList.load(args.xfail)
-        factory: ExecutorFactory = NoExecution
-        if args.executor:
-            factory = load_executor_factory(args.executor)
+        translate, _what = _runner.find_translator()
+        factory = load_executor_factory(args.executor or default_executor(translate))
         runner = WastRunner(executor_factory=factory, xfails=xfails, timeout=args.timeout or None)
         files = runner.run_paths(args.paths)
     except (OSError, ValueError) as exc:
