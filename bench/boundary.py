@@ -198,13 +198,13 @@ def render(section: Section) -> str:
     rates = any(r.nbytes for r in section.rows)
     head = f"{'path':<{width}}{'median':>12}{'best':>12}"
     head += f"{'GB/s':>9}" if rates else ""
-    out.append(head + f"{'ratio':>9}")
+    out.append(head + f"{'ratio':>10}")
     for r in section.rows:
         line = f"{r.label:<{width}}{_fmt_time(r.ns):>12}"
         line += f"{_fmt_time(r.best):>12}" if r.best is not None else f"{'':12}"
         if rates:
             line += f"{_fmt_rate(gbps(r.nbytes, r.ns)):>9}" if r.nbytes else f"{'':9}"
-        line += f"{r.ns / r.ref:8.2f}x" if r.ref else ""
+        line += f" {r.ns / r.ref:8.2f}x" if r.ref else ""
         out.append(line.rstrip())
     if section.ref_name:
         out.append(f"(ratio = median / median of {section.ref_name}; below 1 is faster)")
