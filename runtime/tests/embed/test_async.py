@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import polyengine
-from polyengine_protocol import SuspensionUnavailable, Trap, defer_cancel, suspending
+from polyengine.embed import _instantiate
+from polyengine_protocol import WASI_EXIT, SuspensionUnavailable, Trap, defer_cancel, suspending
 
 from . import async_components as ac
 
@@ -314,3 +315,40 @@ async def test_defer_cancel_import_runs_to_completion(wat: Wat) -> None:
     with inst:
         # RETURNED (2) with the real result
         assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == 2006
+
+
+class Exit(Exception):
+    """A WASI exit request, recognized by its brand."""
+
+    __polyengine_brand__ = WASI_EXIT
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"exit {code}")
+        self.code = code
+
+
+@pytest.mark.parametrize("mark", [False, True], ids=["plain", "suspending"])
+def test_wasi_exit_reaches_the_embedder_unchanged(
+    wat: Wat, mark: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the task model, an exit raised by a plain or a suspending import unwinds as itself."""
+
+    def forced(_plan: Any, _marked: Any) -> bool:
+        return True
+
+    monkeypatch.setattr(_instantiate, "needs_task_model", forced)
+
+    def sleep(x: int) -> int:
+        raise Exit(x)
+
+    async def main() -> None:
+        inst = await polyengine.instantiate(
+            wat(ac.SUSPENDING), {"sleep": suspending(sleep) if mark else sleep}
+        )
+        with inst:
+            assert inst._runtime.tasks is not None
+            await inst.exports.nap(7)
+
+    with pytest.raises(Exit) as info:
+        asyncio.run(main())
+    assert info.value.code == 7

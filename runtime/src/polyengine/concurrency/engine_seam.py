@@ -35,6 +35,7 @@ from polyengine.engine import (
     define_async_host_func,
     start,
 )
+from polyengine_protocol import is_wasi_exit
 
 from .lift import CoreFunc as TaskCoreFunc
 from .store import Store
@@ -185,9 +186,7 @@ class EngineActivation:
         try:
             out = self.func.call_raw(self.args)
         except CoreTrap as e:
-            if isinstance(e.host_exception, Trap):
-                raise e.host_exception from e.host_exception.__cause__  # keeps its cause
-            raise Trap(str(e), code=e.code or "trap") from e
+            raise _unwound(e) from _cause_of(e)
         finally:
             EngineActivation._active[:] = saved
         return [v for v in out if isinstance(v, int | float)]
@@ -260,9 +259,30 @@ def _outcome(call: ParkableCall) -> list[CoreVal]:
     try:
         return [v for v in call.result() if isinstance(v, int | float)]
     except CoreTrap as e:
-        if isinstance(e.host_exception, Trap):
-            raise e.host_exception from e.host_exception.__cause__  # keeps its cause
-        raise Trap(str(e), code=e.code or "trap") from e
+        raise _unwound(e) from _cause_of(e)
+
+
+def _unwound(e: CoreTrap) -> BaseException:
+    """What a trap that unwound a core call becomes in the task model.
+
+    A host function's ``Trap`` stays itself (with its own cause), and so do a
+    WASI exit request and a ``BaseException`` that is not an ``Exception``
+    (``KeyboardInterrupt``...), which the embedder must receive unchanged;
+    anything else is a ``Trap`` with the core trap's code.
+    """
+    host = e.host_exception
+    if isinstance(host, Trap) or (
+        host is not None and (is_wasi_exit(host) or not isinstance(host, Exception))
+    ):
+        return host
+    return Trap(str(e), code=e.code or "trap")
+
+
+def _cause_of(e: CoreTrap) -> BaseException | None:
+    host = e.host_exception
+    if host is not None and _unwound(e) is host:
+        return host.__cause__
+    return e
 
 
 def _complete_or_trap(gen: Suspends[list[CoreVal]]) -> list[CoreVal]:

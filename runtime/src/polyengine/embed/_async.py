@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyengine import engine
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
@@ -55,7 +55,7 @@ from polyengine.embed._hostvalues import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
-from polyengine_protocol import Trap, is_component_exception
+from polyengine_protocol import Trap, is_component_exception, is_wasi_exit
 
 if TYPE_CHECKING:
     from polyengine.embed._runtime import ComponentRuntime, ResolvedOptions
@@ -432,6 +432,21 @@ def _ignore_cancel(_requester: object) -> None:
     pass
 
 
+def _raise_for(trap: ConcurrencyTrap) -> NoReturn:
+    """Raise what the embedder sees for a trap that failed its call.
+
+    A WASI exit request that unwound the guest reaches the embedder
+    unchanged (the trap that poisoned the instance chains to it).
+    """
+    cause = trap.__cause__
+    if cause is not None and is_wasi_exit(cause):
+        raise cause
+    converted = _protocol_trap(trap)
+    if converted is trap:
+        raise trap
+    raise converted from trap
+
+
 def _protocol_trap(exc: BaseException) -> BaseException:
     if isinstance(exc, Trap):
         return exc
@@ -477,10 +492,7 @@ class AsyncExportCall:
                 call.cancel()
             raise
         except ConcurrencyTrap as trap:
-            converted = _protocol_trap(trap)
-            if converted is trap:
-                raise
-            raise converted from trap
+            _raise_for(trap)
         if call is not None:
             # the callee task may outlive the call (work after task.return):
             # it must not keep the host's result values alive
@@ -494,10 +506,7 @@ class AsyncExportCall:
         try:
             results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
-            converted = _protocol_trap(trap)
-            if converted is trap:
-                raise
-            raise converted from trap
+            _raise_for(trap)
         except RuntimeError as exc:
             raise Trap(
                 f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
