@@ -441,3 +441,28 @@ def test_command_line_runs_the_embed_executor_by_default(suite: Suite) -> None:
     out = io.StringIO()
     assert wast.main([str(path), "--no-xfail", "--executor", "none"], out=out) == 0
     assert out.getvalue().strip().splitlines()[-1] == "1 passed, 0 failed, 0 xfail, 1 skipped"
+
+
+def test_actions_after_a_module_that_made_no_instance(suite: Suite) -> None:
+    path = suite(
+        {"values": VALUES},
+        [
+            module(1),
+            module(2, "broken"),
+            {"type": "assert_return", "line": 3, "action": invoke("answer"), "expected": [u32(42)]},
+            module(4),
+            {"type": "module_instance", "line": 5, "instance": "i", "module": "nope"},
+            {"type": "assert_return", "line": 6, "action": invoke("answer"), "expected": [u32(42)]},
+        ],
+    )
+    (path.parent / "broken.wasm").write_bytes(b"\0asm\x0d\x00\x01\x00\x07")
+    results = run(path)
+    assert results[2][0] is Status.FAILED and results[2][1].startswith("translation failed")
+    # the action does not reach the instance of line 1
+    assert results[3][0] is Status.FAILED
+    assert results[3][1].startswith("the instance of line 2 does not exist: translation failed")
+    assert results[5] == (Status.FAILED, "module_instance of an unknown module 'nope'")
+    assert results[6] == (
+        Status.FAILED,
+        "the instance of line 5 does not exist: module_instance of an unknown module 'nope'",
+    )

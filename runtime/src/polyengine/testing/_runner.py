@@ -321,6 +321,8 @@ class WastRunner:
     def _define(self, command: Command, state: _FileState) -> Outcome:
         loaded = self._load(command, state)
         if isinstance(loaded, _Unavailable):
+            if command.type == "module":
+                self._not_instantiated(command, state, command.name, loaded.outcome)
             return loaded.outcome
         if loaded.name is not None:
             state.modules[loaded.name] = loaded
@@ -384,12 +386,28 @@ class WastRunner:
         name = command.raw.get("module")
         instance = command.raw.get("instance")
         module = state.modules.get(name) if isinstance(name, str) else None
+        label = instance if isinstance(instance, str) else ""
         if module is None:
             if isinstance(name, str) and name in state.untranslated:
-                return Outcome.skipped(f"module {name} was not translated")
-            return Outcome.failed(f"module_instance of an unknown module {name!r}")
-        label = instance if isinstance(instance, str) else ""
+                outcome = Outcome.skipped(f"module {name} was not translated")
+            else:
+                outcome = Outcome.failed(f"module_instance of an unknown module {name!r}")
+            self._not_instantiated(command, state, label or None, outcome)
+            return outcome
         return self._execute(lambda: state.executor.module_instance(command, module, label))
+
+    @staticmethod
+    def _not_instantiated(
+        command: Command, state: _FileState, name: str | None, outcome: Outcome
+    ) -> None:
+        """Tell the executor (if it listens) that ``command`` made no instance.
+
+        Actions that follow must not reach the instance made before it. The
+        hook is optional: ``not_instantiated(command, name, outcome)``.
+        """
+        hook = getattr(state.executor, "not_instantiated", None)
+        if callable(hook):
+            hook(command, name, outcome)
 
     def _action(self, command: Command, state: _FileState) -> Outcome:
         action = Action.of(command)

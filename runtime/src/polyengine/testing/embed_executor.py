@@ -373,6 +373,13 @@ class EmbedExecutor:
         live.close()
         return Outcome.failed(f"instantiation succeeded; expected a link error: {text}")
 
+    def not_instantiated(self, command: Command, name: str | None, outcome: Outcome) -> None:
+        """The runner's notice that ``command`` made no instance (its binary
+        did not translate, or it named an unknown definition): later actions
+        on it report that instead of reaching an older instance."""
+        why = outcome.message or "not instantiated"
+        self._keep(_Missing(command.line, why, skip=outcome.ok is None), name)
+
     def other(self, command: Command) -> Outcome:
         return Outcome.skipped(f"{command.type} is not supported by the embed executor")
 
