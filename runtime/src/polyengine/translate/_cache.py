@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import os
 import pickle
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan
@@ -44,6 +46,24 @@ _MAGIC = b"polyengine-plan\x00v1\x00"
 
 _memory: OrderedDict[str, Plan] = OrderedDict()
 _lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector off for the body.
+
+    Translating and loading a plan allocate many small objects that reference
+    counting frees; the collector would only add pauses (tens of milliseconds
+    for a large component when a full collection falls inside).
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 @functools.cache
@@ -109,7 +129,8 @@ def cached_plan(sha256: str, size: int) -> Plan | None:
             or hashlib.sha256(payload).digest() != blob[head : head + 32]
         ):
             return None
-        plan = pickle.loads(payload)
+        with gc_paused():
+            plan = pickle.loads(payload)
     except Exception:  # a missing or damaged entry is a miss
         return None
     if not isinstance(plan, Plan) or any(m.offset + m.length > size for m in plan.modules):
@@ -135,6 +156,10 @@ def store_plan(sha256: str, size: int, plan: Plan) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
+        # plans of the same component by an older translator are of no more use
+        for stale in path.parent.glob(f"{sha256}-*"):
+            if stale.name != path.name:
+                stale.unlink(missing_ok=True)
     except OSError:
         # the cache is an optimization; failing to fill it is not an error
         with contextlib.suppress(OSError):

@@ -9,11 +9,11 @@ root's imports and exports.
 from __future__ import annotations
 
 import dataclasses
-import gc
 from time import perf_counter
 
 from polyengine.binary.reader import read_component
 from polyengine.errors import TranslationError
+from polyengine.translate._cache import gc_paused
 from polyengine.translate._inline import Translator, Walk
 from polyengine.translate._values import (
     ComponentV,
@@ -87,18 +87,8 @@ def translate_component_timed(data: bytes) -> tuple[Plan, dict[str, float]]:
 
 
 def _translate(data: bytes, timings: dict[str, float] | None) -> Plan:
-    # Translation allocates many small objects and frees them by reference
-    # counting; the cyclic collector only adds pauses (tens of milliseconds
-    # for a large component when a full collection falls inside), so it waits
-    # until the translation is over.
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with gc_paused():
         return _translate_unpaused(data, timings)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _translate_unpaused(data: bytes, timings: dict[str, float] | None) -> Plan:
