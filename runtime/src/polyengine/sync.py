@@ -77,8 +77,22 @@ class SyncInstance:
         self.exports = _SyncProxy(instance.exports, loop)
 
     def close(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.close()
+        """Close the instance, cancel what still runs on the private loop, close the loop."""
+        loop = self._loop
+        if loop.is_closed():
+            return
+        try:
+            close = getattr(self.instance, "close", None)
+            if close is not None:
+                close()
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
     def __enter__(self) -> SyncInstance:
         return self

@@ -58,12 +58,6 @@ def test_sync_import_returning_future(build: Build) -> None:
     assert asyncio.run(main()) is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="concurrency/engine_seam.py _outcome turns the CoreTrap a host ExitError unwound "
-    "into a plain Trap ('host function raised ExitError: ...'), so the embedder no longer "
-    "receives the wasi:cli/exit request unchanged (embed/_errors.py trap_from_core's rule)",
-)
 def test_wasi_exit_reaches_the_embedder_unchanged(build: Build) -> None:
     import polyengine_wasi
 
