@@ -466,3 +466,42 @@ def test_actions_after_a_module_that_made_no_instance(suite: Suite) -> None:
         Status.FAILED,
         "the instance of line 5 does not exist: module_instance of an unknown module 'nope'",
     )
+
+
+INTERFACE = """
+(component
+  (core module $M (func (export "get") (result i32) i32.const 5))
+  (core instance $m (instantiate $M))
+  (func $get (result u32) (canon lift (core func $m "get")))
+  (instance $i (export "get" (func $get)))
+  (export "test:pkg/iface" (instance $i))
+)
+"""
+
+
+def test_interface_functions_by_hash_name(suite: Suite) -> None:
+    path = suite(
+        {"iface": INTERFACE},
+        [
+            module(1, "iface"),
+            {
+                "type": "assert_return",
+                "line": 2,
+                "action": invoke("test:pkg/iface#get"),
+                "expected": [u32(5)],
+            },
+            {
+                "type": "assert_return",
+                "line": 3,
+                "action": invoke("test:pkg/iface#nope"),
+                "expected": [u32(5)],
+            },
+            {"type": "assert_return", "line": 4, "action": invoke("get"), "expected": [u32(5)]},
+        ],
+    )
+    results = run(path)
+    assert results[2][0] is Status.PASSED, results[2]
+    assert results[3][0] is Status.FAILED
+    assert results[3][1].startswith("cannot find export: no export named 'nope'")
+    assert results[4][0] is Status.FAILED
+    assert "no export named 'get'" in results[4][1]
