@@ -32,6 +32,10 @@ class Sort(enum.Enum):
     COMPONENT = (False, 0x04)
     INSTANCE = (False, 0x05)
 
+    # Members are singletons compared by identity; hashing them by identity too
+    # keeps the many index-space lookups keyed by sort out of Python code.
+    __hash__ = object.__hash__
+
     @property
     def is_core(self) -> bool:
         """True for the ``core:sort`` members."""
