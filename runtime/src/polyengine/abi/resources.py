@@ -225,11 +225,11 @@ class CallBorrows:
         self.num_borrows = 0
 
     def exit(self) -> None:
-        trap_if(
-            self.num_borrows > 0,
-            TrapCode.BORROWS_OUTSTANDING,
-            f"borrow handles still remain at the end of the call ({self.num_borrows})",
-        )
+        if self.num_borrows > 0:
+            trap(
+                TrapCode.BORROWS_OUTSTANDING,
+                f"borrow handles still remain at the end of the call ({self.num_borrows})",
+            )
 
 
 class CallLenders:
