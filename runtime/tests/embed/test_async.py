@@ -285,26 +285,6 @@ async def test_closing_fails_the_calls_in_flight(wat: Wat) -> None:
 
 
 @aio
-async def test_guest_cancellation_discards_an_async_import(wat: Wat) -> None:
-    seen: list[str] = []
-
-    async def get(x: int) -> int:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            seen.append("cancelled")
-            raise
-        return x
-
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
-    with inst:
-        # CANCELLED_BEFORE_RETURNED (4), nothing written
-        assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == 4000
-        await asyncio.sleep(0)
-        assert seen == ["cancelled"]
-
-
-@aio
 async def test_defer_cancel_import_runs_to_completion(wat: Wat) -> None:
     @defer_cancel
     async def get(x: int) -> int:

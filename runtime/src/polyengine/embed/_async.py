@@ -231,15 +231,24 @@ class TaskModel:
         marked: bool,
         wrap: Callable[[Callable[[], Any]], Any] | None,
         defer_cancel: bool = False,
+        abortable: bool = False,
     ) -> engine.CoreFunc:
         """A host import called through the task model (it may park its caller).
 
-        A guest's cancellation of the call discards it (the host coroutine is
-        cancelled one loop iteration later); a ``defer_cancel()``-marked
-        import ignores the request and runs to completion (embedder-api A23).
+        A guest's cancellation of the call discards it (embedder-api A23):
+        the subtask resolves as cancelled at once and the host's late
+        settlement (value or failure) is dropped unreported; the host
+        coroutine keeps running unless the import is ``abortable()``, whose
+        asyncio task is then cancelled one loop iteration after the cancel
+        built-in returns (A24, python-mapping.md §4). A
+        ``defer_cancel()``-marked import ignores the request and runs to
+        completion.
         """
         ft = tr.type
         call = _host_callable(fn, wrap, future_result=isinstance(ft.result, m.Future))
+        calls: list[_ImportCall] = []
+        if not defer_cancel:
+            call = _discardable(call, calls)
         func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
         if defer_cancel:
             cancellable = func_inst
@@ -249,6 +258,8 @@ class TaskModel:
                 return _ignore_cancel
 
             func_inst = uncancellable
+        else:
+            func_inst = _discarding(func_inst, calls, abort=abortable)
         if marked and not ft.is_async:
             inner = func_inst
 
@@ -430,6 +441,77 @@ def _take_prelowered(task: Any, args: list[Any]) -> list[CoreVal]:
 
 def _ignore_cancel(_requester: object) -> None:
     pass
+
+
+class _ImportCall:
+    """One call of an async host import, for the A23 discard rule."""
+
+    __slots__ = ("discarded", "settled")
+
+    def __init__(self) -> None:
+        self.discarded = False
+        self.settled = False
+
+
+def _discardable(fn: Callable[..., Any], calls: list[_ImportCall]) -> Callable[..., Any]:
+    """``fn`` whose awaitable's failure is dropped once its call was discarded (A23)."""
+
+    def call(*args: Any) -> Any:
+        state = calls[-1] if calls else None
+        out = fn(*args)
+        if state is None or not inspect.isawaitable(out):
+            return out
+        aw: Awaitable[Any] = out
+
+        async def settle() -> Any:
+            try:
+                return await aw
+            except BaseException:
+                if state.discarded:
+                    return None  # the guest renounced the call: nobody to report to
+                raise
+
+        return settle()
+
+    return call
+
+
+def _discarding(inner: FuncInst, calls: list[_ImportCall], *, abort: bool) -> FuncInst:
+    """``inner`` with the reference's prompt-cancel answer (embedder-api A23, A24).
+
+    A cancellation request resolves the call as cancelled at once (no
+    blocking in either cancel form) and discards its later settlement; with
+    ``abort`` the host's asyncio task is also cancelled, scheduled by
+    ``inner``'s own cancel one loop iteration later, never inside the
+    built-in.
+    """
+
+    def func_inst(on_start: Any, on_resolve: Any, caller: Any) -> Any:
+        state = _ImportCall()
+
+        def resolve(result: Any) -> None:
+            if state.discarded:
+                return
+            state.settled = True
+            on_resolve(result)
+
+        calls.append(state)
+        try:
+            inner_cancel = inner(on_start, resolve, caller)
+        finally:
+            calls.pop()
+
+        def on_cancel(requester: Any) -> None:
+            if state.settled or state.discarded:
+                return
+            state.discarded = True
+            on_resolve(None)
+            if abort:
+                inner_cancel(requester)
+
+        return on_cancel
+
+    return func_inst
 
 
 def _raise_for(trap: ConcurrencyTrap) -> NoReturn:

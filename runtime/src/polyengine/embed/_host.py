@@ -30,6 +30,7 @@ from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import (
     Trap,
+    is_abortable,
     is_component_exception,
     is_defer_cancel,
     is_suspending,
@@ -274,6 +275,7 @@ class HostLinker:
             marked=marked,
             wrap=wrap_result(tr.type),
             defer_cancel=_marked(fn, is_defer_cancel),
+            abortable=_marked(fn, is_abortable),
         )
 
     def trampoline(
