@@ -76,13 +76,13 @@ def translate_component(data: bytes) -> Plan:
     Raises :class:`TranslationError` (with a byte offset where one is known)
     for malformed or invalid input, and for nothing else.
     """
-    return _translate(bytes(data), None)
+    return _translate(data, None)
 
 
 def translate_component_timed(data: bytes) -> tuple[Plan, dict[str, float]]:
     """:func:`translate_component`, also returning seconds spent per phase (:data:`PHASES`)."""
     timings = dict.fromkeys(PHASES, 0.0)
-    plan = _translate(bytes(data), timings)
+    plan = _translate(data, timings)
     return plan, timings
 
 
@@ -94,6 +94,7 @@ def _translate(data: bytes, timings: dict[str, float] | None) -> Plan:
 def _translate_unpaused(data: bytes, timings: dict[str, float] | None) -> Plan:
     try:
         start = perf_counter()
+        data = bytes(data)
         comp = read_component(data)
         read_done = perf_counter()
         tr = Translator(data, timings)
