@@ -1,0 +1,48 @@
+"""Running a conventions scenario and recording what the engine does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .golden_guard import check_golden
+from .probe_host import Transcript, describe, describe_exception
+
+#: Seconds any single awaited step may take before it is recorded as a hang.
+STEP_TIMEOUT = 10.0
+
+
+async def attempt(t: Transcript, label: str, awaitable: Awaitable[Any], **fields: object) -> Any:
+    """Await one step and record its value (with types) or the exception it raised."""
+    try:
+        value = await asyncio.wait_for(awaitable, STEP_TIMEOUT)
+    except TimeoutError:
+        t.record("step", label=label, **fields, hang=f"no settlement within {STEP_TIMEOUT}s")
+        return None
+    except Exception as exc:
+        t.record("step", label=label, **fields, raised=describe_exception(exc))
+        return exc
+    t.record("step", label=label, **fields, returned=describe(value))
+    return value
+
+
+def attempt_sync(t: Transcript, label: str, fn: Callable[[], Any], **fields: object) -> Any:
+    """Run one synchronous step and record its value or exception."""
+    try:
+        value = fn()
+    except Exception as exc:
+        t.record("step", label=label, **fields, raised=describe_exception(exc))
+        return exc
+    t.record("step", label=label, **fields, returned=describe(value))
+    return value
+
+
+def run_scenario(
+    name: str, body: Callable[[Transcript], Awaitable[None]]
+) -> list[dict[str, object]]:
+    """Run ``body`` on a fresh event loop and compare its transcript with the golden."""
+    t = Transcript()
+    asyncio.run(body(t))
+    check_golden(name, {"scenario": name, "transcript": t.entries})
+    return t.entries
