@@ -21,6 +21,7 @@ from .traps import TrapCode, ctrap_if
 __all__ = [
     "MAX_LENGTH",
     "Buffer",
+    "DirectBuffer",
     "GuestBuffer",
     "HostReadableBuffer",
     "HostWritableBuffer",
@@ -234,6 +235,22 @@ class HostWritableBuffer:
         self.progress += len(vs)
 
 
+class DirectBuffer:
+    """A host buffer whose owner moves the elements itself at the rendezvous.
+
+    The host side of a direct session (embedder-api A21): ``direct_transfer``
+    moves at most ``n`` elements between the peer buffer and the host
+    (advancing both buffers' ``progress``), and may move none, which ends
+    the session while the peer's copy stays parked (never a zero-progress
+    completed copy; see :class:`~.streams.SharedStreamImpl`).
+    """
+
+    __slots__ = ()
+
+    def direct_transfer(self, peer: Any, n: int) -> None:
+        raise NotImplementedError
+
+
 def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
     """Copy ``n`` elements from ``src`` to ``dst`` (one slice copy for raw guest memory)."""
     if (
@@ -278,5 +295,11 @@ def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
         dst.cx.mv[dst.ptr : dst.ptr + n] = src.read_bytes(n)
         dst.ptr += n
         dst.progress += n
+        return
+    if isinstance(src, DirectBuffer):
+        src.direct_transfer(dst, n)
+        return
+    if isinstance(dst, DirectBuffer):
+        dst.direct_transfer(src, n)
         return
     dst.write(src.read(n))

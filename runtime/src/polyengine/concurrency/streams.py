@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 from polyengine.types import model as m
 
-from .buffers import Buffer, ReadableBuffer, WritableBuffer, none_or_number_type, transfer
+from .buffers import (
+    Buffer,
+    DirectBuffer,
+    ReadableBuffer,
+    WritableBuffer,
+    none_or_number_type,
+    transfer,
+)
 from .traps import TrapCode, ctrap_if
 from .waitable import Waitable
 
@@ -119,6 +126,26 @@ class SharedStreamImpl:
             if self.pending_buffer is not None:
                 self.reset_and_notify_pending(CopyResult.DROPPED)
 
+    def _no_progress(
+        self,
+        pending: Buffer,
+        inst: InstanceState | None,
+        buf: Buffer,
+        on_copy: OnCopy,
+        on_copy_done: OnCopyDone,
+    ) -> None:
+        """A host direct session (embedder-api A21) moved nothing at a rendezvous.
+
+        The session ends and the other copy stays (or becomes) the parked
+        one: no zero-progress completed copy is ever delivered to a guest.
+        """
+        if isinstance(pending, DirectBuffer):
+            self.reset_and_notify_pending(CopyResult.COMPLETED)
+            self.set_pending(inst, buf, on_copy, on_copy_done)
+        else:
+            assert isinstance(buf, DirectBuffer)
+            on_copy_done(CopyResult.COMPLETED)
+
     def read(
         self,
         inst: InstanceState | None,
@@ -138,7 +165,11 @@ class SharedStreamImpl:
         if pending.remain() > 0:
             if dst.remain() > 0:
                 n = min(dst.remain(), pending.remain())
+                moved = dst.progress
                 transfer(cast(ReadableBuffer, pending), dst, n)
+                if dst.progress == moved:
+                    self._no_progress(pending, inst, dst, on_copy, on_copy_done)
+                    return
                 assert self.pending_on_copy is not None
                 self.pending_on_copy(self.reset_pending)
             on_copy_done(CopyResult.COMPLETED)
@@ -165,7 +196,11 @@ class SharedStreamImpl:
         if pending.remain() > 0:
             if src.remain() > 0:
                 n = min(src.remain(), pending.remain())
+                moved = src.progress
                 transfer(src, cast(WritableBuffer, pending), n)
+                if src.progress == moved:
+                    self._no_progress(pending, inst, src, on_copy, on_copy_done)
+                    return
                 assert self.pending_on_copy is not None
                 self.pending_on_copy(self.reset_pending)
             on_copy_done(CopyResult.COMPLETED)
