@@ -197,7 +197,12 @@ class TaskModel:
     # -- trampolines ---------------------------------------------------------------------------
 
     def _lower_trampoline(
-        self, ft: m.FuncType, o: pln.CanonOptions, build: Callable[[], CanonLower]
+        self,
+        ft: m.FuncType,
+        o: pln.CanonOptions,
+        build: Callable[[], CanonLower],
+        *,
+        defer: bool = True,
     ) -> engine.CoreFunc:
         core = flatten_functype(ft, "lower", is_async=o.is_async)
         cell: list[CanonLower] = []
@@ -208,7 +213,7 @@ class TaskModel:
             return canon_lower(cell[0], thread, args)
 
         return builtin_host_func(
-            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=True
+            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=defer
         )
 
     def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
@@ -279,7 +284,9 @@ class TaskModel:
             state = self.states[tr.options.instance]
             return canon_lower_from_abi(values, ro.opts, state, func_inst)
 
-        return self._lower_trampoline(ft, tr.options, build)
+        # a host callee starts no core call of this store, so the lower runs
+        # on the caller's fiber: a call that settles at once never parks
+        return self._lower_trampoline(ft, tr.options, build, defer=False)
 
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
