@@ -20,7 +20,7 @@ embed layer's business; here the result is the value of its type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from polyengine.abi.bulk import NAN
@@ -201,7 +201,19 @@ def _gen_lift_direct(codecs: Sequence[Codec], flat_offsets: Sequence[int]) -> An
         env[f"lf{k}"] = c.lift_flat
         exprs.append(_lift_expr(c.t, k, offset("start", fo)))
     return make_function(
-        "lift_flat_values", "cx, vals, start", [f"return [{', '.join(exprs)}]"], env
+        "lift_flat_values", "cx, vals, start=0", [f"return [{', '.join(exprs)}]"], env
+    )
+
+
+def _gen_lift_result(codecs: Sequence[Codec]) -> Any:
+    """``lift(cx, vals) -> value`` for a result passed flat (``None`` without a result)."""
+    assert len(codecs) <= 1
+    env: dict[str, Any] = {"NAN": NAN}
+    if not codecs:
+        return make_function("lift_results", "cx, vals", ["return None"], env)
+    env["lf0"] = codecs[0].lift_flat
+    return make_function(
+        "lift_results", "cx, vals", [f"return {_lift_expr(codecs[0].t, 0, '0')}"], env
     )
 
 
@@ -212,15 +224,38 @@ def _gen_lower_direct(codecs: Sequence[Codec], names: Sequence[str]) -> Any:
     def wrong_count(got: int) -> None:
         raise LowerTypeError(f"expected {n} values, got {got}")
 
+    head = [f"if len(vs) != {n}: wrong_count(len(vs))"]
+    if n:
+        head.append(f"({''.join(f'v{k}, ' for k in range(n))}) = vs")
+    return _gen_lower(
+        codecs, names, name="lower_flat_values", params="cx, vs", head=head, wrong_count=wrong_count
+    )
+
+
+def _gen_lower_result(codecs: Sequence[Codec], names: Sequence[str]) -> Any:
+    """``lower(cx, result, flat_args) -> list`` for a result passed flat (ignored without one)."""
+    assert len(codecs) <= 1
+    return _gen_lower(
+        codecs, names, name="lower_results", params="cx, v0, flat_args", head=[], wrong_count=None
+    )
+
+
+def _gen_lower(
+    codecs: Sequence[Codec],
+    names: Sequence[str],
+    *,
+    name: str,
+    params: str,
+    head: list[str],
+    wrong_count: Any,
+) -> Any:
+    """The lowering of values ``v0, v1, ...`` (bound by ``head``) into a new flat list."""
     env: dict[str, Any] = {
         "LowerError": LowerError,
         "names": list(names),
         "wrong_count": wrong_count,
     }
-    body = [f"if len(vs) != {n}: wrong_count(len(vs))"]
-    if n:
-        body.append(f"({''.join(f'v{k}, ' for k in range(n))}) = vs")
-    body += ["out = []", "k = 0", "try:"]
+    body = [*head, "out = []", "k = 0", "try:"]
     for k, c in enumerate(codecs):
         env[f"lw{k}"] = c.lower_flat
         if k:
@@ -233,7 +268,7 @@ def _gen_lower_direct(codecs: Sequence[Codec], names: Sequence[str]) -> Any:
         "    raise",
         "return out",
     ]
-    return make_function("lower_flat_values", "cx, vs", body, env)
+    return make_function(name, params, body, env)
 
 
 def _param_names(ft: FuncType) -> list[str]:
@@ -245,7 +280,16 @@ class LiftedFunc:
 
     ``core_type`` is the export's core signature. Built by
     :meth:`LiftedFunc.compile`.
+
+    ``lower_params(cx, args) -> list`` gives the core arguments for ``args``
+    (§"`canon lift`": ``lower_flat_values``); ``lift_results(cx,
+    flat_results)`` the result value of a synchronous export (``None`` when
+    there is no result). When the values are passed flat, both are the
+    generated codecs themselves, with no frame in between.
     """
+
+    lower_params: Callable[[LiftLowerContext, Sequence[Any]], list[CoreVal]]
+    lift_results: Callable[[LiftLowerContext, Sequence[CoreVal]], Any]
 
     def __init__(self, comp: Compiler, ft: FuncType, *, is_async: bool, callback: bool) -> None:
         self.ft = ft
@@ -255,6 +299,16 @@ class LiftedFunc:
         )
         self.params = ValuesCodec(comp, ft.param_types(), _param_names(ft))
         self.results = ValuesCodec(comp, ft.result_types(), ["result"] * len(ft.result_types()))
+        self.lower_params = (
+            self.params._lower_direct
+            if self.params.flat_count <= MAX_FLAT_PARAMS
+            else self._lower_params_spilled
+        )
+        self.lift_results = (
+            _gen_lift_result(self.results.codecs)
+            if self.results.flat_count <= MAX_FLAT_RESULTS
+            else self._lift_results_spilled
+        )
 
     @classmethod
     def compile(
@@ -262,12 +316,10 @@ class LiftedFunc:
     ) -> LiftedFunc:
         return cls(comp, ft, is_async=is_async, callback=callback)
 
-    def lower_params(self, cx: LiftLowerContext, args: Sequence[Any]) -> list[CoreVal]:
-        """The core arguments for ``args`` (§"`canon lift`": ``lower_flat_values``)."""
+    def _lower_params_spilled(self, cx: LiftLowerContext, args: Sequence[Any]) -> list[CoreVal]:
         return self.params.lower_flat_values(cx, MAX_FLAT_PARAMS, args)
 
-    def lift_results(self, cx: LiftLowerContext, flat_results: Sequence[CoreVal]) -> Any:
-        """The result value of a synchronous export (``None`` when there is no result)."""
+    def _lift_results_spilled(self, cx: LiftLowerContext, flat_results: Sequence[CoreVal]) -> Any:
         vs = self.results.lift_flat_values(cx, MAX_FLAT_RESULTS, flat_results)
         return vs[0] if vs else None
 
@@ -282,7 +334,17 @@ class LoweredFunc:
 
     ``core_type`` is the signature the guest calls. Built by
     :meth:`LoweredFunc.compile`.
+
+    ``lift_params(cx, flat_args) -> list`` gives the argument values from
+    the guest's core arguments (``lift_flat_values``); ``lower_results(cx,
+    result, flat_args) -> list`` the core results for ``result`` (ignored
+    for a function without a result), a spill going to the guest's
+    out-pointer. When the values are passed flat, both are the generated
+    codecs themselves, with no frame in between.
     """
+
+    lift_params: Callable[[LiftLowerContext, Sequence[CoreVal]], list[Any]]
+    lower_results: Callable[[LiftLowerContext, Any, Sequence[CoreVal]], list[CoreVal]]
 
     def __init__(self, comp: Compiler, ft: FuncType, *, is_async: bool) -> None:
         self.ft = ft
@@ -299,22 +361,23 @@ class LoweredFunc:
         self.out_ptr_index: int | None = None
         if self.results.flat_count > self.max_flat_results:
             self.out_ptr_index = 1 if spilled else self.params.flat_count
+        self.lift_params = self._lift_params_spilled if spilled else self.params._lift_direct
+        self.lower_results = (
+            self._lower_results_spilled
+            if self.out_ptr_index is not None
+            else _gen_lower_result(self.results.codecs, self.results.names)
+        )
 
     @classmethod
     def compile(cls, comp: Compiler, ft: FuncType, *, is_async: bool = False) -> LoweredFunc:
         return cls(comp, ft, is_async=is_async)
 
-    def lift_params(self, cx: LiftLowerContext, flat_args: Sequence[CoreVal]) -> list[Any]:
-        """The argument values from the guest's core arguments (``lift_flat_values``)."""
+    def _lift_params_spilled(self, cx: LiftLowerContext, flat_args: Sequence[CoreVal]) -> list[Any]:
         return self.params.lift_flat_values(cx, self.max_flat_params, flat_args)
 
-    def lower_results(
+    def _lower_results_spilled(
         self, cx: LiftLowerContext, result: Any, flat_args: Sequence[CoreVal]
     ) -> list[CoreVal]:
-        """The core results for ``result``; a spill goes to the guest's out-pointer.
-
-        ``result`` is ignored for a function without a result.
-        """
         vs = [result] if self.results.codecs else []
         out = None if self.out_ptr_index is None else int(flat_args[self.out_ptr_index])
         return self.results.lower_flat_values(cx, self.max_flat_results, vs, out)
