@@ -208,7 +208,7 @@ def _wat_sig(params: list[str], results: list[str]) -> str:
     return f"{ps} {rs}".strip()
 
 
-def forwarder(interfaces: list[Interface], extra: str = "") -> str:
+def forwarder(interfaces: list[Interface], extra: str = "", bare: list[Func] | None = None) -> str:
     """A component re-exporting every function of ``interfaces`` through core code.
 
     Named types are exported by the import's instance type and aliased out,
@@ -221,6 +221,17 @@ def forwarder(interfaces: list[Interface], extra: str = "") -> str:
     core_funcs: list[str] = []
     with_items: list[str] = []
     exports: list[str] = []
+    sections = {
+        "core_imports": core_imports,
+        "core_funcs": core_funcs,
+        "with_items": with_items,
+        "exports": exports,
+    }
+    for func in bare or []:
+        ident = f"w.{func.name}"
+        parts.append(f'(import "{func.name}" (func ${ident} {func.signature()}))')
+        parts.append(f"(core func ${ident} (canon lower (func ${ident}) {OPTS}))")
+        _forward(func, ident, {}, **sections)
     for n, iface in enumerate(interfaces, start=1):
         inst = f"$if{n}"
         types: dict[str, SExpr] = {}
@@ -248,26 +259,8 @@ def forwarder(interfaces: list[Interface], extra: str = "") -> str:
         for func in iface.funcs:
             ident = f"f{n}.{func.name}"
             parts.append(f'(alias export {inst} "{func.name}" (func ${ident}))')
-            lower_opts = OPTS
-            parts.append(f"(core func ${ident} (canon lower (func ${ident}) {lower_opts}))")
-            lp, lr = _core_sig(func, types, lower=True)
-            core_imports.append(f'(import "h" "{ident}" (func ${ident} {_wat_sig(lp, lr)}))')
-            with_items.append(f'(export "{ident}" (func ${ident}))')
-            xp, xr = _core_sig(func, types, lower=False)
-            args = " ".join(f"(local.get {i})" for i in range(len(xp)))
-            if len(lp) > len(xp):
-                args += f" (i32.const {RETAREA})"
-                tail = f"(i32.const {RETAREA})"
-            else:
-                tail = ""
-            export = func.export or func.name
-            core_funcs.append(
-                f'(func (export "{export}") {_wat_sig(xp, xr)} (call ${ident} {args}) {tail})'
-            )
-            exports.append(
-                f'(func (export "{export}") {func.signature()}'
-                f' (canon lift (core func $core "{export}") {OPTS}))'
-            )
+            parts.append(f"(core func ${ident} (canon lower (func ${ident}) {OPTS}))")
+            _forward(func, ident, types, **sections)
     parts.append("(core module $m\n" + "\n".join(core_imports) + "\n" + "\n".join(core_funcs) + ")")
     parts.append(
         f'(core instance $core (instantiate $m (with "h" (instance {" ".join(with_items)}))))'
@@ -275,3 +268,33 @@ def forwarder(interfaces: list[Interface], extra: str = "") -> str:
     parts.append(extra)
     parts.extend(exports)
     return "(component\n" + "\n".join(parts) + "\n)"
+
+
+def _forward(
+    func: Func,
+    ident: str,
+    types: dict[str, SExpr],
+    *,
+    core_imports: list[str],
+    core_funcs: list[str],
+    with_items: list[str],
+    exports: list[str],
+) -> None:
+    """The core import, forwarding body and lifted export of one function."""
+    lp, lr = _core_sig(func, types, lower=True)
+    core_imports.append(f'(import "h" "{ident}" (func ${ident} {_wat_sig(lp, lr)}))')
+    with_items.append(f'(export "{ident}" (func ${ident}))')
+    xp, xr = _core_sig(func, types, lower=False)
+    args = " ".join(f"(local.get {i})" for i in range(len(xp)))
+    tail = ""
+    if len(lp) > len(xp):
+        args += f" (i32.const {RETAREA})"
+        tail = f"(i32.const {RETAREA})"
+    export = func.export or func.name
+    core_funcs.append(
+        f'(func (export "{export}") {_wat_sig(xp, xr)} (call ${ident} {args}) {tail})'
+    )
+    exports.append(
+        f'(func (export "{export}") {func.signature()}'
+        f' (canon lift (core func $core "{export}") {OPTS}))'
+    )
