@@ -15,7 +15,7 @@ import ctypes
 import struct
 from collections.abc import Callable, Sequence
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
 
@@ -42,6 +42,7 @@ __all__ = [
     "CoreValue",
     "Extern",
     "HostFunction",
+    "RawEntry",
     "define_host_func",
     "instantiate",
 ]
@@ -239,6 +240,36 @@ class CoreFunc:
         assert rs is not None
         return list(rs.unpack_from(buf))
 
+    def raw_entry(self) -> RawEntry | None:
+        """``call_raw``'s fast path taken apart, for callers that compile their own calls.
+
+        ``None`` when the function is not callable from Python. See
+        :class:`RawEntry` for the protocol the caller must follow.
+        """
+        ps, rs = self._params_struct, self._results_struct
+        if ps is None or rs is None:
+            return None
+        return RawEntry(
+            self._state,
+            ffi.func_call_unchecked,
+            self._addr,
+            self._buf,
+            self._buf_addr,
+            self._nslots,
+            self._trap,
+            self._trap_addr,
+            ps.pack_into,
+            rs.unpack_from,
+            self._call_failed,
+            self.call_raw,
+        )
+
+    def _call_failed(self, err: int | None) -> NoReturn:
+        """Raise for a call whose entry point returned ``err`` or left a trap in the out-cell."""
+        trap = self._trap.value
+        self._trap.value = 0
+        raise_call_failure(self._state, trap or 0, err or 0)
+
     def _not_callable(self) -> NoReturn:
         raise EngineError(
             f"cannot call a function of type ({', '.join(self.params)}) -> "
@@ -253,6 +284,34 @@ class CoreFunc:
 
 
 Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal"
+
+
+class RawEntry(NamedTuple):
+    """The parts of one :class:`CoreFunc`'s unchecked call (:meth:`CoreFunc.raw_entry`).
+
+    A call that follows this protocol is exactly ``call_raw``'s common path:
+
+    * read ``ctx = state.ctx``; if it is ``0`` (the store is closed) or
+      ``state.async_required`` is set, use ``call_raw(args)`` instead;
+    * ``pack_into(buf, 0, *args)`` (arguments already in range: unsigned
+      ints for ``i32``/``i64``, floats for ``f32``/``f64``);
+    * ``err = entry(ctx, addr, buf_addr, nslots, trap_addr)``; if ``err`` or
+      ``trap.value`` is set, call ``fail(err)``, which raises;
+    * the results are ``unpack_from(buf)``, a tuple.
+    """
+
+    state: _StoreState
+    entry: Callable[[int, int, int, int, int], int | None]
+    addr: int
+    buf: ctypes.Array[ctypes.c_ubyte]
+    buf_addr: int
+    nslots: int
+    trap: ctypes.c_void_p
+    trap_addr: int
+    pack_into: Callable[..., None]
+    unpack_from: Callable[[ctypes.Array[ctypes.c_ubyte]], tuple[Any, ...]]
+    fail: Callable[[int | None], NoReturn]
+    call_raw: Callable[[Sequence[CoreValue]], list[CoreValue]]
 
 
 def _make_trampoline(
