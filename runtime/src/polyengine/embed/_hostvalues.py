@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from polyengine.abi.errors import LowerTypeError
@@ -32,7 +32,6 @@ from polyengine.concurrency import (
     HostFutureReader,
     HostFutureWriter,
     HostStreamReader,
-    HostStreamWriter,
     InstanceState,
     SharedFutureImpl,
     SharedStreamImpl,
@@ -40,10 +39,19 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
-from polyengine.concurrency.traps import Trap
-from polyengine.embed._streams import ErrorContext, Future, Stream, _FutureDropped
+from polyengine.embed._streams import (
+    ErrorContext,
+    Future,
+    HostFedStream,
+    Stream,
+    StreamWriter,
+    _FutureDropped,
+    _Pipe,
+    create_stream,
+    producer_trap,
+)
 from polyengine.types import model as m
-from polyengine_protocol import ERROR_CONTEXT, has_brand
+from polyengine_protocol import ERROR_CONTEXT, PeerTrappedError, StreamProducerError, has_brand
 
 __all__ = ["FutureSource", "HostValues"]
 
@@ -54,33 +62,6 @@ def _byte_chunk(item: Any) -> bytes:
     if isinstance(item, int):
         return bytes((item,))
     return bytes(item)
-
-
-async def _chunks(src: Any, elem: m.ValType | None) -> AsyncIterator[Any]:
-    """The chunks a stream source produces (``bytes`` for ``stream<u8>``, else lists)."""
-    u8 = isinstance(elem, m.U8)
-    if isinstance(src, Stream):
-        async for chunk in src:
-            yield bytes(chunk) if u8 else list(chunk)
-        return
-    if isinstance(src, bytes | bytearray | memoryview):
-        yield bytes(src) if u8 else list(src)
-        return
-    if hasattr(src, "__aiter__"):
-        async for item in src:
-            yield _byte_chunk(item) if u8 else [item]
-        return
-    if isinstance(src, Iterable) and not isinstance(src, str):
-        items = list(src)
-        if u8:
-            yield b"".join(_byte_chunk(x) for x in items)
-        else:
-            yield items
-        return
-    raise LowerTypeError(
-        f"expected a stream source (a Stream, an async iterable or a finite iterable), "
-        f"got {type(src).__name__}"
-    )
 
 
 class FutureSource:
@@ -95,7 +76,7 @@ class FutureSource:
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
-    __slots__ = ("driver", "held", "hooks", "store")
+    __slots__ = ("bound", "driver", "held", "hooks", "store")
 
     def __init__(self, store: Store, driver: Driver) -> None:
         self.store = store
@@ -103,26 +84,38 @@ class HostValues:
         self.hooks = TaskModelHooks()
         #: the guest-backed handles the host holds (for the A7 peer-trap rule)
         self.held: weakref.WeakSet[Stream | Future] = weakref.WeakSet()
+        #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
+        self.bound: weakref.WeakSet[_Pipe] = weakref.WeakSet()
 
     def on_poison(self, inst: InstanceState, trap: BaseException) -> None:
-        """A trap escaped ``inst``: host handles whose other end it holds fail (A7).
+        """A trap escaped ``inst``: host operations whose peer end it holds fail (A7).
 
-        A pending host read completes at once and raises
-        ``PeerTrappedError``; later reads raise it too (never a hang, never a
-        fake end of stream).
+        A parked host read, write or direct session completes at once with
+        ``PeerTrappedError`` (a write's ``progress`` counts what was
+        delivered); later operations raise it too (never a hang, never a
+        fake end of stream). A parked producer feeding the dead reader is
+        cancelled.
         """
         ends = [getattr(e, "shared", None) for e in inst.ci.handles]
+
+        def holds(shared: SharedStreamImpl | SharedFutureImpl) -> bool:
+            return any(x is shared for x in ends) or shared.pending_inst is inst
+
         for handle in list(self.held):
             shared = _shared_of(handle)
-            if shared is None or not (
-                any(x is shared for x in ends) or shared.pending_inst is inst
-            ):
+            if shared is None or not holds(shared):
                 continue
             handle._peer_trap = trap
             if isinstance(shared, SharedStreamImpl):
                 shared.drop()
             elif shared.pending_buffer is not None and shared.pending_inst is None:
                 shared.reset_and_notify_pending(CopyResult.DROPPED)
+        for pipe in list(self.bound):
+            w = pipe.bound
+            if w is None or not holds(w.shared):
+                continue
+            pipe.trap = trap
+            w.shared.drop()
         self.store.wake()
 
     # -- streams -----------------------------------------------------------------------
@@ -130,19 +123,38 @@ class HostValues:
     def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
         shared = self.hooks.lift_stream(cx, i, t)
         assert isinstance(shared, SharedStreamImpl)
+        if isinstance(shared, HostFedStream) and shared.pipe is not None:
+            return self._hand_back(shared.pipe, t)
         reader = HostStreamReader(self.store, shared)
         handle = Stream(t.t, reader, self.store)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle
 
+    def _hand_back(self, pipe: _Pipe, t: m.Stream) -> Stream:
+        """A host stream a guest passes back (A5): the host's own handle over the same pipe."""
+        pipe.unbind()
+        self.bound.discard(pipe)
+        ref = pipe.stream
+        handle = ref() if ref is not None else None
+        if handle is None:
+            handle = Stream(t.t, pipe, None)
+        handle._revive(pipe, t.t)
+        return handle
+
     def lower_stream(self, cx: LiftLowerContext, v: object, t: m.Stream) -> int:
         return self.hooks.lower_stream(cx, self.stream_of(v, t), t)
 
     def stream_of(self, v: object, t: m.Stream) -> SharedStreamImpl:
-        """The shared stream to hand a guest for the host value ``v``."""
+        """The shared stream to hand a guest for the host value ``v``.
+
+        A guest stream of this store passes through as itself; a host pipe
+        (from :func:`create_stream`, or one a guest handed back) is bound to
+        a fresh shared stream; any other producer is pumped into a pipe.
+        """
         if isinstance(v, SharedStreamImpl):
             return v
+        pipe: _Pipe | None = None
         if isinstance(v, Stream):
             shared = v._take_shared(self.store)
             if shared is not None:
@@ -150,7 +162,12 @@ class HostValues:
                     raise LowerTypeError("the stream has another element type")
                 return shared
             if v._source is None:
-                raise LowerTypeError("the stream was dropped or passed to a guest already")
+                if v._passed:
+                    raise LowerTypeError(
+                        "the stream was passed to a guest already (its end was transferred)"
+                    )
+                raise LowerTypeError("the stream was dropped")
+            pipe = v._take_pipe()
         elif isinstance(v, str) or not (
             hasattr(v, "__aiter__") or isinstance(v, Iterable | bytes | bytearray | memoryview)
         ):
@@ -158,22 +175,73 @@ class HostValues:
                 f"expected a stream source (a Stream, an async iterable or a finite "
                 f"iterable), got {type(v).__name__}"
             )
-        shared = SharedStreamImpl(t.t)
-        writer = HostStreamWriter(self.store, shared)
-        self._spawn(self._pump_stream(v, t.t, writer))
-        return shared
+        if pipe is None:
+            inner, writer = create_stream()
+            pipe = writer._pipe
+            inner._source = None
+            inner._passed = True
+            self._spawn(self._pump_stream(v, t.t, writer))
+        shared_fed = HostFedStream(t.t, pipe)
+        pipe.bind(self.store, shared_fed)
+        self.bound.add(pipe)
+        return shared_fed
 
-    async def _pump_stream(self, src: Any, elem: m.ValType | None, w: HostStreamWriter) -> None:
+    async def _pump_stream(self, src: Any, elem: m.ValType | None, w: StreamWriter) -> None:
+        """Feed ``src`` into ``w``; a parked producer is cancelled when the reader dies (A13)."""
+        pipe = w._pipe
+        u8 = isinstance(elem, m.U8)
         try:
-            async for chunk in _chunks(src, elem):
-                if chunk and not await w.write_all(chunk):
-                    break
+            if isinstance(src, Stream):
+                while True:
+                    chunk = await src.read(_PUMP_CHUNK)
+                    if not chunk or await w.write_all(chunk) < len(chunk):
+                        break
+            elif isinstance(src, bytes | bytearray | memoryview):
+                await w.write_all(src if u8 else list(src))
+            elif hasattr(src, "__aiter__"):
+                await self._pump_async(src, u8, w, pipe)
+            else:
+                items = list(src)
+                chunk = b"".join(_byte_chunk(x) for x in items) if u8 else items
+                if chunk:
+                    await w.write_all(chunk)
+        except PeerTrappedError:
+            pass  # the reader's instance trapped: nothing left to feed
+        except Exception as exc:
+            pipe.fail(
+                StreamProducerError(
+                    f"the host producer of a stream ({type(src).__name__}) failed: "
+                    f"{type(exc).__name__}: {exc}",
+                    exc,
+                )
+            )
+            return
         finally:
-            w.drop()
-            close = getattr(src, "aclose", None)
             if isinstance(src, Stream):
                 src.drop()
-            elif close is not None:
+        w.close()
+
+    async def _pump_async(self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe) -> None:
+        it = src.__aiter__()
+        dead = pipe.dead_future()
+        try:
+            while True:
+                pull: asyncio.Future[Any] = asyncio.ensure_future(it.__anext__())
+                if not pull.done():
+                    await asyncio.wait((pull, dead), return_when=asyncio.FIRST_COMPLETED)
+                if not pull.done():
+                    await _cancel_parked(src, pull)
+                    return
+                try:
+                    item = pull.result()
+                except StopAsyncIteration:
+                    return
+                chunk = _byte_chunk(item) if u8 else [item]
+                if await w.write_all(chunk) < len(chunk):
+                    return
+        finally:
+            close = getattr(it, "aclose", None)
+            if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
 
@@ -209,7 +277,7 @@ class HostValues:
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
-        shared = SharedFutureImpl(t.t)
+        shared = HostFedFuture(t.t)
         writer = HostFutureWriter(self.store, shared)
         self._spawn(self._pump_future(v, writer))
         return shared
@@ -217,10 +285,25 @@ class HostValues:
     async def _pump_future(self, src: Awaitable[Any], w: HostFutureWriter) -> None:
         try:
             value = await src
-        except BaseException:
-            _abandon(self.store, w)
-            raise
-        await w.write(value)
+        except asyncio.CancelledError:
+            # A8: abandonment, never DROPPED: the guest reader traps at its rendezvous
+            _abandon(
+                self.store,
+                w,
+                _Abandoned("the host dropped the writable end of a future without writing a value"),
+            )
+            return
+        except Exception as exc:
+            _abandon(
+                self.store,
+                w,
+                StreamProducerError(
+                    f"the host producer of a future failed: {type(exc).__name__}: {exc}", exc
+                ),
+            )
+            return
+        if not w.closed:
+            await w.write(value)
 
     # -- error contexts --------------------------------------------------------------------
 
@@ -294,10 +377,55 @@ class _Reader(HostFutureReader):
             raise _FutureDropped from None
 
 
-def _abandon(store: Store, w: HostFutureWriter) -> None:
-    """The producer of a host future failed: the guest waiting on it traps (A8)."""
+class _Abandoned(Exception):
+    """A host future source was cancelled before it produced a value (A8)."""
+
+
+class HostFedFuture(SharedFutureImpl):
+    """A shared future written by a host producer; its failure traps a guest reader."""
+
+    __slots__ = ("failure",)
+
+    def __init__(self, t: m.ValType | None) -> None:
+        super().__init__(t)
+        self.failure: BaseException | None = None
+
+    def read(self, inst: Any, dst: Any, on_copy_done: Any) -> None:
+        failure = self.failure
+        if failure is not None and inst is not None:
+            raise producer_trap(failure)
+        super().read(inst, dst, on_copy_done)
+
+
+def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
+    """The producer of a host future failed or was abandoned: its guest reader traps."""
     shared = w.shared
+    if isinstance(shared, HostFedFuture):
+        shared.failure = failure
     pending = shared.pending_inst
     if shared.pending_buffer is not None and pending is not None:
-        store.poison(pending, Trap("the host abandoned a future without a value", code="host"))
+        store.poison(pending, producer_trap(failure))  # type: ignore[arg-type]
     w._close()
+
+
+async def _cancel_parked(src: Any, pull: asyncio.Future[Any]) -> None:
+    """The stream died while its producer was parked: cancel the producer (A13).
+
+    A source with a ``cancel()`` method is asked to stop and its pending
+    pull is drained (a straggler element is discarded); otherwise the
+    pending pull is cancelled (an async generator sees ``CancelledError``
+    at its await).
+    """
+    cancel = getattr(src, "cancel", None)
+    if callable(cancel) and not isinstance(src, asyncio.Future):
+        with contextlib.suppress(Exception):
+            cancel()
+        with contextlib.suppress(BaseException):
+            await pull
+        return
+    pull.cancel()
+    with contextlib.suppress(BaseException):
+        await pull
+
+
+_PUMP_CHUNK = 64 * 1024
