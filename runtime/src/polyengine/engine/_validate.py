@@ -17,6 +17,7 @@ every time.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import hashlib
 import os
@@ -24,6 +25,7 @@ import threading
 from pathlib import Path
 
 import wasmtime
+from wasmtime import _ffi as wffi
 
 from polyengine.errors import TranslationError
 
@@ -65,6 +67,14 @@ def _validation_engine() -> wasmtime.Engine:
     for feature in _FEATURES:
         setattr(config, f"wasm_{feature}", True)
     return wasmtime.Engine(config)
+
+
+def _validate_bytes(raw: bytes) -> None:
+    """``wasmtime.Module.validate`` without its copy of the bytes (tens of MB for a runtime)."""
+    ptr = ctypes.cast(ctypes.c_char_p(raw), ctypes.POINTER(ctypes.c_uint8))
+    error = wffi.wasmtime_module_validate(_validation_engine().ptr(), ptr, len(raw))
+    if error:
+        raise wasmtime.WasmtimeError._from_ptr(error)
 
 
 @functools.cache
@@ -131,8 +141,7 @@ def validate_core_module(
         _remember(digest)
         return
     try:
-        raw = data if isinstance(data, (bytes, bytearray)) else bytes(data)
-        wasmtime.Module.validate(_validation_engine(), raw)
+        _validate_bytes(data if isinstance(data, bytes) else bytes(data))
     except wasmtime.WasmtimeError as exc:
         message = str(exc).strip().splitlines()
         summary = "; ".join(line.strip() for line in message if line.strip())
