@@ -53,7 +53,15 @@ from polyengine.types.model import (
     ValType,
 )
 
-__all__ = ["LiftedFunc", "LoweredFunc", "ValuesCodec", "result_outcome", "result_value"]
+__all__ = [
+    "LiftedFunc",
+    "LoweredFunc",
+    "ValuesCodec",
+    "result_outcome",
+    "result_value",
+    "scalar_lifting",
+    "scalar_lowering",
+]
 
 
 class ValuesCodec:
@@ -153,11 +161,19 @@ _INT_TYPES: dict[type, tuple[int, int, int]] = {
 }
 
 
-def _lift_expr(t: ValType, k: int, j: str) -> str:
-    """An inline lift of a scalar from ``vals[j]``, or a call of its codec's ``lift_flat``."""
-    x = f"vals[{j}]"
+_F32_MAX = 3.4028234663852886e38
+
+
+def scalar_lifting(t: ValType, x: str, k: int) -> str | None:
+    """Source lifting a ``bool``, integer or float from the flat core value ``x``.
+
+    The expression gives what the codec's ``lift_flat`` gives (it cannot
+    fail for these types); it uses the name ``NAN``
+    (:data:`polyengine.abi.bulk.NAN`) and may bind the local ``x{k}``.
+    ``None`` for any other type.
+    """
     if isinstance(t, Bool):
-        return f"{x} != 0"
+        return f"({x} != 0)"
     if isinstance(t, F64 | F32):
         return f"(NAN if (x{k} := {x}) != x{k} else float(x{k}))"
     ints = _INT_TYPES.get(type(t))
@@ -168,7 +184,37 @@ def _lift_expr(t: ValType, k: int, j: str) -> str:
             return f"({x} & {mask})"
         sign = 1 << (bits - 1)
         return f"((({x} & {mask}) ^ {sign}) - {sign})"
-    return f"lf{k}(cx, vals, {j})"
+    return None
+
+
+def scalar_lowering(t: ValType, v: str) -> tuple[str, str] | None:
+    """Source lowering a ``bool``, integer or float held in the variable ``v``.
+
+    ``(guard, flat)``: when ``guard`` holds, ``flat`` is a core value that
+    packs to the same bits as what the codec's ``lower_flat`` gives; when it
+    does not, the codec must decide (it converts the value or raises).
+    ``None`` for any other type.
+    """
+    if isinstance(t, Bool):
+        return f"type({v}) is bool", f"(1 if {v} else 0)"
+    if isinstance(t, F64):
+        return f"type({v}) is float and {v} == {v}", v
+    if isinstance(t, F32):
+        # past the largest f32 (and for a NaN) the codec rounds or canonicalizes
+        return f"type({v}) is float and {-_F32_MAX!r} <= {v} <= {_F32_MAX!r}", v
+    ints = _INT_TYPES.get(type(t))
+    if ints is not None:
+        bits, lo, hi = ints
+        guard = f"type({v}) is int and {lo} <= {v} <= {hi}"
+        if lo == 0:
+            return guard, v
+        return guard, f"({v} & {(1 << (32 if bits <= 32 else 64)) - 1})"
+    return None
+
+
+def _lift_expr(t: ValType, k: int, j: str) -> str:
+    """An inline lift of a scalar from ``vals[j]``, or a call of its codec's ``lift_flat``."""
+    return scalar_lifting(t, f"vals[{j}]", k) or f"lf{k}(cx, vals, {j})"
 
 
 def _lower_stmts(t: ValType, k: int) -> list[str]:
