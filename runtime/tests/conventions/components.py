@@ -15,6 +15,7 @@ types the canonical ABI assigns, or the component does not validate.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 LIBC = """
@@ -257,7 +258,7 @@ def forwarder(interfaces: list[Interface], extra: str = "", bare: list[Func] | N
         for tname, _ in iface.types:
             parts.append(f'(alias export {inst} "{tname}" (type ${tname}))')
         for func in iface.funcs:
-            ident = f"f{n}.{func.name}"
+            ident = f"f{n}." + re.sub(r"[^a-z0-9-]+", ".", func.name).strip(".")
             parts.append(f'(alias export {inst} "{func.name}" (func ${ident}))')
             parts.append(f"(core func ${ident} (canon lower (func ${ident}) {OPTS}))")
             _forward(func, ident, types, **sections)
@@ -290,11 +291,24 @@ def _forward(
     if len(lp) > len(xp):
         args += f" (i32.const {RETAREA})"
         tail = f"(i32.const {RETAREA})"
+    # A borrow of a resource this component does not define arrives as a
+    # handle the callee must drop before it returns (CanonicalABI.md §lift_borrow).
+    drops = ""
+    if len(xp) == len([ft for _, t in func.params for ft in flatten(parse_sexpr(t), types)]):
+        for i, (_, t) in enumerate(func.params):
+            m = re.fullmatch(r"\(borrow \$([\w-]+)\)", t)
+            if m:
+                drops += f" (call $drop.{m[1]} (local.get {_flat_index(func, i, types)}))"
     export = func.export or func.name
     core_funcs.append(
-        f'(func (export "{export}") {_wat_sig(xp, xr)} (call ${ident} {args}) {tail})'
+        f'(func (export "{export}") {_wat_sig(xp, xr)} (call ${ident} {args}){drops} {tail})'
     )
     exports.append(
         f'(func (export "{export}") {func.signature()}'
         f' (canon lift (core func $core "{export}") {OPTS}))'
     )
+
+
+def _flat_index(func: Func, param: int, types: dict[str, SExpr]) -> int:
+    """The index of a parameter's first flat value."""
+    return sum(len(flatten(parse_sexpr(t), types)) for _, t in func.params[:param])

@@ -27,6 +27,11 @@ async def attempt(t: Transcript, label: str, awaitable: Awaitable[Any], **fields
     return value
 
 
+async def method(obj: object, name: str, *args: object) -> Any:
+    """Call ``obj.name(*args)`` and await it; a failed earlier step shows as an AttributeError."""
+    return await getattr(obj, name)(*args)
+
+
 def attempt_sync(t: Transcript, label: str, fn: Callable[[], Any], **fields: object) -> Any:
     """Run one synchronous step and record its value or exception."""
     try:
