@@ -32,6 +32,11 @@ async def method(obj: object, name: str, *args: object) -> Any:
     return await getattr(obj, name)(*args)
 
 
+def bound(obj: object, name: str, *args: object) -> Callable[[], Any]:
+    """A deferred ``obj.name(*args)``: looked up only when the step runs."""
+    return lambda: getattr(obj, name)(*args)
+
+
 def attempt_sync(t: Transcript, label: str, fn: Callable[[], Any], **fields: object) -> Any:
     """Run one synchronous step and record its value or exception."""
     try:

@@ -1,4 +1,4 @@
-"""Resources at the boundary (python-mapping.md §5, the seed's 2×4 ownership table).
+"""Resources at the boundary (python-mapping.md §5, the seed's 2x4 ownership table).
 
 Host-implemented: the probe host's ``Cell`` class is provided under its
 PascalCase name on its interface's provider; the forwarder exports the
@@ -19,7 +19,7 @@ from polyengine_protocol import is_resource_wrapper
 
 from .components import Func, Interface, forwarder
 from .probe_host import Cell, Cells, Transcript, describe
-from .scenario import attempt, attempt_sync, method, run_scenario
+from .scenario import attempt, attempt_sync, bound, method, run_scenario
 
 Wat = Callable[[str], bytes]
 
@@ -178,11 +178,11 @@ def test_guest_implemented_resource(wat: Wat) -> None:
         m = await attempt(t, "make(5): host receives own", x.make(5))
         await attempt(t, "consume(m): host passes own", x.consume(m))
         await attempt(t, "m.get() after own was passed", method(m, "get"))
-        attempt_sync(t, "m.drop() after own was passed", lambda: m.drop())
+        attempt_sync(t, "m.drop() after own was passed", bound(m, "drop"))
         await attempt(t, "drops so far", x.drops())
-        attempt_sync(t, "c.drop()", lambda: c.drop())
+        attempt_sync(t, "c.drop()", bound(c, "drop"))
         await attempt(t, "drops, last", _pair(x.drops(), x.last()))
-        attempt_sync(t, "c.drop() again", lambda: c.drop())
+        attempt_sync(t, "c.drop() again", bound(c, "drop"))
         await attempt(t, "c.get() after drop", method(c, "get"))
 
         def with_block() -> Any:
@@ -198,7 +198,7 @@ def test_guest_implemented_resource(wat: Wat) -> None:
         attempt_sync(t, "pickle.dumps(wrapper)", lambda: pickle.dumps(p))
         await attempt(t, "peek(None)", x.peek(None))
         await attempt(t, "peek(an int)", x.peek(1))
-        attempt_sync(t, "p.drop()", lambda: p.drop())
+        attempt_sync(t, "p.drop()", bound(p, "drop"))
         t.record(
             "not constructible",
             row="host receives borrow<guest R>",
