@@ -121,9 +121,11 @@ class TaskModel:
         self.host_values = HostValues(self.store, self.driver)
         #: true while core instances are instantiated (start functions run)
         self.in_start = False
-        self._lifts: dict[tuple[pln.Lift, str], CanonLift] = {}
+        # keyed by the lift's identity (the plan keeps it alive): hashing a
+        # plan dataclass walks all of it, on every export call
+        self._lifts: dict[tuple[int, str], CanonLift] = {}
         self._func_insts: dict[pln.Lift, FuncInst] = {}
-        self._host_lowering: dict[pln.Lift, tuple[LiftedFunc, ResolvedOptions]] = {}
+        self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions]] = {}
         self.store.on_poison.append(self._on_poison)
         self.store.on_poison.append(self.host_values.on_poison)
 
@@ -136,7 +138,7 @@ class TaskModel:
 
     def lift(self, lift: pln.Lift, side: str) -> CanonLift:
         """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``)."""
-        key = (lift, side)
+        key = (id(lift), side)
         found = self._lifts.get(key)
         if found is not None:
             return found
@@ -161,7 +163,7 @@ class TaskModel:
             # the host's arguments are lowered before the call starts, so
             # embedder misuse raises in the caller and never poisons
             lf.lower_args = _take_prelowered
-            self._host_lowering[lift] = (values, ro)
+            self._host_lowering[id(lift)] = (values, ro)
         self._lifts[key] = lf
         return lf
 
@@ -175,7 +177,7 @@ class TaskModel:
         lf = self.lift(lift, "host")
         if not lf.inst.may_enter_from(None):
             raise Trap("cannot enter component instance", code="cannot-enter")
-        values, ro = self._host_lowering[lift]
+        values, ro = self._host_lowering[id(lift)]
         scope = _BorrowScope()
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
         try:

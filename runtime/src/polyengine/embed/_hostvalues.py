@@ -39,16 +39,14 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
+from polyengine.embed._pipe import HostFedFuture, HostFedStream, _Pipe, producer_trap
 from polyengine.embed._streams import (
     ErrorContext,
     Future,
-    HostFedStream,
     Stream,
     StreamWriter,
     _FutureDropped,
-    _Pipe,
     create_stream,
-    producer_trap,
 )
 from polyengine.types import model as m
 from polyengine_protocol import ERROR_CONTEXT, PeerTrappedError, StreamProducerError, has_brand
@@ -381,22 +379,6 @@ class _Abandoned(Exception):
     """A host future source was cancelled before it produced a value (A8)."""
 
 
-class HostFedFuture(SharedFutureImpl):
-    """A shared future written by a host producer; its failure traps a guest reader."""
-
-    __slots__ = ("failure",)
-
-    def __init__(self, t: m.ValType | None) -> None:
-        super().__init__(t)
-        self.failure: BaseException | None = None
-
-    def read(self, inst: Any, dst: Any, on_copy_done: Any) -> None:
-        failure = self.failure
-        if failure is not None and inst is not None:
-            raise producer_trap(failure)
-        super().read(inst, dst, on_copy_done)
-
-
 def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     """The producer of a host future failed or was abandoned: its guest reader traps."""
     shared = w.shared
@@ -405,6 +387,9 @@ def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     pending = shared.pending_inst
     if shared.pending_buffer is not None and pending is not None:
         store.poison(pending, producer_trap(failure))  # type: ignore[arg-type]
+    else:
+        # a host reader sees the failure (or DroppedError); a later guest read traps
+        shared.drop()
     w._close()
 
 

@@ -13,12 +13,15 @@ that is created after the instance importing the trampoline.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
+from polyengine.abi.bulk import NAN
+from polyengine.abi.codegen import make_function
 from polyengine.abi.compile import AsyncValueHooks, Compiler
-from polyengine.abi.functions import LiftedFunc, LoweredFunc
+from polyengine.abi.functions import LiftedFunc, LoweredFunc, scalar_lifting, scalar_lowering
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import (
     CallBorrows,
@@ -40,6 +43,7 @@ from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
     from polyengine.embed._async import TaskModel
+    from polyengine.engine._core import RawEntry
 
 __all__ = ["ComponentRuntime", "ExportCall"]
 
@@ -91,11 +95,18 @@ class ResolvedOptions:
 class ExportCall:
     """A lifted export specialized for calls from the host (``canon lift``, sync path).
 
-    Built once at instantiation: the value codecs are compiled for the
-    function type, so a call does no type dispatch.
+    Built once at instantiation; the first call resolves the options and
+    compiles the call into one closure (the value codecs for the function
+    type, the callee's unchecked entry point, the instance's state), so a
+    call does no type dispatch and no attribute lookups. An export whose
+    parameters and result are all ``bool``, integers or floats, without
+    ``post-return``, gets a generated function that converts them inline and
+    needs no lifting context and no borrow scope; arguments its inline
+    checks do not accept take the general path, which converts or rejects
+    them.
     """
 
-    __slots__ = ("_callee", "_lifted", "_options", "_post_return", "_rt", "lift", "name")
+    __slots__ = ("_callee", "_lifted", "_options", "_post_return", "_rt", "_run", "lift", "name")
 
     def __init__(self, rt: ComponentRuntime, lift: pln.Lift, name: str) -> None:
         self._rt = rt
@@ -105,59 +116,196 @@ class ExportCall:
         self._lifted: LiftedFunc | None = None
         self._callee: engine.CoreFunc | None = None
         self._post_return: engine.CoreFunc | None = None
+        self._run: Callable[[Sequence[Any]], Any] | None = None
 
-    def _prepare(self) -> tuple[ResolvedOptions, LiftedFunc, engine.CoreFunc]:
+    def __call__(self, args: Sequence[Any]) -> Any:
+        """Call the export with host values; return the lifted result value."""
+        run = self._run
+        if run is None:
+            run = self._prepare()
+        return run(args)
+
+    def _prepare(self) -> Callable[[Sequence[Any]], Any]:
         rt = self._rt
         ro = rt.resolve_options(self.lift.options, host_side=True)
         lifted = LiftedFunc.compile(ro.compiler, self.lift.type)
         callee = rt.resolve_func(self.lift.func)
+        post = None
         if self.lift.options.post_return is not None:
-            self._post_return = rt.resolve_func(self.lift.options.post_return)
+            post = rt.resolve_func(self.lift.options.post_return)
+        general = self._general(ro, lifted, callee, post)
+        run = general if post is not None else self._scalar(ro, lifted, callee, general)
         self._options, self._lifted, self._callee = ro, lifted, callee
-        return ro, lifted, callee
+        self._post_return, self._run = post, run
+        return run
 
-    def __call__(self, args: Sequence[Any]) -> Any:
-        """Call the export with host values; return the lifted result value."""
-        ro, lifted, callee = (
-            (self._options, self._lifted, self._callee)
-            if self._callee is not None
-            else self._prepare()
-        )
-        assert ro is not None and lifted is not None and callee is not None
+    def _general(
+        self,
+        ro: ResolvedOptions,
+        lifted: LiftedFunc,
+        callee: engine.CoreFunc,
+        post: engine.CoreFunc | None,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """The call of any signature: lower, call, lift, post-return (§"`canon lift`")."""
         rec = ro.record
         ci = rec.ci
-        self._rt.check_enter(rec, self.name)
-        ci.may_enter = False
-        try:
-            borrows = CallBorrows()
-            cx = LiftLowerContext(ro.opts, ci, borrows)
-            flat = lifted.lower_params(cx, args)
+        opts = ro.opts
+        name = self.name
+        check_enter = self._rt.check_enter
+        lower_params, lift_results = lifted.lower_params, lifted.lift_results
+        post_call = None if post is None else post.call_raw
+        raw = callee.raw_entry()
+        if raw is None:
+            call_flat: Callable[[Sequence[CoreVal]], Sequence[CoreVal]] = callee.call_raw
+        else:
+            call_flat = ExportCall._flat_caller(raw)
+
+        def call(args: Sequence[Any]) -> Any:
+            if rec.poisoned is not None or not ci.may_enter:
+                check_enter(rec, name)
+            ci.may_enter = False
             try:
-                results = callee.call_raw(flat)
-            except engine.CoreTrap as exc:
-                raise (f := _core_failure(exc)) from f.__cause__
-            borrows.exit()
-            cx.refresh()
-            value = lifted.lift_results(cx, results)
-            post = self._post_return
-            if post is not None:
-                ci.may_leave = False
+                borrows = CallBorrows()
+                cx = LiftLowerContext(opts, ci, borrows)
+                flat = lower_params(cx, args)
                 try:
-                    post.call_raw(results)
+                    results = call_flat(flat)
                 except engine.CoreTrap as exc:
                     raise (f := _core_failure(exc)) from f.__cause__
-                finally:
-                    ci.may_leave = True
-            return value
-        except BaseException as exc:
-            trap = _as_trap(exc)
-            if trap is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):
-                rec.poisoned = trap
-                if trap is not exc:
-                    raise trap from exc
-            raise
-        finally:
-            ci.may_enter = True
+                borrows.exit()
+                cx.refresh()
+                value = lift_results(cx, results)
+                if post_call is not None:
+                    ci.may_leave = False
+                    try:
+                        post_call(results)
+                    except engine.CoreTrap as exc:
+                        raise (f := _core_failure(exc)) from f.__cause__
+                    finally:
+                        ci.may_leave = True
+                return value
+            except BaseException as exc:
+                trap = _as_trap(exc)
+                if trap is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):
+                    rec.poisoned = trap
+                    if trap is not exc:
+                        raise trap from exc
+                raise
+            finally:
+                ci.may_enter = True
+
+        return call
+
+    def _scalar(
+        self,
+        ro: ResolvedOptions,
+        lifted: LiftedFunc,
+        callee: engine.CoreFunc,
+        general: Callable[[Sequence[Any]], Any],
+    ) -> Callable[[Sequence[Any]], Any]:
+        """The generated call of a scalar-only export, or ``general`` for other signatures.
+
+        The same steps as :meth:`_general` with nothing to lift from or
+        lower into memory and no handle to borrow: the entry test, the
+        arguments' checks and conversions inline, the unchecked core call
+        (``call_raw`` when the store needs it), the result's conversion.
+        """
+        ft = self.lift.type
+        raw = callee.raw_entry()
+        ptypes, rtypes = ft.param_types(), ft.result_types()
+        core = flatten_functype(ft, "lift")
+        if (
+            raw is None
+            or callee.params != tuple(core.params)
+            or callee.results != tuple(core.results)
+            or len(core.params) != len(ptypes)
+            or len(core.results) != len(rtypes)
+        ):
+            return general
+        lowerings = [scalar_lowering(t, f"a{k}") for k, t in enumerate(ptypes)]
+        liftings = [scalar_lifting(t, "r[0]", 0) for t in rtypes]
+        if None in lowerings or None in liftings:
+            return general
+        n = len(ptypes)
+        names = [f"a{k}" for k in range(n)]
+        guards = [g for g, _ in filter(None, lowerings)]
+        flats = [v for _, v in filter(None, lowerings)]
+        body = [
+            "if rec.poisoned is not None or not ci.may_enter:",
+            "    check_enter(rec, name)",
+        ]
+        if n:
+            body += [
+                f"if len(args) != {n}:",
+                "    return general(args)",
+                f"{''.join(a + ', ' for a in names)}= args",
+                f"if not ({' and '.join(f'({g})' for g in guards)}):",
+                "    return general(args)",
+            ]
+        flat = "".join(f + ", " for f in flats)
+        body += [
+            "ci.may_enter = False",
+            "try:",
+            "    try:",
+            "        ctx = state.ctx",
+            "        if not ctx or state.async_required:",
+            f"            r = call_raw(({flat}))",
+            "        else:",
+            f"            pack_into(buf, 0, {flat})" if n else "            pass",
+            "            err = entry(ctx, addr, buf_addr, nslots, trap_addr)",
+            "            if err or trap.value:",
+            "                fail(err)",
+            "            r = unpack_from(buf)" if rtypes else "            pass",
+            "    except CoreTrap as exc:",
+            "        raise (f := core_failure(exc)) from f.__cause__",
+            "except BaseException as exc:",
+            "    failure = as_trap(exc)",
+            "    if failure is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):",
+            "        rec.poisoned = failure",
+            "        if failure is not exc:",
+            "            raise failure from exc",
+            "    raise",
+            "finally:",
+            "    ci.may_enter = True",
+            f"return {liftings[0] if rtypes else 'None'}",
+        ]
+        rec = ro.record
+        env: dict[str, Any] = {
+            **raw._asdict(),
+            "NAN": NAN,
+            "rec": rec,
+            "ci": rec.ci,
+            "name": self.name,
+            "check_enter": self._rt.check_enter,
+            "general": general,
+            "CoreTrap": engine.CoreTrap,
+            "core_failure": _core_failure,
+            "as_trap": _as_trap,
+            "Trap": Trap,
+        }
+        run: Callable[[Sequence[Any]], Any] = make_function("export_call", "args", body, env)
+        return run
+
+    @staticmethod
+    def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
+        """``call_raw`` over the parts of :meth:`engine.CoreFunc.raw_entry`, returning the tuple."""
+        state, entry, addr, buf, buf_addr, nslots, trap, trap_addr = raw[:8]
+        pack_into, unpack_from, fail, call_raw = raw[8:]
+
+        def call(flat: Sequence[CoreVal]) -> Sequence[CoreVal]:
+            ctx = state.ctx
+            if not ctx or state.async_required:
+                return call_raw(flat)
+            try:
+                pack_into(buf, 0, *flat)
+            except struct.error:
+                return call_raw(flat)  # it converts what it can and says what it cannot
+            err = entry(ctx, addr, buf_addr, nslots, trap_addr)
+            if err or trap.value:
+                fail(err)
+            return unpack_from(buf)
+
+        return call
 
 
 class ComponentRuntime:
