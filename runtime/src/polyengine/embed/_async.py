@@ -124,6 +124,7 @@ class TaskModel:
         # keyed by the lift's identity (the plan keeps it alive): hashing a
         # plan dataclass walks all of it, on every export call
         self._lifts: dict[tuple[int, str], CanonLift] = {}
+        self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
         self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions]] = {}
         self.store.on_poison.append(self._on_poison)
@@ -165,6 +166,7 @@ class TaskModel:
             lf.lower_args = _take_prelowered
             self._host_lowering[id(lift)] = (values, ro)
         self._lifts[key] = lf
+        self._pinned.append(lift)
         return lf
 
     def lower_host_args(self, lift: pln.Lift, args: list[Any]) -> list[Any]:
