@@ -234,10 +234,9 @@ class ExportCall:
             "if rec.poisoned is not None or not ci.may_enter:",
             "    check_enter(rec, name)",
         ]
+        body += [f"if len(args) != {n}:", "    return general(args)"]
         if n:
             body += [
-                f"if len(args) != {n}:",
-                "    return general(args)",
                 f"{''.join(a + ', ' for a in names)}= args",
                 f"if not ({' and '.join(f'({g})' for g in guards)}):",
                 "    return general(args)",
