@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from polyengine_protocol import (
     COMPONENT_EXCEPTION,
+    ERROR_CONTEXT,
     ComponentException,
     Trap,
     brands_of,
@@ -39,7 +40,9 @@ __all__ = [
     "MODULE_TRANSCRIPT",
     "Cell",
     "Cells",
+    "ErrorContexts",
     "Failures",
+    "HandRolledErrorContext",
     "HandRolledException",
     "Marks",
     "Producers",
@@ -471,3 +474,32 @@ class Producers:
     async def _value(self, text: str) -> str:
         await asyncio.sleep(0)
         return text
+
+
+# --------------------------------------------------------------------------
+# Error-contexts
+
+
+class HandRolledErrorContext:
+    """A zero-import error-context carrier: the brand and a string message (A20)."""
+
+    __polyengine_brand__ = (ERROR_CONTEXT,)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class ErrorContexts:
+    """Imports that receive and return error-contexts."""
+
+    def __init__(self, transcript: Transcript, made: object = None) -> None:
+        self.transcript = transcript
+        self.made = made if made is not None else HandRolledErrorContext("made by the host")
+
+    def report(self, e: object) -> str:
+        self.transcript.host_call("errors.report", e)
+        return f"host saw: {getattr(e, 'message', '?')}"
+
+    def make(self) -> object:
+        self.transcript.host_call("errors.make")
+        return self.made

@@ -16,7 +16,8 @@ STEP_TIMEOUT = 10.0
 async def attempt(t: Transcript, label: str, awaitable: Awaitable[Any], **fields: object) -> Any:
     """Await one step and record its value (with types) or the exception it raised."""
     try:
-        value = await asyncio.wait_for(awaitable, STEP_TIMEOUT)
+        async with asyncio.timeout(STEP_TIMEOUT):  # same task: no hop to another task
+            value = await awaitable
     except TimeoutError:
         t.record("step", label=label, **fields, hang=f"no settlement within {STEP_TIMEOUT}s")
         return None
