@@ -47,6 +47,7 @@ __all__ = [
     "Marks",
     "Producers",
     "Shapes",
+    "SlowCell",
     "Transcript",
     "describe",
     "describe_exception",
@@ -290,6 +291,22 @@ class Cell:
     def close(self) -> None:
         self.closed = True
         Cell.transcript.host_call("Cell.close", self)
+
+
+class SlowCell(Cell):
+    """A host resource whose method parks: the class is the authority for the mark (A2)."""
+
+    @suspending
+    def get(self) -> Any:
+        Cell.transcript.host_call("SlowCell.get", self)
+        return self._later()
+
+    async def _later(self) -> str:
+        await asyncio.sleep(0)
+        return f"slow {self.label}"
+
+    def close(self) -> None:
+        super().close()
 
 
 _HostCell = Cell

@@ -18,7 +18,7 @@ import pytest
 
 import polyengine
 
-from .components import Func, Interface, forwarder
+from .components import LIBC, Func, Interface, forwarder
 from .probe_host import Failures, Marks, Transcript, describe_exception, suspending_function
 from .scenario import attempt, run_scenario
 
@@ -103,6 +103,16 @@ MARKS = Interface(
     ],
 )
 NAPS = Interface("probe:conv/naps@0.1.0", funcs=[Func("nap", [("x", "u32")], "u32")])
+START = f"""(component
+  {LIBC}
+  (import "nap-fn" (func $nap (param "x" u32) (result u32)))
+  (core func $nap (canon lower (func $nap)))
+  (core module $m
+    (import "" "nap" (func $nap (param i32) (result i32)))
+    (func $start (drop (call $nap (i32.const 1))))
+    (start $start))
+  (core instance $i (instantiate $m (with "" (instance (export "nap" (func $nap))))))
+)"""
 NAP_FN = [Func("nap-fn", [("x", "u32")], "u32")]
 
 
@@ -146,5 +156,17 @@ def test_marks(wat: Wat) -> None:
             await attempt(t, "marked nap under suspend=False", inst.exports.nap(5))
         inst = await polyengine.instantiate(sync_only, naps)
         await attempt(t, "marked nap, sync-only component, default suspend", inst.exports.nap(6))
+
+        started = polyengine.translate(wat(START))
+        await attempt(
+            t,
+            "a marked import reached from a start function",
+            polyengine.instantiate(started, {"nap_fn": suspending_function(t)}),
+        )
+        await attempt(
+            t,
+            "an unmarked plain import reached from a start function",
+            polyengine.instantiate(started, {"nap_fn": lambda x: x}),
+        )
 
     run_scenario("marks", body)

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import polyengine
-from polyengine_protocol import is_resource_wrapper
+from polyengine_protocol import is_resource_wrapper, marks_of
 
 from .components import Func, Interface, forwarder
-from .probe_host import Cell, Cells, Transcript, describe
+from .probe_host import Cell, Cells, SlowCell, Transcript, describe
 from .scenario import attempt, attempt_sync, bound, method, run_scenario
 
 Wat = Callable[[str], bytes]
@@ -81,6 +81,26 @@ def test_host_implemented_resource(wat: Wat) -> None:
             await attempt(t, label, getattr(inst.exports, fn)(arg))
 
     run_scenario("resources_host", body)
+
+
+def test_host_resource_with_a_suspending_method(wat: Wat) -> None:
+    component = wat(forwarder([CELLS]))
+
+    async def body(t: Transcript) -> None:
+        cells = Cells(t)
+        provider = {
+            "Cell": SlowCell,
+            "take": cells.take,
+            "inspect": cells.inspect,
+            "give": cells.give,
+        }
+        inst = await polyengine.instantiate(component, {CELLS.key: provider})
+        c = await attempt(t, "cell-new", inst.exports.cell_new("s"))
+        await attempt(t, "cell-get: the @suspending method parks", inst.exports.cell_get(c))
+        t.record("marked on the class", marks=sorted(marks_of(SlowCell.get)))
+        await attempt(t, "drop-cell", inst.exports.drop_cell(c))
+
+    run_scenario("resources_host_suspending_method", body)
 
 
 def test_host_resource_without_close(wat: Wat) -> None:
