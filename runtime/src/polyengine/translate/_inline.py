@@ -171,7 +171,7 @@ class Translator:
         sig = _SIGNATURES.get(digest)
         if sig is not None:
             return sig
-        sig = read_module_signature(view, m.offset)
+        sig = read_module_signature(self.data, m.offset, m.offset, m.offset + m.length)
         seen: set[tuple[str, str]] = set()
         for mod, name, _ in sig.imports:
             if (mod, name) in seen:

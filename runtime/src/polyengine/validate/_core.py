@@ -42,26 +42,36 @@ _HEAP = {
 
 
 class _Reader:
-    __slots__ = ("base", "data", "pos")
+    """A cursor over ``data[start:end]``; errors name ``base`` plus the relative position."""
 
-    def __init__(self, data: bytes | memoryview, base: int) -> None:
+    __slots__ = ("base", "data", "end", "pos", "start")
+
+    def __init__(self, data: bytes | memoryview, base: int, start: int = 0, end: int = -1) -> None:
         self.data = data
-        self.pos = 0
+        self.start = start
+        self.pos = start
+        self.end = len(data) if end < 0 else end
         self.base = base
 
     def fail(self, msg: str) -> TranslationError:
         return TranslationError(
-            f"malformed core module: {msg}", self.base + self.pos, "core module"
+            f"malformed core module: {msg}", self.base + self.pos - self.start, "core module"
         )
 
     def byte(self) -> int:
-        if self.pos >= len(self.data):
+        pos = self.pos
+        if pos >= self.end:
             raise self.fail("unexpected end")
-        b = self.data[self.pos]
-        self.pos += 1
-        return int(b)
+        self.pos = pos + 1
+        return self.data[pos]
 
     def u32(self) -> int:
+        pos = self.pos
+        if pos < self.end:
+            b = self.data[pos]
+            if b < 0x80:
+                self.pos = pos + 1
+                return b
         result = shift = 0
         while True:
             b = self.byte()
@@ -87,11 +97,11 @@ class _Reader:
 
     def name(self) -> str:
         n = self.u32()
-        raw = bytes(self.data[self.pos : self.pos + n])
-        if len(raw) != n:
+        pos = self.pos
+        if n > self.end - pos:
             raise self.fail("unexpected end")
-        self.pos += n
-        return raw.decode("utf-8", errors="replace")
+        self.pos = pos + n
+        return bytes(self.data[pos : pos + n]).decode("utf-8", errors="replace")
 
     def heaptype(self) -> str:
         v = self.s33()
@@ -160,12 +170,20 @@ def _subtype(r: _Reader, types: list[CoreFuncT | None]) -> None:
     types.append(_comptype(r))
 
 
-def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModuleT:
-    """The imports and exports of the core module ``data``, with their types."""
-    r = _Reader(data, base)
-    if bytes(data[:8]) != b"\0asm\x01\0\0\0":
+def read_module_signature(
+    data: bytes | memoryview, base: int = 0, start: int = 0, end: int = -1
+) -> CoreModuleT:
+    """The imports and exports of the core module ``data[start:end]``, with their types.
+
+    ``base`` is where the module starts in the component (for error offsets);
+    ``end`` of ``-1`` means the end of ``data``. Reading a module in place
+    (``start``/``end`` into the component's bytes) spares copying it.
+    """
+    r = _Reader(data, base, start, end)
+    if bytes(data[start : start + 8]) != b"\0asm\x01\0\0\0" or r.end - start < 8:
         raise r.fail("bad preamble")
-    r.pos = 8
+    r.pos = start + 8
+    limit = r.end
     types: list[CoreFuncT | None] = []
     imports: list[tuple[str, str, CoreExternT]] = []
     funcs: list[CoreExternT | int] = []  # an int: the type index of a defined function
@@ -191,7 +209,7 @@ def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModule
         m = r.byte()
         return CoreGlobalT(vt, bool(m & 1), bool(m & 2))
 
-    while r.pos < len(data):
+    while r.pos < limit:
         sid = r.byte()
         size = r.u32()
         end = r.pos + size
@@ -231,7 +249,7 @@ def read_module_signature(data: bytes | memoryview, base: int = 0) -> CoreModule
         elif sid == 3:
             # defined functions keep their type index; only exported ones are resolved
             n = r.u32()
-            run = bytes(r.data[r.pos : r.pos + n])
+            run = bytes(r.data[r.pos : min(r.pos + n, limit)])
             if len(run) == n and (not run or max(run) < 0x80):
                 funcs.extend(run)  # every index fits one LEB128 byte
                 r.pos += n
