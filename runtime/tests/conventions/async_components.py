@@ -288,3 +288,38 @@ ERRORS = f"""(component
   (func (export "host-err-message") async (result string)
     (canon lift (core func $i "host-err-message") async {MEM}))
 )"""
+
+# Guest cancellation of an async host import: ``cancel-get(x)`` starts ``get``
+# through an async lower, cancels it with the synchronous ``subtask.cancel``
+# and returns the subtask's final state * 1000 + the value written (if any).
+CANCEL = f"""(component
+  {LIBC}
+  (import "get" (func $get async (param "x" u32) (result u32)))
+  (core func $ret (canon task.return (result u32)))
+  (core func $get-async (canon lower (func $get) async {OPTS}))
+  (core func $cancel (canon subtask.cancel))
+  (core func $st.drop (canon subtask.drop))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret" (func $ret (param i32)))
+    (import "" "get-async" (func $get-async (param i32 i32) (result i32)))
+    (import "" "cancel" (func $cancel (param i32) (result i32)))
+    (import "" "st.drop" (func $st.drop (param i32)))
+    (func (export "cancel-get") (param $x i32)
+      (local $st i32) (local $code i32)
+      (i32.store (i32.const 64) (i32.const 0))
+      (local.set $st (call $get-async (local.get $x) (i32.const 64)))
+      (if (i32.ne (i32.and (local.get $st) (i32.const 15)) (i32.const 1 (; STARTED ;)))
+        (then unreachable))
+      (local.set $code (call $cancel (i32.shr_u (local.get $st) (i32.const 4))))
+      (call $st.drop (i32.shr_u (local.get $st) (i32.const 4)))
+      (call $ret (i32.add (i32.mul (local.get $code) (i32.const 1000))
+                          (i32.load (i32.const 64))))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret" (func $ret)) (export "get-async" (func $get-async))
+      (export "cancel" (func $cancel)) (export "st.drop" (func $st.drop))))))
+  (func (export "cancel-get") async (param "x" u32) (result u32)
+    (canon lift (core func $i "cancel-get") async))
+)"""

@@ -25,7 +25,9 @@ from polyengine_protocol import (
     ERROR_CONTEXT,
     ComponentException,
     Trap,
+    abortable,
     brands_of,
+    defer_cancel,
     is_component_exception,
     is_error_context,
     is_future,
@@ -39,6 +41,7 @@ from polyengine_protocol import (
 __all__ = [
     "MODULE_TRANSCRIPT",
     "Cell",
+    "Cancellable",
     "Cells",
     "ErrorContexts",
     "Failures",
@@ -418,6 +421,42 @@ class Marks:
         """An ``async func`` import as a plain function."""
         self.transcript.host_call("marks.get-plain", x)
         return x + 2
+
+
+class Cancellable:
+    """Async imports the guest cancels: discarded, ``defer_cancel`` and ``abortable`` (A23, A24)."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+        self.release: asyncio.Future[int] | None = None
+
+    async def _wait(self, name: str, x: int) -> int:
+        self.transcript.host_call(name, x)
+        self.release = asyncio.get_running_loop().create_future()
+        try:
+            value = await self.release
+        except asyncio.CancelledError:
+            self.transcript.record("host-cancelled", name=name)
+            raise
+        self.transcript.record("host-finished", name=name, value=value)
+        return value
+
+    async def get(self, x: int) -> int:
+        """Unmarked: a guest cancellation discards the call."""
+        return await self._wait("cancellable.get", x)
+
+    @defer_cancel
+    async def get_deferred(self, x: int) -> int:
+        """Runs to completion: the guest's cancel waits for the result."""
+        self.transcript.host_call("cancellable.get-deferred", x)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.001)
+        return x + 1
+
+    @abortable
+    async def get_abortable(self, x: int) -> int:
+        """Cancelled through asyncio when the guest's cancellation discards it."""
+        return await self._wait("cancellable.get-abortable", x)
 
 
 def suspending_function(transcript: Transcript) -> Callable[[int], Any]:

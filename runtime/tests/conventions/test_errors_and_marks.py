@@ -18,8 +18,16 @@ import pytest
 
 import polyengine
 
+from . import async_components as ac
 from .components import LIBC, Func, Interface, forwarder
-from .probe_host import Failures, Marks, Transcript, describe_exception, suspending_function
+from .probe_host import (
+    Cancellable,
+    Failures,
+    Marks,
+    Transcript,
+    describe_exception,
+    suspending_function,
+)
 from .scenario import attempt, run_scenario
 
 Wat = Callable[[str], bytes]
@@ -170,3 +178,35 @@ def test_marks(wat: Wat) -> None:
         )
 
     run_scenario("marks", body)
+
+
+def test_guest_cancellation_of_async_imports(wat: Wat) -> None:
+    """A23/A24: discard by default, ``defer_cancel`` runs to completion, ``abortable`` cancels."""
+    artifacts = polyengine.translate(wat(ac.CANCEL))
+
+    async def body(t: Transcript) -> None:
+        t.record(
+            "subtask states",
+            note="the result is state * 1000 + value; 4 = CANCELLED_BEFORE_RETURNED, 2 = RETURNED",
+        )
+        for label, pick in [
+            ("unmarked", lambda c: c.get),
+            ("defer_cancel", lambda c: c.get_deferred),
+            ("abortable", lambda c: c.get_abortable),
+        ]:
+            host = Cancellable(t)
+            inst = await polyengine.instantiate(artifacts, {"get": pick(host)})
+            await attempt(t, f"cancel-get(5): {label}", inst.exports.cancel_get(5))
+            for _ in range(5):
+                await asyncio.sleep(0)
+            t.record(
+                "host afterwards",
+                label=label,
+                still_waiting=bool(host.release and not host.release.done()),
+            )
+            if host.release is not None and not host.release.done():
+                host.release.set_result(99)
+                for _ in range(5):
+                    await asyncio.sleep(0)
+
+    run_scenario("cancellation", body)
