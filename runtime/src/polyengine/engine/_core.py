@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeAlias, TypeVar
 
@@ -262,6 +263,7 @@ class CoreFunc:
             rs.unpack_from,
             self._call_failed,
             self.call_raw,
+            _slot_views(self._buf),
         )
 
     def _call_failed(self, err: int | None) -> NoReturn:
@@ -298,6 +300,12 @@ class RawEntry(NamedTuple):
     * ``err = entry(ctx, addr, buf_addr, nslots, trap_addr)``; if ``err`` or
       ``trap.value`` is set, call ``fail(err)``, which raises;
     * the results are ``unpack_from(buf)``, a tuple.
+
+    ``views`` (``None`` on a big-endian host) maps each core value type to a
+    view of ``buf`` and the number of its items per slot: slot ``k`` as an
+    ``i32`` is ``views["i32"][0][k * 4]``. Writing a slot through its view
+    instead of ``pack_into`` (and reading a result the same way) is cheaper
+    for a call with few values; a written value must fit its type.
     """
 
     state: _StoreState
@@ -312,6 +320,24 @@ class RawEntry(NamedTuple):
     unpack_from: Callable[[ctypes.Array[ctypes.c_ubyte]], tuple[Any, ...]]
     fail: Callable[[int | None], NoReturn]
     call_raw: Callable[[Sequence[CoreValue]], list[CoreValue]]
+    views: Mapping[str, tuple[memoryview[Any], int]] | None
+
+
+def _slot_views(buf: ctypes.Array[ctypes.c_ubyte]) -> dict[str, tuple[memoryview[Any], int]] | None:
+    """Typed views of a ``wasmtime_val_raw_t`` buffer (slots hold little-endian values)."""
+    if sys.byteorder != "little":
+        return None
+    raw = memoryview(buf).cast("B")
+    views: tuple[memoryview[Any], ...] = (
+        raw.cast("I"),
+        raw.cast("Q"),
+        raw.cast("f"),
+        raw.cast("d"),
+    )
+    return {
+        t: (view, ffi.VAL_RAW_SIZE // view.itemsize)
+        for t, view in zip(VALTYPES, views, strict=True)
+    }
 
 
 def _make_trampoline(
