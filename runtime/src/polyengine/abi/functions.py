@@ -164,24 +164,26 @@ _INT_TYPES: dict[type, tuple[int, int, int]] = {
 _F32_MAX = 3.4028234663852886e38
 
 
-def scalar_lifting(t: ValType, x: str, k: int) -> str | None:
+def scalar_lifting(t: ValType, x: str, k: int, *, exact: bool = False) -> str | None:
     """Source lifting a ``bool``, integer or float from the flat core value ``x``.
 
     The expression gives what the codec's ``lift_flat`` gives (it cannot
     fail for these types); it uses the name ``NAN``
     (:data:`polyengine.abi.bulk.NAN`) and may bind the local ``x{k}``.
-    ``None`` for any other type.
+    ``exact``: ``x`` is known to be a non-negative int of its core type's
+    width, or a float, as the engine returns them. ``None`` for any other type.
     """
     if isinstance(t, Bool):
         return f"({x} != 0)"
     if isinstance(t, F64 | F32):
-        return f"(NAN if (x{k} := {x}) != x{k} else float(x{k}))"
+        value = f"x{k}" if exact else f"float(x{k})"
+        return f"(NAN if (x{k} := {x}) != x{k} else {value})"
     ints = _INT_TYPES.get(type(t))
     if ints is not None:
         bits, lo, _ = ints
         mask = (1 << bits) - 1
         if lo == 0:
-            return f"({x} & {mask})"
+            return x if exact and bits in {32, 64} else f"({x} & {mask})"
         sign = 1 << (bits - 1)
         return f"((({x} & {mask}) ^ {sign}) - {sign})"
     return None
