@@ -142,3 +142,23 @@ def test_timed_translation_reports_every_phase(cache_dir: Path, component: bytes
 def test_translator_digest_is_stable() -> None:
     assert _cache.translator_digest() == _cache.translator_digest()
     assert len(_cache.translator_digest()) == 16
+
+
+def test_module_signatures_on_disk(
+    cache_dir: Path, component: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_inline, "SIGNATURE_DISK_MIN_SIZE", 0)
+    plan = translate_component(component)
+    (entry,) = cache_dir.rglob("signatures/*")
+    assert entry.name.startswith(plan.modules[0].sha256)
+    _inline._SIGNATURES.clear()
+
+    def unused(*args: object) -> None:
+        raise AssertionError("the signature should come from the disk cache")
+
+    monkeypatch.setattr(_inline, "read_module_signature", unused)
+    assert translate_component(component) == plan
+    entry.write_bytes(b"damaged")
+    _inline._SIGNATURES.clear()
+    with pytest.raises(TranslationError, match="internal error AssertionError"):
+        translate_component(component)

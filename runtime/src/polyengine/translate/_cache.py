@@ -12,6 +12,11 @@ cache beside it, which holds native code). The translator digest covers the
 sources of the reader, the type model, the validator and the translator, so
 a changed translator never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
+
+The signatures of large valid core modules (their imports and exports with
+types, see :mod:`polyengine.validate._core`) are kept the same way under
+``<module cache>/signatures/``: components built by one toolchain share
+their runtime's modules, so a new component often finds them there.
 """
 
 from __future__ import annotations
@@ -28,14 +33,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan
+from polyengine.types.subtype import CoreModuleT
 
 __all__ = [
     "DISK_CACHE_MIN_SIZE",
     "MEMORY_CACHE_LIMIT",
     "cached_plan",
+    "cached_signature",
     "clear_plan_cache",
     "plan_cache_path",
     "store_plan",
+    "store_signature",
 ]
 
 MEMORY_CACHE_LIMIT = 16
@@ -83,8 +91,7 @@ def translator_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def plan_cache_path(sha256: str) -> Path | None:
-    """Where the plan of the component with hex digest ``sha256`` is cached, or ``None`` if off."""
+def _cache_path(kind: str, sha256: str) -> Path | None:
     from polyengine.engine import get_engine, module_cache_dir
 
     try:
@@ -93,7 +100,12 @@ def plan_cache_path(sha256: str) -> Path | None:
         return None
     if base is None:
         return None
-    return base / "plans" / f"{sha256}-{translator_digest()}"
+    return base / kind / f"{sha256}-{translator_digest()}"
+
+
+def plan_cache_path(sha256: str) -> Path | None:
+    """Where the plan of the component with hex digest ``sha256`` is cached, or ``None`` if off."""
+    return _cache_path("plans", sha256)
 
 
 def clear_plan_cache() -> None:
@@ -110,14 +122,8 @@ def _remember(sha256: str, plan: Plan) -> None:
             _memory.popitem(last=False)
 
 
-def cached_plan(sha256: str, size: int) -> Plan | None:
-    """The cached plan of the ``size``-byte component with hex digest ``sha256``, if any."""
-    plan = _memory.get(sha256)
-    if plan is not None:
-        return plan
-    if size < DISK_CACHE_MIN_SIZE:
-        return None
-    path = plan_cache_path(sha256)
+def _load(path: Path | None) -> object:
+    """The object pickled at ``path``, or ``None`` for a missing or damaged entry."""
     if path is None:
         return None
     try:
@@ -130,25 +136,17 @@ def cached_plan(sha256: str, size: int) -> Plan | None:
         ):
             return None
         with gc_paused():
-            plan = pickle.loads(payload)
+            return pickle.loads(payload)
     except Exception:  # a missing or damaged entry is a miss
         return None
-    if not isinstance(plan, Plan) or any(m.offset + m.length > size for m in plan.modules):
-        return None
-    _remember(sha256, plan)
-    return plan
 
 
-def store_plan(sha256: str, size: int, plan: Plan) -> None:
-    """Remember ``plan`` as the translation of the ``size``-byte component ``sha256``."""
-    _remember(sha256, plan)
-    if size < DISK_CACHE_MIN_SIZE:
-        return
-    path = plan_cache_path(sha256)
+def _store(path: Path | None, sha256: str, value: object) -> None:
+    """Pickle ``value`` to ``path`` (atomically), replacing older translators' entries."""
     if path is None:
         return
     try:
-        payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # e.g. a type nested too deeply to pickle: keep it in memory only
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -156,7 +154,7 @@ def store_plan(sha256: str, size: int, plan: Plan) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, path)
-        # plans of the same component by an older translator are of no more use
+        # entries for the same bytes by an older translator are of no more use
         for stale in path.parent.glob(f"{sha256}-*"):
             if stale.name != path.name:
                 stale.unlink(missing_ok=True)
@@ -164,3 +162,35 @@ def store_plan(sha256: str, size: int, plan: Plan) -> None:
         # the cache is an optimization; failing to fill it is not an error
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def cached_plan(sha256: str, size: int) -> Plan | None:
+    """The cached plan of the ``size``-byte component with hex digest ``sha256``, if any."""
+    plan = _memory.get(sha256)
+    if plan is not None:
+        return plan
+    if size < DISK_CACHE_MIN_SIZE:
+        return None
+    loaded = _load(plan_cache_path(sha256))
+    if not isinstance(loaded, Plan) or any(m.offset + m.length > size for m in loaded.modules):
+        return None
+    _remember(sha256, loaded)
+    return loaded
+
+
+def store_plan(sha256: str, size: int, plan: Plan) -> None:
+    """Remember ``plan`` as the translation of the ``size``-byte component ``sha256``."""
+    _remember(sha256, plan)
+    if size >= DISK_CACHE_MIN_SIZE:
+        _store(plan_cache_path(sha256), sha256, plan)
+
+
+def cached_signature(sha256: str) -> CoreModuleT | None:
+    """The on-disk signature of the (valid) core module with hex digest ``sha256``, if any."""
+    loaded = _load(_cache_path("signatures", sha256))
+    return loaded if isinstance(loaded, CoreModuleT) else None
+
+
+def store_signature(sha256: str, sig: CoreModuleT) -> None:
+    """Keep the signature of a valid core module on disk (see :func:`cached_signature`)."""
+    _store(_cache_path("signatures", sha256), sha256, sig)

@@ -19,6 +19,7 @@ from polyengine.binary.ast import Sort
 from polyengine.engine._validate import validate_core_module
 from polyengine.errors import TranslationError
 from polyengine.translate import _canon
+from polyengine.translate._cache import cached_signature, store_signature
 from polyengine.translate._scope import Fail, Scope, fail_at
 from polyengine.translate._typescope import (
     TypeContext,
@@ -114,6 +115,8 @@ MAX_INSTANTIATIONS = 10_000
 # Signatures of valid core modules by sha-256 (they depend on the bytes only).
 _SIGNATURES: dict[str, CoreModuleT] = {}
 _SIGNATURE_CACHE_LIMIT = 1024
+SIGNATURE_DISK_MIN_SIZE = 256 * 1024
+"""Core modules at least this large keep their signature in the disk cache too."""
 
 
 class Translator:
@@ -171,6 +174,11 @@ class Translator:
         sig = _SIGNATURES.get(digest)
         if sig is not None:
             return sig
+        on_disk = m.length >= SIGNATURE_DISK_MIN_SIZE
+        sig = cached_signature(digest) if on_disk else None
+        if sig is not None:
+            _SIGNATURES[digest] = sig
+            return sig
         sig = read_module_signature(self.data, m.offset, m.offset, m.offset + m.length)
         seen: set[tuple[str, str]] = set()
         for mod, name, _ in sig.imports:
@@ -184,6 +192,8 @@ class Translator:
         if len(_SIGNATURES) >= _SIGNATURE_CACHE_LIMIT:
             _SIGNATURES.clear()
         _SIGNATURES[digest] = sig
+        if on_disk:
+            store_signature(digest, sig)
         return sig
 
     def component_type(self, cv: ComponentV) -> ComponentT:
