@@ -223,38 +223,57 @@ class ExportCall:
         ):
             return general
         lowerings = [scalar_lowering(t, f"a{k}") for k, t in enumerate(ptypes)]
-        liftings = [scalar_lifting(t, "r[0]", 0) for t in rtypes]
+        liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
         if None in lowerings or None in liftings:
             return general
         n = len(ptypes)
         names = [f"a{k}" for k in range(n)]
         guards = [g for g, _ in filter(None, lowerings)]
         flats = [v for _, v in filter(None, lowerings)]
+        flat = "".join(f + ", " for f in flats)
+        views = raw.views
+        env: dict[str, Any] = {}
+        if views is not None:
+            env.update((f"slots_{t}", view) for t, (view, _) in views.items())
+        # A value or two go through the typed slot views; more, through one pack_into.
+        if views is not None and n <= 2:
+            stores = [
+                f"slots_{t}[{k * views[t][1]}] = {v}"
+                for k, (t, v) in enumerate(zip(core.params, flats, strict=True))
+            ]
+        else:
+            stores = [f"pack_into(buf, 0, {flat})"] if n else []
+        if not rtypes:
+            load = []
+        elif views is not None:
+            load = [f"r = slots_{core.results[0]}[0]"]
+        else:
+            load = ["r = unpack_from(buf)[0]"]
         body = [
             "if rec.poisoned is not None or not ci.may_enter:",
             "    check_enter(rec, name)",
+            f"if len(args) != {n}:",
+            "    return general(args)",
         ]
-        body += [f"if len(args) != {n}:", "    return general(args)"]
         if n:
             body += [
                 f"{''.join(a + ', ' for a in names)}= args",
                 f"if not ({' and '.join(f'({g})' for g in guards)}):",
                 "    return general(args)",
             ]
-        flat = "".join(f + ", " for f in flats)
         body += [
             "ci.may_enter = False",
             "try:",
             "    try:",
             "        ctx = state.ctx",
             "        if not ctx or state.async_required:",
-            f"            r = call_raw(({flat}))",
+            f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
             "        else:",
-            f"            pack_into(buf, 0, {flat})" if n else "            pass",
+            *(f"            {line}" for line in stores),
             "            err = entry(ctx, addr, buf_addr, nslots, trap_addr)",
             "            if err or trap.value:",
             "                fail(err)",
-            "            r = unpack_from(buf)" if rtypes else "            pass",
+            *(f"            {line}" for line in load),
             "    except CoreTrap as exc:",
             "        raise (f := core_failure(exc)) from f.__cause__",
             "except BaseException as exc:",
@@ -269,27 +288,34 @@ class ExportCall:
             f"return {liftings[0] if rtypes else 'None'}",
         ]
         rec = ro.record
-        env: dict[str, Any] = {
-            **raw._asdict(),
-            "NAN": NAN,
-            "rec": rec,
-            "ci": rec.ci,
-            "name": self.name,
-            "check_enter": self._rt.check_enter,
-            "general": general,
-            "CoreTrap": engine.CoreTrap,
-            "core_failure": _core_failure,
-            "as_trap": _as_trap,
-            "Trap": Trap,
-        }
+        env.update(raw._asdict())
+        env.update(
+            NAN=NAN,
+            rec=rec,
+            ci=rec.ci,
+            name=self.name,
+            check_enter=self._rt.check_enter,
+            general=general,
+            CoreTrap=engine.CoreTrap,
+            core_failure=_core_failure,
+            as_trap=_as_trap,
+            Trap=Trap,
+        )
         run: Callable[[Sequence[Any]], Any] = make_function("export_call", "args", body, env)
         return run
 
     @staticmethod
     def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
         """``call_raw`` over the parts of :meth:`engine.CoreFunc.raw_entry`, returning the tuple."""
-        state, entry, addr, buf, buf_addr, nslots, trap, trap_addr = raw[:8]
-        pack_into, unpack_from, fail, call_raw = raw[8:]
+        state, entry, addr, buf, buf_addr = raw.state, raw.entry, raw.addr, raw.buf, raw.buf_addr
+        nslots, trap, trap_addr, fail, call_raw = (
+            raw.nslots,
+            raw.trap,
+            raw.trap_addr,
+            raw.fail,
+            raw.call_raw,
+        )
+        pack_into, unpack_from = raw.pack_into, raw.unpack_from
 
         def call(flat: Sequence[CoreVal]) -> Sequence[CoreVal]:
             ctx = state.ctx
