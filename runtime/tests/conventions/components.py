@@ -209,7 +209,12 @@ def _wat_sig(params: list[str], results: list[str]) -> str:
     return f"{ps} {rs}".strip()
 
 
-def forwarder(interfaces: list[Interface], extra: str = "", bare: list[Func] | None = None) -> str:
+def forwarder(
+    interfaces: list[Interface],
+    extra: str = "",
+    bare: list[Func] | None = None,
+    bare_resources: tuple[str, ...] = (),
+) -> str:
     """A component re-exporting every function of ``interfaces`` through core code.
 
     Named types are exported by the import's instance type and aliased out,
@@ -228,8 +233,11 @@ def forwarder(interfaces: list[Interface], extra: str = "", bare: list[Func] | N
         "with_items": with_items,
         "exports": exports,
     }
+    for rname in bare_resources:
+        parts.append(f'(import "{rname}" (type ${rname} (sub resource)))')
+        _resource_drop(rname, parts, **sections)
     for func in bare or []:
-        ident = f"w.{func.name}"
+        ident = "w." + _ident(func.name)
         parts.append(f'(import "{func.name}" (func ${ident} {func.signature()}))')
         parts.append(f"(core func ${ident} (canon lower (func ${ident}) {OPTS}))")
         _forward(func, ident, {}, **sections)
@@ -248,17 +256,11 @@ def forwarder(interfaces: list[Interface], extra: str = "", bare: list[Func] | N
         parts.append(f'(import "{iface.key}" (instance {inst} {" ".join(decls)}))')
         for rname in iface.resources:
             parts.append(f'(alias export {inst} "{rname}" (type ${rname}))')
-            parts.append(f"(core func $drop.{rname} (canon resource.drop ${rname}))")
-            core_imports.append(f'(import "h" "drop.{rname}" (func $drop.{rname} (param i32)))')
-            with_items.append(f'(export "drop.{rname}" (func $drop.{rname}))')
-            exports.append(
-                f'(func (export "drop-{rname}") (param "h" (own ${rname}))'
-                f" (canon lift (core func $drop.{rname})))"
-            )
+            _resource_drop(rname, parts, **sections)
         for tname, _ in iface.types:
             parts.append(f'(alias export {inst} "{tname}" (type ${tname}))')
         for func in iface.funcs:
-            ident = f"f{n}." + re.sub(r"[^a-z0-9-]+", ".", func.name).strip(".")
+            ident = f"f{n}." + _ident(func.name)
             parts.append(f'(alias export {inst} "{func.name}" (func ${ident}))')
             parts.append(f"(core func ${ident} (canon lower (func ${ident}) {OPTS}))")
             _forward(func, ident, types, **sections)
@@ -312,3 +314,27 @@ def _forward(
 def _flat_index(func: Func, param: int, types: dict[str, SExpr]) -> int:
     """The index of a parameter's first flat value."""
     return sum(len(flatten(parse_sexpr(t), types)) for _, t in func.params[:param])
+
+
+def _ident(name: str) -> str:
+    """A text-format identifier for an import name such as ``[method]cell.get``."""
+    return re.sub(r"[^a-z0-9-]+", ".", name).strip(".")
+
+
+def _resource_drop(
+    rname: str,
+    parts: list[str],
+    *,
+    core_imports: list[str],
+    core_funcs: list[str],
+    with_items: list[str],
+    exports: list[str],
+) -> None:
+    """``resource.drop`` for an imported resource, exported as ``drop-<name>``."""
+    parts.append(f"(core func $drop.{rname} (canon resource.drop ${rname}))")
+    core_imports.append(f'(import "h" "drop.{rname}" (func $drop.{rname} (param i32)))')
+    with_items.append(f'(export "drop.{rname}" (func $drop.{rname}))')
+    exports.append(
+        f'(func (export "drop-{rname}") (param "h" (own ${rname}))'
+        f" (canon lift (core func $drop.{rname})))"
+    )

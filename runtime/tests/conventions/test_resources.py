@@ -83,6 +83,46 @@ def test_host_implemented_resource(wat: Wat) -> None:
     run_scenario("resources_host", body)
 
 
+WORLD_CELL = [
+    Func("[constructor]cell", [("init", "string")], "(own $cell)", export="cell-new"),
+    Func("[method]cell.get", [("self", "(borrow $cell)")], "string", export="cell-get"),
+    Func("[static]cell.kind", [], "u32", export="cell-kind"),
+    Func("take-cell", [("c", "(own $cell)")], "string", export="take"),
+]
+
+
+def test_world_level_host_resource(wat: Wat) -> None:
+    """A world-level resource: its class sits at the top level of the imports mapping."""
+    component = wat(forwarder([], bare=WORLD_CELL, bare_resources=("cell",)))
+
+    async def body(t: Transcript) -> None:
+        cells = Cells(t)
+        t.record(
+            "required-imports",
+            leaves=[leaf.name for leaf in polyengine.required_imports(component)],
+        )
+        imports = {"Cell": Cell, "take_cell": cells.take}
+        inst = await attempt(
+            t,
+            "instantiate: the class under its PascalCase name",
+            polyengine.instantiate(component, imports),
+        )
+        if not isinstance(inst, polyengine.Instance):
+            return
+        c = await attempt(t, "cell-new", inst.exports.cell_new("w"))
+        await attempt(t, "cell-get", inst.exports.cell_get(c))
+        await attempt(t, "cell-kind", inst.exports.cell_kind())
+        await attempt(t, "take", inst.exports.take(c))
+        await attempt(t, "drop-cell", inst.exports.drop_cell(Cell("gone")))
+        await attempt(
+            t,
+            "instantiate: the class under its kebab name",
+            polyengine.instantiate(component, {"cell": Cell, "take_cell": cells.take}),
+        )
+
+    run_scenario("resources_world_level", body)
+
+
 def test_host_resource_with_a_suspending_method(wat: Wat) -> None:
     component = wat(forwarder([CELLS]))
 
