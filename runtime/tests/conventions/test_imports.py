@@ -17,7 +17,7 @@ import polyengine
 from . import probe_host
 from .components import Func, Interface, forwarder
 from .probe_host import MODULE_TRANSCRIPT, Shapes, Transcript, describe
-from .scenario import attempt, attempt_sync, run_scenario
+from .scenario import attempt, attempt_sync, method, run_scenario
 
 Wat = Callable[[str], bytes]
 
@@ -120,3 +120,39 @@ def _replaced(key: str, change: dict[str, object]) -> bool:
         return k.split("@", maxsplit=1)[0].replace("-", "_")
 
     return any(stem(k) == stem(key) for k in change)
+
+
+KEYWORDS = Interface(
+    "probe:conv/keywords@0.1.0",
+    funcs=[Func("import", [("from", "u32"), ("class", "string")], "string", export="lambda")],
+)
+
+
+def test_keyword_names(wat: Wat) -> None:
+    """Python keywords among WIT names: members and exports take a trailing underscore."""
+    component = wat(
+        forwarder([KEYWORDS], bare=[Func("class", [("x", "u32")], "u32", export="pass")])
+    )
+
+    def import_(from_: int, class_: str) -> str:
+        return f"{class_}:{from_}"
+
+    async def body(t: Transcript) -> None:
+        for label, imports in [
+            (
+                "member import_, bare key class_",
+                {KEYWORDS.key: {"import_": import_}, "class_": abs},
+            ),
+            ("member import, bare key class", {KEYWORDS.key: {"import": import_}, "class": abs}),
+        ]:
+            inst = await attempt(
+                t, f"instantiate: {label}", polyengine.instantiate(component, imports)
+            )
+            if isinstance(inst, polyengine.Instance):
+                t.record(
+                    "exports", names=sorted(n for n in dir(inst.exports) if not n.startswith("_"))
+                )
+                await attempt(t, "exports.lambda_", method(inst.exports, "lambda_", 3, "c"))
+                await attempt(t, "exports.pass_", method(inst.exports, "pass_", 4))
+
+    run_scenario("keyword_names", body)
