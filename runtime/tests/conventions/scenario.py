@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .golden_guard import check_golden
@@ -50,7 +50,7 @@ def attempt_sync(t: Transcript, label: str, fn: Callable[[], Any], **fields: obj
 
 
 def run_scenario(
-    name: str, body: Callable[[Transcript], Awaitable[None]]
+    name: str, body: Callable[[Transcript], Coroutine[Any, Any, None]]
 ) -> list[dict[str, object]]:
     """Run ``body`` on a fresh event loop and compare its transcript with the golden."""
     t = Transcript()

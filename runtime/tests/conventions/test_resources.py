@@ -159,7 +159,7 @@ def test_host_resource_without_close(wat: Wat) -> None:
             return 1
 
     async def body(t: Transcript) -> None:
-        provider = {
+        provider: dict[str, Any] = {
             "Cell": Plain,
             "take": lambda c: type(c).__name__,
             "inspect": lambda c: c.get(),
