@@ -46,7 +46,9 @@ __all__ = [
     "ErrorContexts",
     "Failures",
     "HandRolledErrorContext",
+    "HandMarkedNap",
     "HandRolledException",
+    "HandRolledTrap",
     "Marks",
     "Producers",
     "Shapes",
@@ -357,6 +359,12 @@ class HandRolledException(Exception):
         self.payload = payload
 
 
+class HandRolledTrap(Exception):
+    """A zero-import trap: the brand attribute alone."""
+
+    __polyengine_brand__ = ("polyengine.trap/1",)
+
+
 class Failures:
     """Functions raising each kind of exception (the error model, python-mapping.md §3)."""
 
@@ -374,6 +382,8 @@ class Failures:
             raise ValueError("two is not a value this host likes")
         if x == 3:
             raise Trap("the host asked for a trap")
+        if x == 4:
+            raise HandRolledTrap("a hand-rolled trap")
         return x * 10
 
     def plain(self, x: int) -> int:
@@ -457,6 +467,23 @@ class Cancellable:
     async def get_abortable(self, x: int) -> int:
         """Cancelled through asyncio when the guest's cancellation discards it."""
         return await self._wait("cancellable.get-abortable", x)
+
+
+class HandMarkedNap:
+    """A zero-import ``suspending`` mark: the key string as the brand attribute."""
+
+    __polyengine_brand__ = "polyengine.suspending/1"
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+
+    def __call__(self, x: int) -> Any:
+        self.transcript.host_call("hand-marked-nap", x)
+        return self._later(x)
+
+    async def _later(self, x: int) -> int:
+        await asyncio.sleep(0)
+        return x + 300
 
 
 def suspending_function(transcript: Transcript) -> Callable[[int], Any]:

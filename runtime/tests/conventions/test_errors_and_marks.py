@@ -23,6 +23,7 @@ from .components import LIBC, Func, Interface, forwarder
 from .probe_host import (
     Cancellable,
     Failures,
+    HandMarkedNap,
     Marks,
     Transcript,
     describe_exception,
@@ -61,6 +62,7 @@ def test_error_model(wat: Wat) -> None:
         cases = [
             ("check", 2, "check 2: unbranded ValueError"),
             ("check", 3, "check 3: the host raises Trap"),
+            ("check", 4, "check 4: the host raises a hand-rolled trap"),
             ("plain", 0, "plain 0: ComponentException without a result type"),
             ("plain", 1, "plain 1: unbranded KeyError"),
         ]
@@ -134,6 +136,10 @@ def test_marks(wat: Wat) -> None:
         inst = await polyengine.instantiate(artifacts, imports(t))
         await attempt(t, "nap: @suspending method parks and returns", inst.exports.nap(5))
         await attempt(t, "nap-fn: suspending() function form", inst.exports.nap_fn(5))
+        inst2 = await polyengine.instantiate(
+            artifacts, {MARKS.key: Marks(t), "nap_fn": HandMarkedNap(t)}
+        )
+        await attempt(t, "nap-fn: a hand-rolled mark (zero-import host)", inst2.exports.nap_fn(5))
         await attempt(t, "get: async import as a coroutine function", inst.exports.get(5))
         await attempt(t, "get-plain: async import as a plain function", inst.exports.get_plain(5))
         both = asyncio.gather(inst.exports.nap(1), inst.exports.nap(2))
