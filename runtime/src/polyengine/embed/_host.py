@@ -17,16 +17,19 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyengine.abi.functions import LoweredFunc
+from polyengine.abi.bulk import NAN
+from polyengine.abi.codegen import make_function
+from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowering
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.resources import CallLenders, ResourceType
+from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
 from polyengine.embed._errors import host_import_trap
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
-from polyengine.embed._runtime import ComponentRuntime, CoreVal
+from polyengine.embed._runtime import ComponentRuntime, CoreVal, ResolvedOptions
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
+from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import (
     Trap,
@@ -281,7 +284,15 @@ class HostLinker:
     def trampoline(
         self, rt: ComponentRuntime, index: int, tr: pln.LowerImport
     ) -> Callable[[Sequence[CoreVal]], list[CoreVal]]:
-        """The core function body of lowered import ``tr`` (sync ``canon lower``)."""
+        """The core function body of lowered import ``tr`` (sync ``canon lower``).
+
+        An import whose parameters and result are all ``bool``, integers or
+        floats (no ``result`` to wrap) gets a generated body that converts
+        them inline; it needs no options, no lifting context, no lending
+        scope and no borrowed-wrapper bookkeeping, as no memory or handle is
+        involved. A result its inline check does not accept takes the
+        general path, which settles, converts or rejects it.
+        """
         fn = self.resolve(tr.path)
         where = describe_import(tr.path)
         ft = tr.type
@@ -289,24 +300,26 @@ class HostLinker:
         marked = _is_marked_suspending(fn)
         # A12: an import whose result is a future returns the future's source
         source = isinstance(ft.result, Future)
-        state: dict[str, Any] = {}
         runtime = weakref.proxy(rt)
         runtime_resources = self.resources
+        #: the resolved options and value codecs, from the first call on
+        prepared: tuple[ResolvedOptions, LoweredFunc] | None = None
+
+        def prepare() -> tuple[ResolvedOptions, LoweredFunc]:
+            nonlocal prepared
+            ro = runtime.resolve_options(tr.options, host_side=True)
+            prepared = (ro, LoweredFunc.compile(ro.compiler, ft))
+            return prepared
 
         def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
-            if not state:
-                ro = runtime.resolve_options(tr.options, host_side=True)
-                state["ro"] = ro
-                state["lowered"] = LoweredFunc.compile(ro.compiler, ft)
-            ro = state["ro"]
-            lowered: LoweredFunc = state["lowered"]
+            ro, lowered = prepared or prepare()
             ci = ro.record.ci
             if not ci.may_leave:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
             lenders = CallLenders()
             cx = LiftLowerContext(ro.opts, ci, lenders)
             borrowed = runtime_resources.begin_call()
-            args = lowered.lift_params(cx, list(flat))
+            args = lowered.lift_params(cx, flat)
             try:
                 if result_wrap is not None:
                     value = result_wrap(lambda: _settle(fn(*args), where, marked, source))
@@ -321,11 +334,31 @@ class HostLinker:
             finally:
                 runtime_resources.end_call(borrowed)
             cx.refresh()
-            out = lowered.lower_results(cx, value, list(flat))
+            out = lowered.lower_results(cx, value, flat)
             lenders.deliver_resolve()
             return out
 
-        return body
+        if result_wrap is not None or source or tr.options.is_async:
+            return body
+        ci = rt.records[tr.options.instance].ci
+
+        def finish(value: Any, flat: Sequence[CoreVal]) -> list[CoreVal]:
+            """The general path's end, for a result the inline check did not accept."""
+            try:
+                value = _settle(value, where, marked, source)
+            except Trap:
+                raise
+            except Exception as exc:
+                if is_wasi_exit(exc):
+                    raise
+                raise host_import_trap(where, exc) from exc
+            ro, lowered = prepared or prepare()
+            lenders = CallLenders()
+            out = lowered.lower_results(LiftLowerContext(ro.opts, ci, lenders), value, flat)
+            lenders.deliver_resolve()
+            return out
+
+        return _scalar_host_call(ft, fn, ci, where, finish) or body
 
 
 def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
@@ -341,12 +374,72 @@ def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     return test(fn)
 
 
+def _scalar_host_call(
+    ft: FuncType,
+    fn: Callable[..., Any],
+    ci: ComponentInstance,
+    where: str,
+    finish: Callable[[Any, Sequence[CoreVal]], list[CoreVal]],
+) -> Callable[[Sequence[CoreVal]], list[CoreVal]] | None:
+    """The generated trampoline body of a scalar-only import, or ``None`` for other types.
+
+    The core arguments arrive exactly as the engine unpacks them (unsigned
+    ints of their width, floats), so they lift by the inline expressions of
+    :func:`scalar_lifting`; the result lowers inline when its check holds,
+    else through ``finish``.
+    """
+    ptypes, rtypes = ft.param_types(), ft.result_types()
+    if len(ptypes) > MAX_FLAT_PARAMS:
+        return None
+    liftings = [scalar_lifting(t, f"flat[{k}]", k, exact=True) for k, t in enumerate(ptypes)]
+    lowering = scalar_lowering(rtypes[0], "value") if rtypes else ("value is None", "")
+    if None in liftings or lowering is None:
+        return None
+    guard, out = lowering
+    body = [
+        "if not ci.may_leave:",
+        "    raise Trap(may_not_leave, code='may-not-leave')",
+        "try:",
+        f"    value = fn({', '.join(filter(None, liftings))})",
+        "except Trap:",
+        "    raise",
+        "except Exception as exc:",
+        "    if is_wasi_exit(exc):",
+        "        raise",
+        "    raise host_import_trap(where, exc) from exc",
+        f"if {guard}:",
+        f"    return [{out}]",
+        "return finish(value, flat)",
+    ]
+    env = {
+        "NAN": NAN,
+        "ci": ci,
+        "fn": fn,
+        "where": where,
+        "finish": finish,
+        "may_not_leave": f"cannot call import {where}: may not leave",
+        "Trap": Trap,
+        "is_wasi_exit": is_wasi_exit,
+        "host_import_trap": host_import_trap,
+    }
+    call: Callable[[Sequence[CoreVal]], list[CoreVal]] = make_function(
+        "host_call", "flat", body, env
+    )
+    return call
+
+
+#: result types that are never awaitable (the common case skips ``inspect.isawaitable``)
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None), list, tuple, dict})
+
+
 def _settle(value: Any, where: str, marked: bool, source: bool = False) -> Any:
     """A host import returned ``value``; an awaitable needs a suspension point.
 
     When the import's result is a ``future`` (``source``), an awaitable is
     the future's source and is lowered as such (embedder-api A12).
     """
+    if type(value) in _PLAIN:
+        return value
     if inspect.isawaitable(value) and not source:
         if inspect.iscoroutine(value):
             value.close()
