@@ -233,6 +233,8 @@ class GuestSpec:
     command: bool = False
     p3: bool = False
     extra: tuple[str, ...] = field(default=())
+    #: componentize-js ``-d`` features: engine subsystems left out of the output.
+    disable: tuple[str, ...] = field(default=())
     #: Sources outside ``runtime/tests/guests/<name>/``, relative to the repository root.
     location: str | None = None
 
@@ -325,6 +327,16 @@ GUESTS: dict[str, GuestSpec] = {
             app="app.js",
             sync=True,
             command=True,
+        ),
+        GuestSpec(
+            "js-sm",
+            "componentize-js",
+            FEATURES_SYNC,
+            "StarlingMonkey WASI 0.2 command: console, args, env, a preopened directory, --fail",
+            world="js-sm",
+            app="app.js",
+            command=True,
+            disable=("http", "fetch-event", "random", "clocks"),
         ),
         GuestSpec(
             "py-async-driver",
@@ -428,6 +440,30 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
             _run(cmd, cwd=src)
 
         return versions, build_qjs
+
+    if spec.toolchain == "componentize-js":
+        node = shutil.which("node")
+        if node is None:
+            raise ToolchainMissing("node is not installed (needed for componentize-js)")
+        modules = node_modules()
+        package = modules / "@bytecodealliance" / "componentize-js"
+        if not (package / "package.json").is_file():
+            raise ToolchainMissing(f"componentize-js is missing from {modules} (npm ci in node/)")
+        versions = [
+            _npm_package_version(modules, "@bytecodealliance/componentize-js"),
+            _npm_package_version(modules, "@bytecodealliance/wizer"),
+            _tool_version([node, "--version"]),
+            "disable:" + ",".join(spec.disable),
+        ]
+        js_cli = package / "src" / "cli.js"
+
+        def build_js(src: Path, out: Path) -> None:
+            cmd = [node, str(js_cli), spec.app, "--wit", "wit", "--world-name", spec.world]
+            if spec.disable:
+                cmd += ["-d", *spec.disable]
+            _run([*cmd, "-o", str(out)], cwd=src)
+
+        return versions, build_js
 
     if spec.toolchain == "clang":
         clang = _clang()
