@@ -75,6 +75,11 @@ def test_streams_guest_to_host(wat: Wat) -> None:
         await attempt(
             t, "read(100) in yet another task", asyncio.ensure_future(method(s, "read", 100))
         )
+        s = await attempt(t, "produce(11)", x.produce(11))
+        first = asyncio.ensure_future(method(s, "read", 3))
+        second = asyncio.ensure_future(method(s, "read", 3))
+        await attempt(t, "two reads in flight at once: the first", first)
+        await attempt(t, "two reads in flight at once: the second", second)
         s = await attempt(t, "produce(5)", x.produce(5))
         await attempt(t, "cancel_read()", _op(s, "cancel_read"))
         await attempt(t, "read(5) after cancel_read", method(s, "read", 5))
@@ -164,6 +169,23 @@ def test_stream_sources_host_to_guest(wat: Wat) -> None:
 
         await attempt(t, "writer: write_all, write, close", feed())
         await attempt(t, "consume(create_stream reader)", call)
+        await attempt(t, "write after close", method(writer, "write", b"late"))
+
+        inst = await polyengine.instantiate(artifacts)
+        stream, writer = polyengine.create_stream()
+        call = asyncio.ensure_future(inst.exports.consume(stream))
+
+        def produce(dest: Any) -> str:
+            dest.remaining()[:3] = b"abc"
+            dest.mark_written(3)
+            return "done"
+
+        async def feed_direct() -> object:
+            async with writer:
+                return await writer.write_direct(produce)
+
+        await attempt(t, "writer: write_direct(3 bytes), close", feed_direct())
+        await attempt(t, "consume(write_direct reader)", call)
 
     run_scenario("stream_sources", body)
 
