@@ -291,3 +291,26 @@ def test_values_from_host(wat: Wat) -> None:
             await attempt(t, f"host returns for echo-{fn}: {label}", export(sent))
 
     run_scenario("values_from_host", body)
+
+
+ASYNC_VALUES = Interface(
+    "probe:conv/values@0.1.0",
+    types=TYPES,
+    funcs=[Func(f.name, f.params, f.result, is_async=True) for f in FUNCS],
+)
+
+
+def test_values_round_trip_on_the_task_model(wat: Wat) -> None:
+    """The same cases with every function ``async``: the task model's lifting and lowering."""
+    component = wat(forwarder([ASYNC_VALUES]))
+
+    async def body(t: Transcript) -> None:
+        provider = echo_provider(t, NAMES, fallible=FALLIBLE_NAMES)
+        inst = await polyengine.instantiate(component, {KEY: provider})
+        for fn, value, label in CASES:
+            export = getattr(inst.exports, f"echo_{fn.replace('-', '_')}")
+            await attempt(t, f"echo-{fn}: {label}", export(value))
+        await attempt(t, "many: 17 params through memory", inst.exports.many(*range(17)))
+        await attempt(t, "mixed", inst.exports.mixed(1, 0.1, -5, "s"))
+
+    run_scenario("values_task_model", body)
