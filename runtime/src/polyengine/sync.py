@@ -4,14 +4,26 @@
 each driven to completion on a private event loop owned by the instance. It
 is refused inside a running event loop, where ``await instantiate(...)`` is
 the way.
+
+A call first runs the export's coroutine directly, with the private loop
+made the running loop (as ``run_until_complete`` would) and in a copy of the
+caller's context (as a task would): an export of a synchronous store never
+suspends, so it completes in that one step, without a task or a turn of the
+loop. A coroutine that does suspend is handed, as it is, to a task on the
+private loop and finished there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
-from collections.abc import Callable, Coroutine
+import types
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any
+
+_get_running_loop = asyncio._get_running_loop
+_set_running_loop = asyncio._set_running_loop
 
 
 class SyncFacadeError(RuntimeError):
@@ -19,9 +31,7 @@ class SyncFacadeError(RuntimeError):
 
 
 def _refuse_in_running_loop(what: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if _get_running_loop() is None:
         return
     raise SyncFacadeError(
         f"polyengine.sync.{what} cannot run inside a running event loop; "
@@ -29,22 +39,76 @@ def _refuse_in_running_loop(what: str) -> None:
     )
 
 
-class _SyncProxy:
-    """Wraps a namespace so coroutine functions become blocking calls on ``loop``."""
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Continue ``coro`` (which has yielded ``yielded``) under the task that awaits this."""
+    while True:
+        try:
+            sent = yield yielded
+        except BaseException as exc:  # thrown in by the task (cancellation)
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            yielded = coro.send(sent)
+        except StopIteration as stop:
+            return stop.value
 
-    __slots__ = ("_loop", "_target")
+
+async def _finish(coro: Coroutine[Any, Any, Any], yielded: Any) -> Any:
+    return await _resume(coro, yielded)
+
+
+def _drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to completion on ``loop``; directly while it does not suspend."""
+    if loop.is_closed() or loop.is_running():
+        try:  # run_until_complete says why it cannot run
+            return loop.run_until_complete(coro)
+        finally:
+            coro.close()
+    context = contextvars.copy_context()
+    _set_running_loop(loop)
+    try:
+        yielded = context.run(coro.send, None)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        _set_running_loop(None)
+    task = loop.create_task(_finish(coro, yielded), context=context)
+    return loop.run_until_complete(task)
+
+
+async def _as_coro(aw: Any) -> Any:
+    return await aw
+
+
+class _SyncProxy:
+    """Wraps a namespace so coroutine functions become blocking calls on ``loop``.
+
+    What an attribute or item wraps is built once and cached: the namespaces
+    of an instance's exports do not change.
+    """
+
+    __slots__ = ("_attrs", "_items", "_loop", "_target")
 
     def __init__(self, target: Any, loop: asyncio.AbstractEventLoop):
         self._target = target
         self._loop = loop
+        self._attrs: dict[str, Any] = {}
+        self._items: dict[Any, Any] = {}
 
     def _wrap(self, value: Any) -> Any:
         if inspect.iscoroutinefunction(value) or inspect.ismethod(value):
             loop = self._loop
 
             def call(*args: Any) -> Any:
-                _refuse_in_running_loop("call")
+                if _get_running_loop() is not None:
+                    _refuse_in_running_loop("call")
                 result = value(*args)
+                if type(result) is types.CoroutineType:
+                    return _drive(loop, result)
                 if inspect.isawaitable(result):
                     return loop.run_until_complete(_as_coro(result))
                 return result
@@ -55,17 +119,22 @@ class _SyncProxy:
         return _SyncProxy(value, self._loop)
 
     def __getattr__(self, name: str) -> Any:
-        return self._wrap(getattr(self._target, name))
+        found = self._attrs.get(name)
+        if found is None:
+            found = self._attrs[name] = self._wrap(getattr(self._target, name))
+        return found
 
     def __getitem__(self, key: str) -> Any:
-        return self._wrap(self._target[key])
+        try:
+            return self._items[key]
+        except KeyError:
+            found = self._items[key] = self._wrap(self._target[key])
+            return found
+        except TypeError:  # an unhashable key: the target decides
+            return self._wrap(self._target[key])
 
     def __dir__(self) -> list[str]:
         return dir(self._target)
-
-
-async def _as_coro(aw: Any) -> Any:
-    return await aw
 
 
 class SyncInstance:
@@ -114,9 +183,7 @@ def run_sync(
         raise
 
 
-def instantiate_sync(
-    artifacts: Any, imports: Any = None, **options: Any
-) -> SyncInstance:
+def instantiate_sync(artifacts: Any, imports: Any = None, **options: Any) -> SyncInstance:
     """Blocking ``instantiate``: the same arguments, exports as plain calls."""
     from polyengine import instantiate
 
