@@ -442,8 +442,8 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
         return versions, build_qjs
 
     if spec.toolchain == "componentize-js":
-        node = shutil.which("node")
-        if node is None:
+        node_bin = shutil.which("node")
+        if node_bin is None:
             raise ToolchainMissing("node is not installed (needed for componentize-js)")
         modules = node_modules()
         package = modules / "@bytecodealliance" / "componentize-js"
@@ -452,13 +452,13 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
         versions = [
             _npm_package_version(modules, "@bytecodealliance/componentize-js"),
             _npm_package_version(modules, "@bytecodealliance/wizer"),
-            _tool_version([node, "--version"]),
+            _tool_version([node_bin, "--version"]),
             "disable:" + ",".join(spec.disable),
         ]
         js_cli = package / "src" / "cli.js"
 
         def build_js(src: Path, out: Path) -> None:
-            cmd = [node, str(js_cli), spec.app, "--wit", "wit", "--world-name", spec.world]
+            cmd = [node_bin, str(js_cli), spec.app, "--wit", "wit", "--world-name", spec.world]
             if spec.disable:
                 cmd += ["-d", *spec.disable]
             _run([*cmd, "-o", str(out)], cwd=src)
