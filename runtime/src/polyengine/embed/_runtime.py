@@ -104,9 +104,27 @@ class ExportCall:
     needs no lifting context and no borrow scope; arguments its inline
     checks do not accept take the general path, which converts or rejects
     them.
+
+    ``__call__`` is a slot holding the compiled call (before the first call,
+    the step that compiles it), so calling the instance enters the compiled
+    call with no Python frame in between.
     """
 
-    __slots__ = ("_callee", "_lifted", "_options", "_post_return", "_rt", "_run", "lift", "name")
+    __slots__ = (
+        "__call__",
+        "_callee",
+        "_lifted",
+        "_options",
+        "_post_return",
+        "_rt",
+        "lift",
+        "name",
+    )
+
+    if TYPE_CHECKING:
+
+        def __call__(self, args: Sequence[Any]) -> Any:
+            """Call the export with host values; return the lifted result value."""
 
     def __init__(self, rt: ComponentRuntime, lift: pln.Lift, name: str) -> None:
         self._rt = rt
@@ -116,14 +134,10 @@ class ExportCall:
         self._lifted: LiftedFunc | None = None
         self._callee: engine.CoreFunc | None = None
         self._post_return: engine.CoreFunc | None = None
-        self._run: Callable[[Sequence[Any]], Any] | None = None
+        ExportCall.__dict__["__call__"].__set__(self, self._first_call)
 
-    def __call__(self, args: Sequence[Any]) -> Any:
-        """Call the export with host values; return the lifted result value."""
-        run = self._run
-        if run is None:
-            run = self._prepare()
-        return run(args)
+    def _first_call(self, args: Sequence[Any]) -> Any:
+        return self._prepare()(args)
 
     def _prepare(self) -> Callable[[Sequence[Any]], Any]:
         rt = self._rt
@@ -135,8 +149,8 @@ class ExportCall:
             post = rt.resolve_func(self.lift.options.post_return)
         general = self._general(ro, lifted, callee, post)
         run = general if post is not None else self._scalar(ro, lifted, callee, general)
-        self._options, self._lifted, self._callee = ro, lifted, callee
-        self._post_return, self._run = post, run
+        self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
+        ExportCall.__dict__["__call__"].__set__(self, run)
         return run
 
     def _general(
