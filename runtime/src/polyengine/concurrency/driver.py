@@ -218,7 +218,10 @@ class Driver:
         self.batch = batch
         self._event = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        self._calls: list[tuple[HostCall, asyncio.Future[list[Any] | None]]] = []
+        #: the unsettled calls (each leaves when it settles)
+        self._calls: dict[HostCall, asyncio.Future[list[Any] | None]] = {}
+        #: what escaped a tick run from a done-callback, for the runner to raise
+        self._escaped: BaseException | None = None
         store.on_wake = self._on_wake
 
     # -- calls ------------------------------------------------------------------
@@ -244,6 +247,7 @@ class Driver:
             return None, fut
 
         def settle(c: HostCall) -> None:
+            self._calls.pop(c, None)
             if fut.done():
                 return
             if c.trap is not None:
@@ -255,7 +259,7 @@ class Driver:
             settle(call)
         else:
             call.on_settle.append(settle)
-            self._calls.append((call, fut))
+            self._calls[call] = fut
         if not call.settled or self.store.waiting:
             # a call that finished at once with nothing left waiting needs no runner
             self._ensure_runner()
@@ -274,8 +278,9 @@ class Driver:
     ) -> asyncio.Future[T]:
         """Run ``aw`` as a host operation; ``on_done(task)`` applies its outcome.
 
-        The store counts it as in flight (no deadlock is declared meanwhile)
-        and is woken when ``on_done`` has run.
+        The store counts it as in flight (no deadlock is declared meanwhile).
+        When ``on_done`` has run, the threads it readied run at once, in the
+        same loop callback (no wake-up of the runner task in between).
         """
         store = self.store
         task = asyncio.ensure_future(aw)
@@ -285,7 +290,9 @@ class Driver:
             try:
                 on_done(t)
             finally:
-                store.end_host_work()
+                assert store.host_pending > 0
+                store.host_pending -= 1
+                self._run_ready()
 
         task.add_done_callback(done)
         return task
@@ -346,8 +353,8 @@ class Driver:
 
         Call before :meth:`Store.close`; nothing may be driven afterwards.
         """
-        calls, self._calls = self._calls, []
-        for _call, fut in calls:
+        calls, self._calls = self._calls, {}
+        for fut in calls.values():
             if not fut.done():
                 fut.set_exception(Trap(reason, code="closed"))
         runner, self._runner = self._runner, None
@@ -356,6 +363,30 @@ class Driver:
         self.store.on_wake = None
 
     # -- the runner ---------------------------------------------------------------------
+
+    def _run_ready(self) -> None:
+        """Tick the threads a host operation readied, from its done-callback.
+
+        Hands over to the runner (:meth:`_on_wake`) whenever it has more to
+        do than go back to sleep: ticks left over after a batch, no host
+        operation in flight (the deadlock check), a store in use, or an
+        exception a tick let through (the runner raises it).
+        """
+        store = self.store
+        if (
+            self._escaped is None
+            and store.current is None
+            and store.nesting_depth == 0
+            and store.on_wake is not None
+        ):
+            try:
+                ticks = _tick_all(store, self.batch)
+            except BaseException as exc:
+                self._escaped = exc
+            else:
+                if ticks < self.batch and store.host_pending > 0 and not store.ready_threads():
+                    return
+        self._on_wake()
 
     def _on_wake(self) -> None:
         self._event.set()
@@ -375,13 +406,15 @@ class Driver:
         me = asyncio.current_task()
         try:
             while True:
+                escaped, self._escaped = self._escaped, None
+                if escaped is not None:
+                    raise escaped
                 while _tick_all(store, self.batch) == self.batch:
                     await asyncio.sleep(0)
-                self._calls = [(c, f) for c, f in self._calls if not c.settled]
                 if store.host_pending == 0 and not store.ready_threads():
-                    for call, _ in list(self._calls):
+                    for call in list(self._calls):
                         _deadlock(store, call)
-                    self._calls = []
+                    self._calls.clear()
                     return
                 self._event.clear()
                 if store.ready_threads():
