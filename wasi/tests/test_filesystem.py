@@ -158,6 +158,27 @@ def test_open_flags(root: Descriptor) -> None:
     with pytest.raises(ComponentException) as is_dir:
         root.read_via_stream(0)
     assert code(is_dir) == "is-directory"
+
+
+def test_file_operations_on_a_directory(root: Descriptor) -> None:
+    # Only read-via-stream says is-directory; the other file-only operations
+    # refuse a directory with bad-descriptor, as the wasmtime host does.
+    opened = root.open_at(NOFOLLOW, "sub", {}, READ)
+    for directory in (root, opened):
+        for call in (
+            lambda d: d.read(10, 0),
+            lambda d: d.write(b"x", 0),
+            lambda d: d.set_size(0),
+            lambda d: d.advise(0, 0, "normal"),
+            lambda d: d.write_via_stream(0),
+            lambda d: d.append_via_stream(),
+        ):
+            with pytest.raises(ComponentException) as refused:
+                call(directory)
+            assert code(refused) == "bad-descriptor"
+        with pytest.raises(ComponentException) as is_dir:
+            directory.read_via_stream(0)
+        assert code(is_dir) == "is-directory"
     with pytest.raises(ComponentException) as no_write:
         root.open_at(NOFOLLOW, "sub/inner.txt", {}, READ).write(b"x", 0)
     assert code(no_write) == "bad-descriptor"

@@ -289,10 +289,16 @@ class Descriptor:
         finally:
             walk.close()
 
-    def _file_fd(self, op: str, *, write: bool) -> int:
+    def _file_fd(self, op: str, *, write: bool, on_directory: str = "bad-descriptor") -> int:
+        """The fd of a file descriptor open for ``op``.
+
+        A directory is refused with ``on_directory``: ``bad-descriptor`` for
+        the file-only operations (as the reference host answers them), and
+        ``is-directory`` for ``read-via-stream`` (POSIX ``EISDIR``).
+        """
         fd = self._live_fd()
         if self._is_dir:
-            raise _fail("is-directory", f"{op}: the descriptor is a directory")
+            raise _fail(on_directory, f"{op}: the descriptor is a directory")
         if write and not self._writable:
             raise _fail("read-only" if not self._mutable else "bad-descriptor",
                         f"{op}: the descriptor is not open for writing")
@@ -308,7 +314,8 @@ class Descriptor:
     # -- streams -----------------------------------------------------------------
 
     def read_via_stream(self, offset: int) -> InputStream:
-        return InputStream(PreadSource(self._file_fd("read-via-stream", write=False), offset))
+        fd = self._file_fd("read-via-stream", write=False, on_directory="is-directory")
+        return InputStream(PreadSource(fd, offset))
 
     def write_via_stream(self, offset: int) -> OutputStream:
         return OutputStream(PwriteSink(self._file_fd("write-via-stream", write=True), offset))
@@ -320,6 +327,8 @@ class Descriptor:
 
     def advise(self, offset: int, length: int, advice: str) -> None:
         self._live_fd()
+        if self._is_dir:
+            raise _fail("bad-descriptor", "advise: the descriptor is a directory")
 
     def sync_data(self) -> None:
         with _os_errors("sync-data"):
