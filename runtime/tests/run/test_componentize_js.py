@@ -4,8 +4,9 @@ and ``wasmtime run``, and ``polyengine inspect`` against ``wasm-tools component 
 ``js-sm`` is a WASI 0.2 command of about 12 MB: SpiderMonkey compiled to
 wasm, pre-initialized with the guest's JavaScript, its preview1 calls adapted
 to ``wasi:*@0.2.12`` imports. It prints its arguments and ``GREETING``, copies
-``/data/input.txt`` upper-cased into ``/data/output.txt`` when ``/data`` is
-preopened, and fails (``run`` returns ``err``) when given ``--fail``.
+``/data/input.txt`` (or ``/data/$INPUT``) upper-cased into ``/data/output.txt``
+when ``/data`` is preopened, prints the error-code of a failed file operation,
+and fails (``run`` returns ``err``) on such an error or when given ``--fail``.
 Skipped with the reason when npm/node, wasm-tools or the wasmtime CLI is missing.
 """
 
@@ -74,6 +75,30 @@ def test_args_env_and_preopened_directory(
         assert (ours.returncode, ours.stderr) == (1, "failing on request\n")
     else:
         assert (ours.returncode, ours.stderr) == (0, ""), ours.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("missing.txt", "no-entry"),
+        ("../outside.txt", "not-permitted"),
+        ("/etc/hostname", "not-permitted"),
+        (".", "bad-descriptor"),  # open-at succeeds on the directory; read refuses it
+        ("input.txt/", "not-directory"),
+    ],
+)
+def test_filesystem_error_codes(
+    polyengine: Runner, wasmtime: Runner, tmp_path: Path, name: str, error: str
+) -> None:
+    # The guest prints the wasi:filesystem error-code of a failed open or read.
+    wasm = _guest()
+    (tmp_path / "outside.txt").write_text("outside\n", encoding="utf-8")
+    results = []
+    for runner, root in _each_host(polyengine, wasmtime, tmp_path):
+        results.append(runner("run", "--dir", f"{root}::/data", "--env", f"INPUT={name}", wasm))
+        assert not (root / "output.txt").exists()
+    _same(*results)
+    assert (results[0].returncode, results[0].stderr) == (1, f"file error: {error}\n")
 
 
 def test_without_preopen_or_env(polyengine: Runner, wasmtime: Runner) -> None:

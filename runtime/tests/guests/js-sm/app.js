@@ -1,6 +1,7 @@
 // A WASI 0.2 command on StarlingMonkey: arguments, one environment variable,
 // a file read and a file written in the directory preopened as /data, and a
-// failing exit when asked to.
+// failing exit when asked to. INPUT names the file to read (input.txt); a
+// filesystem error prints its wasi:filesystem error-code and fails.
 import { getArguments, getEnvironment } from "wasi:cli/environment@0.2.0";
 import { getDirectories } from "wasi:filesystem/preopens@0.2.0";
 
@@ -33,23 +34,33 @@ function readAll(file) {
   return new TextDecoder().decode(all);
 }
 
+function copyUpper(dir, inputName) {
+  const input = dir.openAt({}, inputName, {}, { read: true });
+  const text = readAll(input);
+  console.log("read: " + text.trimEnd());
+  const output = dir.openAt({}, "output.txt", { create: true, truncate: true }, { write: true });
+  const upper = new TextEncoder().encode(text.toUpperCase());
+  const written = output.write(upper, 0n);
+  console.log("wrote: " + written + " bytes");
+}
+
 function runCommand() {
   const args = getArguments().slice(1);
   console.log("hello from js-sm");
   console.log("args: " + args.join(" | "));
   const greeting = getEnvironment().find(([name]) => name === "GREETING");
   console.log("env GREETING: " + (greeting ? greeting[1] : "<unset>"));
+  const inputName = getEnvironment().find(([name]) => name === "INPUT");
   const dir = dataDir();
   if (dir === null) {
     console.log("no /data preopen");
   } else {
-    const input = dir.openAt({}, "input.txt", {}, { read: true });
-    const text = readAll(input);
-    console.log("read: " + text.trimEnd());
-    const output = dir.openAt({}, "output.txt", { create: true, truncate: true }, { write: true });
-    const upper = new TextEncoder().encode(text.toUpperCase());
-    const written = output.write(upper, 0n);
-    console.log("wrote: " + written + " bytes");
+    try {
+      copyUpper(dir, inputName ? inputName[1] : "input.txt");
+    } catch (error) {
+      console.error("file error: " + (error.payload ?? error));
+      throw error;
+    }
   }
   if (args.includes("--fail")) {
     console.error("failing on request");
