@@ -16,7 +16,7 @@ from polyengine.abi.compile import Codec
 from polyengine.abi.options import LiftLowerContext
 from polyengine.types import model as m
 
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap
 
 __all__ = [
     "MAX_LENGTH",
@@ -92,18 +92,17 @@ class GuestBuffer:
         ptr: int,
         length: int,
     ) -> None:
-        ctrap_if(length > MAX_LENGTH, TrapCode.OUT_OF_BOUNDS, f"buffer length {length} too large")
+        if length > MAX_LENGTH:
+            ctrap(TrapCode.OUT_OF_BOUNDS, f"buffer length {length} too large")
         if t is not None and length > 0:
             assert codec is not None
-            ctrap_if(
-                ptr % codec.align != 0, TrapCode.MISALIGNED, f"buffer pointer {ptr:#x} misaligned"
-            )
+            if ptr % codec.align != 0:
+                ctrap(TrapCode.MISALIGNED, f"buffer pointer {ptr:#x} misaligned")
             cx.refresh()
-            ctrap_if(
-                ptr + length * codec.size > len(cx.mv),
-                TrapCode.OUT_OF_BOUNDS,
-                f"buffer [{ptr:#x}, +{length} elements) out of bounds",
-            )
+            if ptr + length * codec.size > len(cx.mv):
+                ctrap(
+                    TrapCode.OUT_OF_BOUNDS, f"buffer [{ptr:#x}, +{length} elements) out of bounds"
+                )
         self.t = t
         self.codec = codec
         self.cx = cx

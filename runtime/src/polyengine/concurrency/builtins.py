@@ -24,7 +24,7 @@ from polyengine.types.model import ValType
 from .lift import CoreFunc
 from .task import Subtask, Task
 from .thread import CoreVal, Suspends, Thread, run_activation
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap, ctrap_if
 from .waitable import EventCode, EventTuple, Waitable, WaitableSet
 
 __all__ = [
@@ -91,12 +91,9 @@ BLOCKING_BUILTINS = frozenset(
 def get_handle(thread: Thread, i: int, kind: type[Any], what: str) -> Any:
     """``inst.handles.get(i)`` checked to be a ``kind`` (trap naming ``what`` otherwise)."""
     e = thread.inst.handles.get(i)
-    article = "an" if what[:1] in ("a", "e", "i", "o", "u") else "a"
-    ctrap_if(
-        not isinstance(e, kind),
-        TrapCode.HANDLE_TYPE_MISMATCH,
-        f"handle {i} is not {article} {what}",
-    )
+    if not isinstance(e, kind):
+        article = "an" if what[:1] in ("a", "e", "i", "o", "u") else "a"
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not {article} {what}")
     return e
 
 
@@ -197,8 +194,10 @@ def unpack_event(memory: Memory, ptr: int, e: EventTuple) -> list[CoreVal]:
     """Store an event's index and payload at ``ptr``; return its code."""
     code, p1, p2 = e
     view = memory.view()
-    ctrap_if(ptr % 4 != 0, TrapCode.MISALIGNED, f"event pointer {ptr:#x} misaligned")
-    ctrap_if(ptr + 8 > len(view), TrapCode.OUT_OF_BOUNDS, f"event pointer {ptr:#x} out of bounds")
+    if ptr % 4 != 0:
+        ctrap(TrapCode.MISALIGNED, f"event pointer {ptr:#x} misaligned")
+    if ptr + 8 > len(view):
+        ctrap(TrapCode.OUT_OF_BOUNDS, f"event pointer {ptr:#x} out of bounds")
     struct.pack_into("<II", view, ptr, p1 & 0xFFFF_FFFF, p2 & 0xFFFF_FFFF)
     return [int(code)]
 
@@ -335,7 +334,8 @@ def canon_thread_resume_later(thread: Thread, i: int) -> list[CoreVal]:
     """``thread.resume-later``: make a suspended thread ready."""
     thread.inst.check_may_leave()
     other = _other_thread(thread, i)
-    ctrap_if(not other.suspended(), TrapCode.THREAD, f"thread {i} is not suspended")
+    if not other.suspended():
+        ctrap(TrapCode.THREAD, f"thread {i} is not suspended")
     other.resume_later()
     return []
 
@@ -360,7 +360,8 @@ def canon_thread_suspend_then_resume(
     """``thread.suspend-then-resume``: switch to thread ``i``, staying suspended."""
     thread.inst.check_may_leave()
     other = _other_thread(thread, i)
-    ctrap_if(not other.suspended(), TrapCode.THREAD, f"thread {i} is not suspended")
+    if not other.suspended():
+        ctrap(TrapCode.THREAD, f"thread {i} is not suspended")
     cancelled = yield from thread.suspend_then_resume(cancellable, other)
     return [int(cancelled)]
 
@@ -371,7 +372,8 @@ def canon_thread_yield_then_resume(
     """``thread.yield-then-resume``: switch to thread ``i``, staying ready."""
     thread.inst.check_may_leave()
     other = _other_thread(thread, i)
-    ctrap_if(not other.suspended(), TrapCode.THREAD, f"thread {i} is not suspended")
+    if not other.suspended():
+        ctrap(TrapCode.THREAD, f"thread {i} is not suspended")
     cancelled = yield from thread.yield_then_resume(cancellable, other)
     return [int(cancelled)]
 

@@ -31,7 +31,7 @@ from .streams import (
     WritableStreamEnd,
 )
 from .thread import CoreVal, Suspends, Thread
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap, ctrap_if
 from .waitable import EventCode, EventTuple
 
 __all__ = [
@@ -101,9 +101,8 @@ def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
     if not async_:
         thread.check_may_block()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    ctrap_if(
-        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
-    )
+    if e.shared.t != t.t:
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, _state_message(e, what))
     ctrap_if(
         e.in_waitable_set() and not async_,
@@ -292,14 +291,10 @@ def _cancel_copy(  # noqa: PLR0917 - the spec's parameter list
     if not async_:
         thread.check_may_block()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    ctrap_if(
-        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
-    )
-    ctrap_if(
-        e.state is not CopyState.COPYING or e.has_sync_waiter,
-        TrapCode.COPY_STATE,
-        f"no copy in progress on {what} {i} to cancel",
-    )
+    if e.shared.t != t.t:
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
+    if e.state is not CopyState.COPYING or e.has_sync_waiter:
+        ctrap(TrapCode.COPY_STATE, f"no copy in progress on {what} {i} to cancel")
     ctrap_if(
         e.in_waitable_set() and not async_,
         TrapCode.WAITABLE_SET,
@@ -392,9 +387,8 @@ def _drop(
     inst = thread.inst
     inst.check_may_leave()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    ctrap_if(
-        e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type"
-    )
+    if e.shared.t != t.t:
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     e.drop()
     inst.handles.remove(i)
     inst.store.wake()

@@ -320,7 +320,7 @@ def builtin_host_func(
     def entry(args: Sequence[CoreValue]) -> Any:
         thread = store.current
         assert thread is not None, "a built-in was called outside any task"
-        out = fn(thread, [v for v in args if isinstance(v, int | float)])
+        out = fn(thread, list(args))  # a built-in's core types are all numbers
         if not isinstance(out, GeneratorType):
             return out
         if not EngineActivation._active:

@@ -139,11 +139,11 @@ def start_task(
                 event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
             else:
                 wset = inst.handles.get(si)
-                ctrap_if(
-                    not isinstance(wset, WaitableSet),
-                    TrapCode.HANDLE_TYPE_MISMATCH,
-                    f"callback WAIT on handle {si}, which is not a waitable set",
-                )
+                if not isinstance(wset, WaitableSet):
+                    ctrap(
+                        TrapCode.HANDLE_TYPE_MISMATCH,
+                        f"callback WAIT on handle {si}, which is not a waitable set",
+                    )
                 assert isinstance(wset, WaitableSet)
                 event = yield from wset.wait_for_event_and(
                     thread, lambda: inst.exclusive_thread is None, cancellable=True

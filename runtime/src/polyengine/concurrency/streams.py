@@ -25,7 +25,7 @@ from .buffers import (
     none_or_number_type,
     transfer,
 )
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap, ctrap_if
 from .waitable import Waitable
 
 if TYPE_CHECKING:
@@ -63,11 +63,12 @@ OnCopyDone: TypeAlias = Callable[[CopyResult], None]
 def _check_same_instance(
     inst: InstanceState | None, pending: InstanceState | None, t: m.ValType | None, kind: str
 ) -> None:
-    ctrap_if(
-        inst is not None and inst is pending and not none_or_number_type(t),
-        TrapCode.SAME_INSTANCE_COPY,
-        f"cannot read from and write to intra-component {kind} (same instance, non-numeric type)",
-    )
+    if inst is not None and inst is pending and not none_or_number_type(t):
+        ctrap(
+            TrapCode.SAME_INSTANCE_COPY,
+            f"cannot read from and write to intra-component {kind} "
+            "(same instance, non-numeric type)",
+        )
 
 
 class SharedStreamImpl:
@@ -323,7 +324,8 @@ class CopyEnd(Waitable):
         return self.state in (CopyState.COPYING, CopyState.CANCELLING_COPY)
 
     def drop(self) -> None:
-        ctrap_if(self.copying(), TrapCode.BUSY, f"cannot drop busy {self.kind}")
+        if self.copying():
+            ctrap(TrapCode.BUSY, f"cannot drop busy {self.kind}")
         self.shared.drop()
         super().drop()
 

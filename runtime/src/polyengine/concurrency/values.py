@@ -25,7 +25,7 @@ from .streams import (
     SharedFutureImpl,
     SharedStreamImpl,
 )
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap, ctrap_if
 
 __all__ = ["TaskModelHooks"]
 
@@ -34,16 +34,16 @@ def _lift_async_value(
     end_t: type[CopyEnd], what: str, cx: LiftLowerContext, i: int, t: Stream | Future
 ) -> SharedStreamImpl | SharedFutureImpl:
     e = cx.inst.handles.remove(i)
-    ctrap_if(not isinstance(e, end_t), TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
+    if not isinstance(e, end_t):
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
     assert isinstance(e, CopyEnd)
-    ctrap_if(e.shared.t != t.t, TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
-    ctrap_if(e.copying(), TrapCode.BUSY, f"cannot remove busy {e.kind}")
+    if e.shared.t != t.t:
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
+    if e.copying():
+        ctrap(TrapCode.BUSY, f"cannot remove busy {e.kind}")
     ctrap_if(e.state is CopyState.DONE, TrapCode.COPY_STATE, _lift_done_message(e))
-    ctrap_if(
-        e.in_waitable_set(),
-        TrapCode.WAITABLE_SET,
-        f"cannot lift {e.kind} while it's in a waitable set",
-    )
+    if e.in_waitable_set():
+        ctrap(TrapCode.WAITABLE_SET, f"cannot lift {e.kind} while it's in a waitable set")
     return e.shared
 
 
@@ -78,11 +78,8 @@ class TaskModelHooks:
 
     def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:
         e = cx.inst.handles.get(i)
-        ctrap_if(
-            not isinstance(e, ErrorContext),
-            TrapCode.HANDLE_TYPE_MISMATCH,
-            f"handle {i} is not an error-context",
-        )
+        if not isinstance(e, ErrorContext):
+            ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not an error-context")
         return e
 
     def lower_error_context(self, cx: LiftLowerContext, v: object) -> int:

@@ -104,7 +104,10 @@ class WaitableSet:
         self.num_waiting = 0
 
     def has_pending_event(self) -> bool:
-        return any(w.has_pending_event() for w in self.elems)
+        for w in self.elems:
+            if w.pending_event is not None:  # Waitable.has_pending_event, inlined
+                return True
+        return False
 
     def get_pending_event(self, thread: Thread) -> EventTuple:
         assert self.has_pending_event()
