@@ -1,7 +1,8 @@
 // A WASI 0.2 command on StarlingMonkey: arguments, one environment variable,
 // a file read and a file written in the directory preopened as /data, and a
 // failing exit when asked to. INPUT names the file to read (input.txt); a
-// filesystem error prints its wasi:filesystem error-code and fails.
+// filesystem error prints its wasi:filesystem error-code and fails. CHUNK
+// reads in chunks of that many bytes, printing each length and end flag.
 import { getArguments, getEnvironment } from "wasi:cli/environment@0.2.0";
 import { getDirectories } from "wasi:filesystem/preopens@0.2.0";
 
@@ -14,11 +15,14 @@ function dataDir() {
   return null;
 }
 
-function readAll(file) {
+function readAll(file, chunkSize, trace) {
   const chunks = [];
   let offset = 0n;
   for (;;) {
-    const [bytes, end] = file.read(4096n, offset);
+    const [bytes, end] = file.read(chunkSize, offset);
+    if (trace) {
+      console.log("chunk: " + bytes.length + " end=" + end);
+    }
     chunks.push(bytes);
     offset += BigInt(bytes.length);
     if (end || bytes.length === 0) {
@@ -34,9 +38,9 @@ function readAll(file) {
   return new TextDecoder().decode(all);
 }
 
-function copyUpper(dir, inputName) {
+function copyUpper(dir, inputName, chunk) {
   const input = dir.openAt({}, inputName, {}, { read: true });
-  const text = readAll(input);
+  const text = chunk ? readAll(input, BigInt(chunk), true) : readAll(input, 4096n, false);
   console.log("read: " + text.trimEnd());
   const output = dir.openAt({}, "output.txt", { create: true, truncate: true }, { write: true });
   const upper = new TextEncoder().encode(text.toUpperCase());
@@ -50,13 +54,13 @@ function runCommand() {
   console.log("args: " + args.join(" | "));
   const greeting = getEnvironment().find(([name]) => name === "GREETING");
   console.log("env GREETING: " + (greeting ? greeting[1] : "<unset>"));
-  const inputName = getEnvironment().find(([name]) => name === "INPUT");
+  const variable = (wanted) => getEnvironment().find(([name]) => name === wanted)?.[1];
   const dir = dataDir();
   if (dir === null) {
     console.log("no /data preopen");
   } else {
     try {
-      copyUpper(dir, inputName ? inputName[1] : "input.txt");
+      copyUpper(dir, variable("INPUT") ?? "input.txt", variable("CHUNK"));
     } catch (error) {
       console.error("file error: " + (error.payload ?? error));
       throw error;
