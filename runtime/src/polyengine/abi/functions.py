@@ -59,6 +59,7 @@ __all__ = [
     "ValuesCodec",
     "result_outcome",
     "result_value",
+    "scalar_guard",
     "scalar_lifting",
     "scalar_lowering",
 ]
@@ -212,6 +213,30 @@ def scalar_lowering(t: ValType, v: str) -> tuple[str, str] | None:
             return guard, v
         return guard, f"({v} & {(1 << (32 if bits <= 32 else 64)) - 1})"
     return None
+
+
+def scalar_guard(ts: Sequence[ValType], vs: Sequence[str]) -> str | None:
+    """One guard for the values in the variables ``vs``, of types ``ts``.
+
+    It holds exactly when every :func:`scalar_lowering` guard does; the
+    range tests of the unsigned integers of one width are merged into one
+    shift (``not (a | b) >> 32`` holds exactly when ``a`` and ``b`` are both
+    ints in ``0..2**32-1``). ``None`` if a type is not a plain scalar.
+    """
+    parts: list[str] = []
+    unsigned: dict[int, list[str]] = {}
+    for t, v in zip(ts, vs, strict=True):
+        ints = _INT_TYPES.get(type(t))
+        if ints is not None and ints[1] == 0:
+            parts.append(f"type({v}) is int")
+            unsigned.setdefault(ints[0], []).append(v)
+            continue
+        lowering = scalar_lowering(t, v)
+        if lowering is None:
+            return None
+        parts.append(lowering[0])
+    parts += [f"not ({' | '.join(names)}) >> {bits}" for bits, names in unsigned.items()]
+    return " and ".join(f"({p})" for p in parts) or "True"
 
 
 def _lift_expr(t: ValType, k: int, j: str) -> str:
