@@ -21,7 +21,13 @@ from polyengine import engine
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
 from polyengine.abi.compile import AsyncValueHooks, Compiler
-from polyengine.abi.functions import LiftedFunc, LoweredFunc, scalar_lifting, scalar_lowering
+from polyengine.abi.functions import (
+    LiftedFunc,
+    LoweredFunc,
+    scalar_guard,
+    scalar_lifting,
+    scalar_lowering,
+)
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import (
     CallBorrows,
@@ -242,7 +248,7 @@ class ExportCall:
             return general
         n = len(ptypes)
         names = [f"a{k}" for k in range(n)]
-        guards = [g for g, _ in filter(None, lowerings)]
+        guard = scalar_guard(ptypes, names)
         flats = [v for _, v in filter(None, lowerings)]
         flat = "".join(f + ", " for f in flats)
         views = raw.views
@@ -272,7 +278,7 @@ class ExportCall:
         if n:
             body += [
                 f"{''.join(a + ', ' for a in names)}= args",
-                f"if not ({' and '.join(f'({g})' for g in guards)}):",
+                f"if not ({guard}):",
                 "    return general(args)",
             ]
         body += [
