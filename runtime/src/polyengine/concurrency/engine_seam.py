@@ -257,7 +257,7 @@ class EngineActivation:
 
 def _outcome(call: ParkableCall) -> list[CoreVal]:
     try:
-        return [v for v in call.result() if isinstance(v, int | float)]
+        return list(call.result())  # a lifted core function returns numbers only
     except CoreTrap as e:
         raise _unwound(e) from _cause_of(e)
 

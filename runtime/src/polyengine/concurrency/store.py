@@ -49,6 +49,7 @@ class InstanceState:
     """
 
     __slots__ = (
+        "_entering_from",
         "backpressure",
         "ci",
         "exclusive_thread",
@@ -81,6 +82,8 @@ class InstanceState:
         self.num_waiting_to_enter = 0
         self.exclusive_thread: Thread | None = None
         self.poisoned: Trap | None = None
+        #: the entering set per caller (the instance tree never changes)
+        self._entering_from: dict[InstanceState | None, tuple[ComponentInstance, ...]] = {}
         store.states[ci] = self
 
     def __repr__(self) -> str:
@@ -107,8 +110,13 @@ class InstanceState:
         p = self.ci.parent
         return None if p is None else self.store.states.get(p)
 
-    def _entering(self, caller: InstanceState | None) -> set[ComponentInstance]:
-        return self.ci.entering_set(caller.ci if caller is not None else None)
+    def _entering(self, caller: InstanceState | None) -> tuple[ComponentInstance, ...]:
+        """``ci.entering_set`` of the caller's ``ci``, computed once per caller."""
+        found = self._entering_from.get(caller)
+        if found is None:
+            found = tuple(self.ci.entering_set(caller.ci if caller is not None else None))
+            self._entering_from[caller] = found
+        return found
 
     def may_enter_from(self, caller: InstanceState | None) -> bool:
         states = self.store.states
@@ -121,10 +129,16 @@ class InstanceState:
         return True
 
     def enter_from(self, caller: InstanceState | None) -> None:
-        self.ci.enter_from(caller.ci if caller is not None else None)
+        """``ComponentInstance.enter_from`` over the cached entering set."""
+        for ci in self._entering(caller):
+            assert ci.may_enter
+            ci.may_enter = False
 
     def leave_to(self, caller: InstanceState | None) -> None:
-        self.ci.leave_to(caller.ci if caller is not None else None)
+        """``ComponentInstance.leave_to`` over the cached entering set."""
+        for ci in self._entering(caller):
+            assert not ci.may_enter
+            ci.may_enter = True
 
     def check_may_leave(self) -> None:
         """``trap_if(not inst.may_leave)`` at the top of every built-in."""
