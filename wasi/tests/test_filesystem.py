@@ -62,7 +62,8 @@ def test_read_file_via_stream(root: Descriptor, settle: Any) -> None:
     with pytest.raises(ComponentException):
         stream.read(1)
     assert f.read(5, 0) == (b"hello", False)
-    assert f.read(100, 7) == (b"world", True)
+    assert f.read(100, 7) == (b"world", False)
+    assert f.read(100, 12) == (b"", True)
     stream.close()
     f.close()
 
@@ -360,4 +361,5 @@ def test_huge_offsets_are_invalid_not_a_crash(root: Descriptor) -> None:
         f.read(10, (1 << 64) - 1)
     assert code(bad) == "invalid"
     data, at_end = f.read((1 << 64) - 1, 0)
-    assert data == b"hello, world" and at_end
+    assert data == b"hello, world" and not at_end
+    assert f.read((1 << 64) - 1, len(data)) == (b"", True)

@@ -102,14 +102,6 @@ def test_filesystem_error_codes(
     assert (results[0].returncode, results[0].stderr) == (1, f"file error: {error}\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "wasi:filesystem descriptor.read end flag: polyengine_wasi reports end=true on the"
-        " read that reaches the end of the file (18 bytes in 6-byte chunks: 6 6 6+end);"
-        " wasmtime reports it only on a read that returns no bytes (6 6 6 0+end)"
-    ),
-)
 def test_chunked_read_end_flag(polyengine: Runner, wasmtime: Runner, tmp_path: Path) -> None:
     wasm = _guest()
     results = []

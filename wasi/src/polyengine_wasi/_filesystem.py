@@ -369,8 +369,9 @@ class Descriptor:
         fd = self._file_fd("read", write=False)
         with _os_errors("read"):
             data = os.pread(fd, min(length, READ_LIMIT), offset)
-            at_end = not data or offset + len(data) >= os.fstat(fd).st_size
-        return data, at_end
+        # End of file is reported by the read that finds nothing left, as
+        # wasmtime does, not by the read that reaches the last byte.
+        return data, not data and length > 0
 
     def write(self, buffer: bytes, offset: int) -> int:
         fd = self._file_fd("write", write=True)
