@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from types import GeneratorType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from polyengine.engine import (
     CoreFunc,
@@ -33,6 +33,7 @@ from polyengine.engine import (
     EngineStore,
     ParkableCall,
     define_async_host_func,
+    define_host_func,
     start,
 )
 from polyengine_protocol import is_wasi_exit
@@ -44,6 +45,7 @@ from .traps import Trap, TrapCode, ctrap
 
 __all__ = [
     "DEFERRED_BUILTINS",
+    "NONBLOCKING_KINDS",
     "BuiltinFn",
     "EngineActivation",
     "builtin_host_func",
@@ -52,6 +54,35 @@ __all__ = [
 
 DEFERRED_BUILTINS = frozenset({"canon_lower", "canon_subtask_cancel"})
 """Built-ins that must run outside the caller's fiber (they resume other threads)."""
+
+NONBLOCKING_KINDS = frozenset(
+    {
+        "backpressure.inc",
+        "backpressure.dec",
+        "context.get",
+        "context.set",
+        "task.return",
+        "task.cancel",
+        "subtask.drop",
+        "waitable-set.new",
+        "waitable-set.drop",
+        "waitable.join",
+        "thread.index",
+        "thread.resume-later",
+        "error-context.drop",
+        "stream.new",
+        "future.new",
+        "stream.drop-readable",
+        "stream.drop-writable",
+        "future.drop-readable",
+        "future.drop-writable",
+    }
+)
+"""Built-in kinds (``canon <kind>``) that always complete at once, never parking.
+
+They become plain core host functions: a call costs one crossing instead of
+the parking function's entry and continuation poll.
+"""
 
 BuiltinFn = Callable[[Thread, list[CoreVal]], "list[CoreVal] | Suspends[list[CoreVal]]"]
 """A built-in with its immediates bound: ``fn(current_thread, flat_args)``."""
@@ -311,11 +342,23 @@ def builtin_host_func(
     fn: BuiltinFn,
     *,
     defer: bool = False,
+    kind: str | None = None,
 ) -> CoreFunc:
     """A core host function running the built-in ``fn`` on the current thread.
 
-    ``defer`` is required for the names in :data:`DEFERRED_BUILTINS`.
+    ``defer`` is required for the names in :data:`DEFERRED_BUILTINS`. A
+    ``kind`` in :data:`NONBLOCKING_KINDS` gets a plain host function.
     """
+    if kind in NONBLOCKING_KINDS and not defer:
+
+        def plain_entry(args: Sequence[CoreValue]) -> list[CoreVal]:
+            thread = store.current
+            assert thread is not None, "a built-in was called outside any task"
+            out = fn(thread, list(args))
+            assert not isinstance(out, GeneratorType), f"{kind} may block"
+            return cast("list[CoreVal]", out)
+
+        return define_host_func(estore, params, results, plain_entry)
 
     def entry(args: Sequence[CoreValue]) -> Any:
         thread = store.current

@@ -104,7 +104,7 @@ class WaitableSet:
         self.num_waiting = 0
 
     def has_pending_event(self) -> bool:
-        for w in self.elems:
+        for w in self.elems:  # noqa: SIM110 (a loop: no generator per call)
             if w.pending_event is not None:  # Waitable.has_pending_event, inlined
                 return True
         return False
