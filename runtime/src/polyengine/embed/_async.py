@@ -295,7 +295,9 @@ class TaskModel:
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
         params, results = builtin_signature(b)
-        return builtin_host_func(self.rt.store, self.store, params, results, fn, defer=defer)
+        return builtin_host_func(
+            self.rt.store, self.store, params, results, fn, defer=defer, kind=b.kind
+        )
 
     def guest_dtor(self, ref: pln.CoreDef, instance: int) -> Callable[[int], None]:
         """A guest destructor run as a synchronous task of its own instance.
