@@ -373,12 +373,10 @@ class Driver:
         exception a tick let through (the runner raises it).
         """
         store = self.store
-        if (
-            self._escaped is None
-            and store.current is None
-            and store.nesting_depth == 0
-            and store.on_wake is not None
-        ):
+        if store.on_wake != self._on_wake:
+            store.wake()  # closed, or driven by someone else now
+            return
+        if self._escaped is None and store.current is None and store.nesting_depth == 0:
             try:
                 ticks = _tick_all(store, self.batch)
             except BaseException as exc:
@@ -386,7 +384,7 @@ class Driver:
             else:
                 if ticks < self.batch and store.host_pending > 0 and not store.ready_threads():
                     return
-        self._on_wake()
+        store.wake()
 
     def _on_wake(self) -> None:
         self._event.set()
