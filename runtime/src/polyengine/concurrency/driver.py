@@ -17,6 +17,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from types import CoroutineType
 from typing import Any, TypeVar
 
 from polyengine.types.model import FuncType
@@ -283,7 +284,11 @@ class Driver:
         same loop callback (no wake-up of the runner task in between).
         """
         store = self.store
-        task = asyncio.ensure_future(aw)
+        if type(aw) is CoroutineType:
+            # what ensure_future does for a coroutine, minus its type checks
+            task: asyncio.Future[T] = asyncio.get_running_loop().create_task(aw)
+        else:
+            task = asyncio.ensure_future(aw)
         store.begin_host_work()
 
         def done(t: asyncio.Future[T]) -> None:
