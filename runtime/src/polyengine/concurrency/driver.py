@@ -6,7 +6,10 @@ the store until the call resolves (a sync call is a task driven to
 completion). :class:`Driver` is the asyncio path: one per store, it runs
 ready threads in a background asyncio task and sleeps on an
 :class:`asyncio.Event` when nothing is ready; host operations wake it from
-their done-callbacks (no polling). A call that can never finish (no ready
+their done-callbacks (no polling). A host operation started by
+:meth:`Driver.spawn_host` runs the threads it readied in its own
+done-callback, so a guest waiting on a host call resumes in the loop
+iteration the call settles in. A call that can never finish (no ready
 thread, no host operation in flight) fails with the "deadlock detected"
 trap, which poisons its instance.
 """
@@ -210,7 +213,7 @@ class Driver:
     Install with ``Driver(store)`` (it becomes ``store.on_wake``). ``call``
     starts a guest export and returns an awaitable of its results;
     ``spawn_host`` runs a host awaitable as a host operation that keeps the
-    store alive and wakes it when it settles. ``batch`` ticks run between
+    store alive and runs what it readied when it settles. ``batch`` ticks run between
     yields to the event loop, so host callbacks interleave with guest work.
     """
 
@@ -247,6 +250,17 @@ class Driver:
             fut.set_exception(trap)
             return None, fut
 
+        if call.settled:
+            # finished at once (the common case of a synchronous export)
+            if call.trap is not None:
+                fut.set_exception(call.trap)
+            else:
+                fut.set_result(call.result)
+            if self.store.waiting:
+                # threads it left waiting (work after task.return) need the runner
+                self._ensure_runner()
+            return call, fut
+
         def settle(c: HostCall) -> None:
             self._calls.pop(c, None)
             if fut.done():
@@ -256,14 +270,9 @@ class Driver:
             else:
                 fut.set_result(c.result)
 
-        if call.settled:
-            settle(call)
-        else:
-            call.on_settle.append(settle)
-            self._calls[call] = fut
-        if not call.settled or self.store.waiting:
-            # a call that finished at once with nothing left waiting needs no runner
-            self._ensure_runner()
+        call.on_settle.append(settle)
+        self._calls[call] = fut
+        self._ensure_runner()
         return call, fut
 
     async def run(self, lf: CanonLift, args: list[Any]) -> list[Any] | None:
