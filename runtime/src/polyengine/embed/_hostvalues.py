@@ -166,6 +166,8 @@ class HostValues:
                     )
                 raise LowerTypeError("the stream was dropped")
             pipe = v._take_pipe()
+            if pipe is None:
+                v._passed = True  # pumped from here on: the host no longer reads it (A15)
         elif isinstance(v, str) or not (
             hasattr(v, "__aiter__") or isinstance(v, Iterable | bytes | bytearray | memoryview)
         ):
@@ -191,7 +193,7 @@ class HostValues:
         try:
             if isinstance(src, Stream):
                 while True:
-                    chunk = await src.read(_PUMP_CHUNK)
+                    chunk = await src._read(_PUMP_CHUNK, True)
                     if not chunk or await w.write_all(chunk) < len(chunk):
                         break
             elif isinstance(src, bytes | bytearray | memoryview):
@@ -269,8 +271,10 @@ class HostValues:
                 if shared.t != t.t:
                     raise LowerTypeError("the future has another value type")
                 return shared
-            if v._reader is None:
+            if v._reader is None or v._passed:
                 raise LowerTypeError("the future was dropped or passed to a guest already")
+            v._passed = True  # pumped from here on: the host no longer awaits it (A15)
+            v = v._get(True)
         elif not inspect.isawaitable(v):
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
@@ -385,11 +389,13 @@ def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     if isinstance(shared, HostFedFuture):
         shared.failure = failure
     pending = shared.pending_inst
-    if shared.pending_buffer is not None and pending is not None:
-        store.poison(pending, producer_trap(failure))  # type: ignore[arg-type]
-    else:
-        # a host reader sees the failure (or DroppedError); a later guest read traps
-        shared.drop()
+    if shared.pending_buffer is not None:
+        if pending is not None:
+            store.poison(pending, producer_trap(failure))  # type: ignore[arg-type]
+        else:
+            shared.reset_and_notify_pending(CopyResult.DROPPED)
+    # a host reader sees the failure (or DroppedError); a later guest read traps
+    shared.dropped = True
     w._close()
 
 

@@ -116,11 +116,11 @@ class Stream:
     def _empty(self) -> bytes | list[Any]:
         return b"" if self._bytes else []
 
-    def _usable(self) -> HostStreamReader | _Pipe:
+    def _usable(self, internal: bool = False) -> HostStreamReader | _Pipe:
         src = self._source
+        if self._passed and not internal:
+            raise TypeError(_PASSED.format("stream"))
         if src is None:
-            if self._passed:
-                raise TypeError(_PASSED.format("stream"))
             raise ValueError("this stream was dropped")
         if self._busy:
             raise _busy("stream")
@@ -128,7 +128,10 @@ class Stream:
 
     async def read(self, max_count: int = _CHUNK, /) -> bytes | bytearray | list[Any]:
         """At most ``max_count`` elements; an empty chunk at the end of the stream."""
-        src = self._usable()
+        return await self._read(max_count, False)
+
+    async def _read(self, max_count: int, internal: bool) -> bytes | bytearray | list[Any]:
+        src = self._usable(internal)
         if max_count < 1:
             raise ValueError("read needs a positive element count")
         self._check_peer(None)
@@ -442,7 +445,9 @@ class Future:
         self._passed = False
         self._busy = False
 
-    async def _get(self) -> Any:
+    async def _get(self, internal: bool = False) -> Any:
+        if self._passed and not internal:
+            raise TypeError(_PASSED.format("future"))
         outcome = self._outcome
         if outcome is not None:
             if outcome[0]:
@@ -450,8 +455,6 @@ class Future:
             raise outcome[1]
         reader = self._reader
         if reader is None:
-            if self._passed:
-                raise TypeError(_PASSED.format("future"))
             raise ValueError("this future was dropped")
         if self._busy:
             raise _busy("future")
@@ -474,7 +477,7 @@ class Future:
             else:
                 exc = DroppedError()
             self._outcome = (False, exc)
-            raise exc from None
+            raise exc from exc.__cause__
         finally:
             self._busy = False
         self._reader = None

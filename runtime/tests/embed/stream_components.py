@@ -1,0 +1,145 @@
+"""Components in the text format for the stream and future amendment tests."""
+
+from __future__ import annotations
+
+from .components import MEM, OPTS, component
+
+# Pass-through and probing, all stackful:
+# ``echo``/``echo-words``/``echo-fut`` return their argument unchanged (the
+# A5 identity round trip); ``read-once(s, n)`` reads once with capacity ``n``,
+# drops the stream and returns the read's code (count << 4 | status), the
+# byte sum kept for ``last-sum``; ``read-then-trap(s)`` reads 3 bytes then
+# traps; ``probe(s)`` reads zero bytes first and then the whole stream,
+# returning code0 * 1000000 + count * 1000 + sum; ``hold()`` returns a stream
+# whose writable end the instance keeps without ever writing; ``consume(s)``
+# reads to the end and returns count * 1000 + sum.
+PASS = component(
+    f"""
+  (type $bs (stream u8))
+  (type $ss (stream string))
+  (type $fs (future string))
+  (core func $ret-u32 (canon task.return (result u32)))
+  (core func $ret-bs (canon task.return (result $bs)))
+  (core func $ret-ss (canon task.return (result $ss)))
+  (core func $ret-fs (canon task.return (result $fs)))
+  (core func $stream.new (canon stream.new $bs))
+  (core func $stream.read (canon stream.read $bs {MEM}))
+  (core func $stream.drop-r (canon stream.drop-readable $bs))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret-u32" (func $ret-u32 (param i32)))
+    (import "" "ret-bs" (func $ret-bs (param i32)))
+    (import "" "ret-ss" (func $ret-ss (param i32)))
+    (import "" "ret-fs" (func $ret-fs (param i32)))
+    (import "" "stream.new" (func $stream.new (result i64)))
+    (import "" "stream.read" (func $stream.read (param i32 i32 i32) (result i32)))
+    (import "" "stream.drop-r" (func $stream.drop-r (param i32)))
+    (global $sum (mut i32) (i32.const 0))
+    (global $held (mut i32) (i32.const 0))
+    (func $sum-of (param $n i32) (result i32)
+      (local $k i32) (local $s i32)
+      (block $done
+        (loop $bytes
+          (br_if $done (i32.ge_u (local.get $k) (local.get $n)))
+          (local.set $s (i32.add (local.get $s)
+            (i32.load8_u (i32.add (i32.const 256) (local.get $k)))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $bytes)))
+      (local.get $s))
+    (func $drain (param $s i32) (result i32)
+      (local $ret i32) (local $n i32) (local $count i32) (local $sum i32)
+      (loop $more
+        (local.set $ret (call $stream.read (local.get $s) (i32.const 256) (i32.const 100)))
+        (local.set $n (i32.shr_u (local.get $ret) (i32.const 4)))
+        (local.set $count (i32.add (local.get $count) (local.get $n)))
+        (local.set $sum (i32.add (local.get $sum) (call $sum-of (local.get $n))))
+        (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15)))))
+      (call $stream.drop-r (local.get $s))
+      (i32.add (i32.mul (local.get $count) (i32.const 1000)) (local.get $sum)))
+    (func (export "echo") (param i32) (call $ret-bs (local.get 0)))
+    (func (export "echo-words") (param i32) (call $ret-ss (local.get 0)))
+    (func (export "echo-fut") (param i32) (call $ret-fs (local.get 0)))
+    (func (export "read-once") (param $s i32) (param $n i32)
+      (local $ret i32)
+      (local.set $ret (call $stream.read (local.get $s) (i32.const 256) (local.get $n)))
+      (global.set $sum (call $sum-of (i32.shr_u (local.get $ret) (i32.const 4))))
+      (call $stream.drop-r (local.get $s))
+      (call $ret-u32 (local.get $ret)))
+    (func (export "last-sum") (call $ret-u32 (global.get $sum)))
+    (func (export "read-then-trap") (param $s i32)
+      (drop (call $stream.read (local.get $s) (i32.const 256) (i32.const 3)))
+      unreachable)
+    (func (export "probe") (param $s i32)
+      (local $code0 i32)
+      (local.set $code0 (call $stream.read (local.get $s) (i32.const 256) (i32.const 0)))
+      (call $ret-u32 (i32.add (i32.mul (local.get $code0) (i32.const 1000000))
+                              (call $drain (local.get $s)))))
+    (func (export "consume") (param $s i32) (call $ret-u32 (call $drain (local.get $s))))
+    (func (export "hold")
+      (local $rw i64)
+      (local.set $rw (call $stream.new))
+      (global.set $held (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-bs (i32.wrap_i64 (local.get $rw)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret-u32" (func $ret-u32)) (export "ret-bs" (func $ret-bs))
+      (export "ret-ss" (func $ret-ss)) (export "ret-fs" (func $ret-fs))
+      (export "stream.new" (func $stream.new)) (export "stream.read" (func $stream.read))
+      (export "stream.drop-r" (func $stream.drop-r))))))
+  (func (export "echo") async (param "s" $bs) (result $bs)
+    (canon lift (core func $i "echo") async))
+  (func (export "echo-words") async (param "s" $ss) (result $ss)
+    (canon lift (core func $i "echo-words") async))
+  (func (export "echo-fut") async (param "f" $fs) (result $fs)
+    (canon lift (core func $i "echo-fut") async))
+  (func (export "read-once") async (param "s" $bs) (param "n" u32) (result u32)
+    (canon lift (core func $i "read-once") async))
+  (func (export "last-sum") async (result u32)
+    (canon lift (core func $i "last-sum") async))
+  (func (export "read-then-trap") async (param "s" $bs)
+    (canon lift (core func $i "read-then-trap") async))
+  (func (export "probe") async (param "s" $bs) (result u32)
+    (canon lift (core func $i "probe") async))
+  (func (export "consume") async (param "s" $bs) (result u32)
+    (canon lift (core func $i "consume") async))
+  (func (export "hold") async (result $bs)
+    (canon lift (core func $i "hold") async))
+"""
+)
+
+# A stream of host resources (A13): ``take-one(s)`` reads one element, drops
+# the resource it received (the host's ``close()`` runs), then drops the stream.
+RESOURCE_STREAM = component(
+    f"""
+  (import "test:demo/conns" (instance $s
+    (export "conn" (type $conn (sub resource)))))
+  (alias export $s "conn" (type $conn))
+  (type $cs (stream (own $conn)))
+  (core func $ret (canon task.return (result u32)))
+  (core func $res.drop (canon resource.drop $conn))
+  (core func $stream.read (canon stream.read $cs {OPTS}))
+  (core func $stream.drop-r (canon stream.drop-readable $cs))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret" (func $ret (param i32)))
+    (import "" "res.drop" (func $res.drop (param i32)))
+    (import "" "stream.read" (func $stream.read (param i32 i32 i32) (result i32)))
+    (import "" "stream.drop-r" (func $stream.drop-r (param i32)))
+    (func (export "take-one") (param $s i32)
+      (local $ret i32)
+      (local.set $ret (call $stream.read (local.get $s) (i32.const 256) (i32.const 1)))
+      (if (i32.eq (i32.shr_u (local.get $ret) (i32.const 4)) (i32.const 1))
+        (then (call $res.drop (i32.load (i32.const 256)))))
+      (call $stream.drop-r (local.get $s))
+      (call $ret (local.get $ret))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret" (func $ret)) (export "res.drop" (func $res.drop))
+      (export "stream.read" (func $stream.read))
+      (export "stream.drop-r" (func $stream.drop-r))))))
+  (func (export "take-one") async (param "s" $cs) (result u32)
+    (canon lift (core func $i "take-one") async))
+"""
+)
