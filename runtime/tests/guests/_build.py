@@ -273,6 +273,15 @@ GUESTS: dict[str, GuestSpec] = {
             stub_wasi=True,
         ),
         GuestSpec(
+            "py-async-host",
+            "componentize-py",
+            FEATURES_ASYNC,
+            "async guest exchanging stream<u8>, stream<string> and future<string> with "
+            "Python host imports, both ways",
+            world="py-async-host",
+            stub_wasi=True,
+        ),
+        GuestSpec(
             "py-p3-run",
             "componentize-py",
             FEATURES_ASYNC,
