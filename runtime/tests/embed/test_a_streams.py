@@ -327,10 +327,6 @@ async def test_a13_parked_source_with_cancel_hook_is_cancelled(wat: Wat) -> None
         await asyncio.wait_for(until(lambda: listener.cancelled), 5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="streams of resources (A13): own<R> elements are not lowered from host buffers yet",
-)
 @aio
 async def test_a13_untaken_resource_elements_are_destroyed(wat: Wat) -> None:
     closed: list[str] = []

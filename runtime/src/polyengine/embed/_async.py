@@ -119,6 +119,7 @@ class TaskModel:
         self.states = [InstanceState(self.store, rec.ci) for rec in rt.records]
         self.hooks = TaskModelHooks()
         self.host_values = HostValues(self.store, self.driver)
+        self.host_values.resources = lambda: (rt.resource_types.__getitem__, rt.host_resources)
         #: true while core instances are instantiated (start functions run)
         self.in_start = False
         # keyed by the lift's identity (the plan keeps it alive): hashing a

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from polyengine.abi.errors import LowerTypeError
@@ -74,7 +74,7 @@ class FutureSource:
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
-    __slots__ = ("bound", "driver", "held", "hooks", "store")
+    __slots__ = ("bound", "driver", "held", "hooks", "resources", "store")
 
     def __init__(self, store: Store, driver: Driver) -> None:
         self.store = store
@@ -84,6 +84,8 @@ class HostValues:
         self.held: weakref.WeakSet[Stream | Future] = weakref.WeakSet()
         #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
         self.bound: weakref.WeakSet[_Pipe] = weakref.WeakSet()
+        #: (resource type of an index, host resource table), for stream<own<R>> (A13)
+        self.resources: Callable[[], tuple[Callable[[int], Any], Any]] | None = None
 
     def on_poison(self, inst: InstanceState, trap: BaseException) -> None:
         """A trap escaped ``inst``: host operations whose peer end it holds fail (A7).
@@ -199,12 +201,12 @@ class HostValues:
             elif isinstance(src, bytes | bytearray | memoryview):
                 await w.write_all(src if u8 else list(src))
             elif hasattr(src, "__aiter__"):
-                await self._pump_async(src, u8, w, pipe)
+                await self._pump_async(src, u8, w, pipe, self._own_elements(elem))
             else:
                 items = list(src)
                 chunk = b"".join(_byte_chunk(x) for x in items) if u8 else items
                 if chunk:
-                    await w.write_all(chunk)
+                    await self._send(w, chunk, self._own_elements(elem))
         except PeerTrappedError:
             pass  # the reader's instance trapped: nothing left to feed
         except Exception as exc:
@@ -221,7 +223,41 @@ class HostValues:
                 src.drop()
         w.close()
 
-    async def _pump_async(self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe) -> None:
+    def _own_elements(self, elem: m.ValType | None) -> _OwnElements | None:
+        """How host resources become elements of a ``stream<own<R>>`` (A13), if ``elem`` is one."""
+        if not isinstance(elem, m.Own) or self.resources is None:
+            return None
+        rt_of, table = self.resources()
+        rt = rt_of(elem.rt)
+        if table is None or getattr(rt, "impl", None) is not None:
+            return None
+        return (lambda v: int(table.lower_own(rt, v)), table.host_dtor)
+
+    async def _send(self, w: StreamWriter, chunk: Any, own: _OwnElements | None) -> bool:
+        """Write ``chunk``; whether all of it was taken.
+
+        Host resources are registered as they are offered; those the reader
+        never takes (it dropped the stream, or its instance trapped) are
+        destroyed, exactly as if it had taken and dropped them (A13).
+        """
+        if own is None:
+            return bool(await w.write_all(chunk) == len(chunk))
+        lower, release = own
+        reps = [lower(v) for v in chunk]
+        taken = 0
+        try:
+            taken = await w.write_all(reps)
+        except PeerTrappedError as exc:
+            taken = exc.progress or 0
+            raise
+        finally:
+            for rep in reps[taken:]:
+                release(rep)
+        return taken == len(reps)
+
+    async def _pump_async(
+        self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe, own: _OwnElements | None
+    ) -> None:
         it = src.__aiter__()
         dead = pipe.dead_future()
         try:
@@ -230,14 +266,18 @@ class HostValues:
                 if not pull.done():
                     await asyncio.wait((pull, dead), return_when=asyncio.FIRST_COMPLETED)
                 if not pull.done():
-                    await _cancel_parked(src, pull)
+                    straggler = await _cancel_parked(src, pull)
+                    if own is not None and straggler is not None:
+                        close = getattr(straggler, "close", None)
+                        if callable(close):
+                            close()  # an element never offered: destroyed (A13)
                     return
                 try:
                     item = pull.result()
                 except StopAsyncIteration:
                     return
                 chunk = _byte_chunk(item) if u8 else [item]
-                if await w.write_all(chunk) < len(chunk):
+                if not await self._send(w, chunk, own):
                     return
         finally:
             close = getattr(it, "aclose", None)
@@ -399,7 +439,7 @@ def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     w._close()
 
 
-async def _cancel_parked(src: Any, pull: asyncio.Future[Any]) -> None:
+async def _cancel_parked(src: Any, pull: asyncio.Future[Any]) -> Any:
     """The stream died while its producer was parked: cancel the producer (A13).
 
     A source with a ``cancel()`` method is asked to stop and its pending
@@ -412,11 +452,15 @@ async def _cancel_parked(src: Any, pull: asyncio.Future[Any]) -> None:
         with contextlib.suppress(Exception):
             cancel()
         with contextlib.suppress(BaseException):
-            await pull
-        return
+            return await pull  # the straggler, for the un-taken release path
+        return None
     pull.cancel()
     with contextlib.suppress(BaseException):
         await pull
+    return None
 
 
 _PUMP_CHUNK = 64 * 1024
+
+#: (register a host resource and give its rep, destroy a registered rep)
+_OwnElements = tuple[Callable[[Any], int], Callable[[int], None]]
