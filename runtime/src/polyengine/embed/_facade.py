@@ -61,13 +61,15 @@ def make_export_function(call: ExportCall | AsyncExportCall, py_name: str) -> Ca
     elif unwrap is None:
 
         async def export(*args: Any) -> Any:
-            check(args)
+            if len(args) != nparams:
+                check(args)
             return call(args)
 
     else:
 
         async def export(*args: Any) -> Any:
-            check(args)
+            if len(args) != nparams:
+                check(args)
             return unwrap(call(args))
 
     export.__name__ = export.__qualname__ = py_name
