@@ -35,7 +35,7 @@ from ._store import (
 )
 
 if TYPE_CHECKING:
-    from ._memory import CoreGlobal, CoreTable, GuestMemory
+    from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
 
 __all__ = [
     "CoreFunc",
@@ -285,7 +285,7 @@ class CoreFunc:
         return ext
 
 
-Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal"
+Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal | CoreTag"
 
 
 class RawEntry(NamedTuple):
@@ -398,7 +398,7 @@ def define_host_func(
 
 
 def wrap_extern(store: EngineStore, ext: Any) -> Extern:
-    from ._memory import CoreGlobal, CoreTable, GuestMemory
+    from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
 
     kind = int(ext.kind)
     if kind == ffi.EXTERN_FUNC:
@@ -411,6 +411,8 @@ def wrap_extern(store: EngineStore, ext: Any) -> Extern:
         return CoreTable._wrap(store, ext.of.table)
     if kind == ffi.EXTERN_GLOBAL:
         return CoreGlobal._wrap(store, ext.of.global_)
+    if kind == ffi.EXTERN_TAG:
+        return CoreTag._wrap(store, ext.of.tag)
     raise EngineError(f"unsupported export kind {kind}")
 
 
@@ -492,6 +494,7 @@ def _expect(instance: CoreInstance, name: str, cls: type[_T]) -> _T:
 
 
 _EXTERN_KIND_NAMES = {
+    ffi.EXTERN_TAG: "tag",
     ffi.EXTERN_FUNC: "func",
     ffi.EXTERN_MEMORY: "memory",
     ffi.EXTERN_TABLE: "table",

@@ -48,6 +48,7 @@ EXTERN_FUNC = 0
 EXTERN_GLOBAL = 1
 EXTERN_TABLE = 2
 EXTERN_MEMORY = 3
+EXTERN_TAG = 5
 
 # The C structures, typed loosely: their field annotations in the package's
 # bindings do not describe what ctypes returns.
@@ -56,6 +57,7 @@ FuncStruct: Any = wffi.wasmtime_func_t
 MemoryStruct: Any = wffi.wasmtime_memory_t
 TableStruct: Any = wffi.wasmtime_table_t
 GlobalStruct: Any = wffi.wasmtime_global_t
+TagStruct: Any = wffi.wasmtime_tag_t
 InstanceStruct: Any = wffi.wasmtime_instance_t
 Val: Any = wffi.wasmtime_val_t
 ByteVec: Any = wffi.wasm_byte_vec_t

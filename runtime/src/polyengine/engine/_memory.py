@@ -374,3 +374,35 @@ def _numeric_val(valtype: str, v: int | float) -> Any:
         val.kind = ffi.KIND_F64
         val.of.f64 = float(v)
     return val
+
+
+class CoreTag:
+    """A core exception tag: passed between instances, never called or read."""
+
+    __slots__ = ("_state", "_tag", "store")
+
+    store: EngineStore
+    _state: _StoreState
+    _tag: Any  # wasmtime_tag_t
+
+    def __init__(self) -> None:
+        raise TypeError("CoreTag objects come from instance exports")
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, tag: Any) -> CoreTag:
+        self = object.__new__(cls)
+        self.store = store
+        self._state = store._state
+        t = ffi.TagStruct()
+        ctypes.pointer(t)[0] = tag
+        self._tag = t
+        return self
+
+    def _as_extern(self) -> Any:
+        ext = ffi.Extern()
+        ext.kind = ffi.EXTERN_TAG
+        ext.of.tag = self._tag
+        return ext
+
+    def __repr__(self) -> str:
+        return "<CoreTag>"
