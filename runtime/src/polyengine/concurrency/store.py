@@ -247,13 +247,18 @@ class Store:
             thread.resume()
         except Trap as trap:
             self.poison(inst, trap)
+            # poison() skips the thread that was running; its task fails here
+            thread.task.fail(trap)
             raise
         except Exception as exc:
             fault = Trap(f"host code raised {type(exc).__name__}: {exc}", code="host-error")
             self.poison(inst, fault)
+            thread.task.fail(fault)
             raise fault from exc
         except BaseException as exc:
-            self.poison(inst, Trap(f"interrupted by {type(exc).__name__}", code="host-error"))
+            fault = Trap(f"interrupted by {type(exc).__name__}", code="host-error")
+            self.poison(inst, fault)
+            thread.task.fail(fault)
             raise
         finally:
             inst.leave_to(None)
