@@ -17,7 +17,14 @@ from __future__ import annotations
 from polyengine.engine import CoreTrap
 from polyengine_protocol import Trap, is_trap, is_wasi_exit
 
-__all__ = ["HostImportError", "Trap", "host_import_trap", "trap_from_core"]
+__all__ = [
+    "HostImportError",
+    "HostResultError",
+    "Trap",
+    "host_import_trap",
+    "host_result_error",
+    "trap_from_core",
+]
 
 
 class HostImportError(Trap):
@@ -33,6 +40,20 @@ def host_import_trap(import_name: str, exc: BaseException) -> Trap:
     return trap
 
 
+class HostResultError(TypeError):
+    """A host import returned a value its WIT result type does not accept.
+
+    The embedder-api's platform-class limit 2: the call fails at the
+    conversion layer with a ``TypeError`` naming the import, not a trap (the
+    instance it unwound is still poisoned).
+    """
+
+
+def host_result_error(import_name: str, exc: BaseException) -> HostResultError:
+    """The error for a host result of ``import_name`` that cannot be lowered."""
+    return HostResultError(f"host import {import_name} returned a value of the wrong shape: {exc}")
+
+
 def trap_from_core(exc: CoreTrap) -> BaseException:
     """Translate a trap that unwound a core call into what the embedder sees.
 
@@ -45,7 +66,7 @@ def trap_from_core(exc: CoreTrap) -> BaseException:
     """
     host = exc.host_exception
     if host is not None:
-        if is_trap(host) or is_wasi_exit(host):
+        if is_trap(host) or is_wasi_exit(host) or isinstance(host, HostResultError):
             return host
         if not isinstance(host, Exception):
             return host

@@ -19,10 +19,11 @@ from typing import Any
 
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
+from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowering
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
-from polyengine.embed._errors import host_import_trap
+from polyengine.embed._errors import host_import_trap, host_result_error
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.embed._runtime import ComponentRuntime, CoreVal, ResolvedOptions
@@ -237,15 +238,18 @@ class HostLinker:
                 )
             return fn
         method = snake(name)
-        if not callable(getattr(cls, method, None)):
+        # A member that exists but is not callable (a property, say) still binds:
+        # the seed's platform-class pattern makes that a per-call trap, so a guest
+        # that never calls the member is unaffected.
+        if inspect.getattr_static(cls, method, _ABSENT) is _ABSENT:
             raise MissingImportError(
                 f"missing import {where}: {pascal(resource)} has no method {method!r}"
             )
 
         def call_method(self_: object, *args: Any) -> Any:
             bound = getattr(self_, method, None)
-            if bound is None:
-                raise AttributeError(f"the instance has no method {method!r}")
+            if not callable(bound):
+                raise TypeError(f"the instance has no method {method!r}")
             return bound(*args)
 
         call_method.__polyengine_method_of__ = (cls, method)  # type: ignore[attr-defined]
@@ -334,7 +338,10 @@ class HostLinker:
             finally:
                 runtime_resources.end_call(borrowed)
             cx.refresh()
-            out = lowered.lower_results(cx, value, flat)
+            try:
+                out = lowered.lower_results(cx, value, flat)
+            except LowerError as exc:
+                raise host_result_error(where, exc) from exc
             lenders.deliver_resolve()
             return out
 
@@ -354,11 +361,17 @@ class HostLinker:
                 raise host_import_trap(where, exc) from exc
             ro, lowered = prepared or prepare()
             lenders = CallLenders()
-            out = lowered.lower_results(LiftLowerContext(ro.opts, ci, lenders), value, flat)
+            try:
+                out = lowered.lower_results(LiftLowerContext(ro.opts, ci, lenders), value, flat)
+            except LowerError as exc:
+                raise host_result_error(where, exc) from exc
             lenders.deliver_resolve()
             return out
 
         return _scalar_host_call(ft, fn, ci, where, finish) or body
+
+
+_ABSENT = object()
 
 
 def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
