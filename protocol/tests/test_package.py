@@ -12,8 +12,9 @@ import polyengine_protocol as pp
 PACKAGE_DIR = Path(pp.__file__).parent
 
 
-def test_version() -> None:
-    assert pp.__version__ == "0.1.0"
+def test_version_matches_the_distribution_metadata() -> None:
+    pyproject = (PACKAGE_DIR.parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'version = "{pp.__version__}"' in pyproject
 
 
 def test_all_is_exactly_the_public_namespace() -> None:
