@@ -63,25 +63,33 @@ async def _copy(
     start: Callable[[OnCopy, OnCopyDone], None],
     cancel: Callable[[], None],
 ) -> CopyResult:
-    """Run one copy: ``start(on_copy, on_copy_done)``; ``cancel()`` if the caller is cancelled."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[CopyResult] = loop.create_future()
+    """Run one copy: ``start(on_copy, on_copy_done)``; ``cancel()`` if the caller is cancelled.
+
+    A copy that completes inside ``start`` (the other side was parked)
+    returns without suspending or allocating an asyncio future.
+    """
+    outcome: list[CopyResult] = []
+    fut: asyncio.Future[CopyResult] | None = None
+
+    def settle(result: CopyResult) -> None:
+        if not outcome:
+            outcome.append(result)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
 
     def on_copy(reclaim: ReclaimBuffer) -> None:
         reclaim()
-        if not fut.done():
-            fut.set_result(CopyResult.COMPLETED)
+        settle(CopyResult.COMPLETED)
 
-    def on_copy_done(result: CopyResult) -> None:
-        if not fut.done():
-            fut.set_result(result)
-
-    start(on_copy, on_copy_done)
+    start(on_copy, settle)
     store.wake()
+    if outcome:
+        return outcome[0]
+    fut = asyncio.get_running_loop().create_future()
     try:
-        return await asyncio.shield(fut)
+        return await fut
     except asyncio.CancelledError:
-        if not fut.done():
+        if not outcome:
             cancel()
         store.wake()
         raise

@@ -258,28 +258,66 @@ class HostValues:
     async def _pump_async(
         self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe, own: _OwnElements | None
     ) -> None:
+        """Pull ``src`` chunk by chunk into ``w`` inside this one task.
+
+        A pull that is ready costs one ``__anext__`` step (no task or wait
+        per chunk). A pull that parks is interrupted when the stream dies
+        (A13): a source with a ``cancel()`` method is asked to stop and its
+        pending pull drained (a straggler element goes to the un-taken
+        release path); otherwise this task is cancelled at the pull, so an
+        async generator sees ``CancelledError`` at its await.
+        """
         it = src.__aiter__()
+        anext = it.__anext__
         dead = pipe.dead_future()
+        task = asyncio.current_task()
+        assert task is not None
+        pull = _Pull()
+
+        def reader_gone(_: object) -> None:
+            if not pull.parked or pull.stopped:
+                return
+            pull.stopped = True
+            cancel = getattr(src, "cancel", None)
+            if callable(cancel) and not isinstance(src, asyncio.Future):
+                with contextlib.suppress(Exception):
+                    cancel()
+            else:
+                pull.interrupted = True
+                task.cancel()
+
+        dead.add_done_callback(reader_gone)
         try:
-            while True:
-                pull: asyncio.Future[Any] = asyncio.ensure_future(it.__anext__())
-                if not pull.done():
-                    await asyncio.wait((pull, dead), return_when=asyncio.FIRST_COMPLETED)
-                if not pull.done():
-                    straggler = await _cancel_parked(src, pull)
-                    if own is not None and straggler is not None:
-                        close = getattr(straggler, "close", None)
+            while not dead.done():
+                pull.parked = True
+                try:
+                    item = await anext()
+                except StopAsyncIteration:
+                    return
+                except asyncio.CancelledError:
+                    if pull.interrupted:
+                        task.uncancel()
+                        return
+                    raise
+                except Exception:
+                    if pull.stopped:
+                        return  # a cancelled source's last pull failed: nothing left to feed
+                    raise
+                finally:
+                    pull.parked = False
+                if pull.stopped:
+                    if pull.interrupted:
+                        task.uncancel()  # the source swallowed the cancellation
+                    if own is not None:
+                        close = getattr(item, "close", None)
                         if callable(close):
                             close()  # an element never offered: destroyed (A13)
-                    return
-                try:
-                    item = pull.result()
-                except StopAsyncIteration:
                     return
                 chunk = _byte_chunk(item) if u8 else [item]
                 if not await self._send(w, chunk, own):
                     return
         finally:
+            dead.remove_done_callback(reader_gone)
             close = getattr(it, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):
@@ -439,25 +477,18 @@ def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     w._close()
 
 
-async def _cancel_parked(src: Any, pull: asyncio.Future[Any]) -> Any:
-    """The stream died while its producer was parked: cancel the producer (A13).
+class _Pull:
+    """The state of a stream pump's pull from its source (A13 cancellation)."""
 
-    A source with a ``cancel()`` method is asked to stop and its pending
-    pull is drained (a straggler element is discarded); otherwise the
-    pending pull is cancelled (an async generator sees ``CancelledError``
-    at its await).
-    """
-    cancel = getattr(src, "cancel", None)
-    if callable(cancel) and not isinstance(src, asyncio.Future):
-        with contextlib.suppress(Exception):
-            cancel()
-        with contextlib.suppress(BaseException):
-            return await pull  # the straggler, for the un-taken release path
-        return None
-    pull.cancel()
-    with contextlib.suppress(BaseException):
-        await pull
-    return None
+    __slots__ = ("interrupted", "parked", "stopped")
+
+    def __init__(self) -> None:
+        #: a pull is in flight (the pump awaits the source)
+        self.parked = False
+        #: the stream died during a pull: the pump stops after it
+        self.stopped = False
+        #: the pump task was cancelled to interrupt the pull
+        self.interrupted = False
 
 
 _PUMP_CHUNK = 64 * 1024
