@@ -74,7 +74,7 @@ class FutureSource:
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
-    __slots__ = ("bound", "driver", "held", "hooks", "resources", "store")
+    __slots__ = ("bound", "driver", "held", "hooks", "passed", "resources", "store")
 
     def __init__(self, store: Store, driver: Driver) -> None:
         self.store = store
@@ -84,6 +84,11 @@ class HostValues:
         self.held: weakref.WeakSet[Stream | Future] = weakref.WeakSet()
         #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
         self.bound: weakref.WeakSet[_Pipe] = weakref.WeakSet()
+        #: host handles whose guest end they passed into a guest, by id of that
+        #: shared stream/future: lifting it again gives the same handle back (A5)
+        self.passed: weakref.WeakValueDictionary[int, Stream | Future] = (
+            weakref.WeakValueDictionary()
+        )
         #: (resource type of an index, host resource table), for stream<own<R>> (A13)
         self.resources: Callable[[], tuple[Callable[[int], Any], Any]] | None = None
 
@@ -126,10 +131,21 @@ class HostValues:
         if isinstance(shared, HostFedStream) and shared.pipe is not None:
             return self._hand_back(shared.pipe, t)
         reader = HostStreamReader(self.store, shared)
-        handle = Stream(t.t, reader, self.store)
+        handle = self._returning(shared)
+        if isinstance(handle, Stream):
+            handle._revive_reader(reader)
+        else:
+            handle = Stream(t.t, reader, self.store)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle
+
+    def _returning(self, shared: SharedStreamImpl | SharedFutureImpl) -> Stream | Future | None:
+        """The host handle that passed ``shared`` into a guest, if any (the A5 identity)."""
+        handle = self.passed.pop(id(shared), None)
+        if handle is not None and handle._via is shared:
+            return handle
+        return None
 
     def _hand_back(self, pipe: _Pipe, t: m.Stream) -> Stream:
         """A host stream a guest passes back (A5): the host's own handle over the same pipe."""
@@ -156,10 +172,16 @@ class HostValues:
             return v
         pipe: _Pipe | None = None
         if isinstance(v, Stream):
+            src = v._source
+            if (
+                isinstance(src, HostStreamReader)
+                and src.store is self.store
+                and src.shared.t != t.t
+            ):
+                raise LowerTypeError("the stream has another element type")
             shared = v._take_shared(self.store)
             if shared is not None:
-                if shared.t != t.t:
-                    raise LowerTypeError("the stream has another element type")
+                self.passed[id(shared)] = v
                 return shared
             if v._source is None:
                 if v._passed:
@@ -329,7 +351,11 @@ class HostValues:
         shared = self.hooks.lift_future(cx, i, t)
         assert isinstance(shared, SharedFutureImpl)
         reader = _Reader(self.store, shared)
-        handle = Future(reader, self.store)
+        handle = self._returning(shared)
+        if isinstance(handle, Future):
+            handle._revive_reader(reader)
+        else:
+            handle = Future(reader, self.store)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle
@@ -344,10 +370,12 @@ class HostValues:
         if isinstance(v, FutureSource):
             v = v.awaitable
         if isinstance(v, Future):
+            reader = v._reader
+            if reader is not None and reader.store is self.store and reader.shared.t != t.t:
+                raise LowerTypeError("the future has another value type")
             shared = v._take_shared(self.store)
             if shared is not None:
-                if shared.t != t.t:
-                    raise LowerTypeError("the future has another value type")
+                self.passed[id(shared)] = v
                 return shared
             if v._reader is None or v._passed:
                 raise LowerTypeError("the future was dropped or passed to a guest already")

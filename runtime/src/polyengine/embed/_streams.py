@@ -95,6 +95,7 @@ class Stream:
         "_session",
         "_source",
         "_store",
+        "_via",
         "elem",
     )
 
@@ -110,6 +111,8 @@ class Stream:
         self._passed = False
         self._busy = False
         self._session: DirectSession | None = None
+        #: the guest stream this handle was passed into a guest as (A5 round trips)
+        self._via: SharedStreamImpl | None = None
         if isinstance(source, _Pipe):
             source.stream = weakref.ref(self)
 
@@ -230,9 +233,17 @@ class Stream:
                 raise TypeError("cannot pass a stream with a read in flight to a guest")
             self._source = None
             self._passed = True
+            self._via = src.shared
             src._close()
             return src.shared
         return None
+
+    def _revive_reader(self, reader: HostStreamReader) -> None:
+        """A guest handed back the stream this handle passed to it (A5): read it again."""
+        assert self._passed and self._source is None and self._via is reader.shared
+        self._source = reader
+        self._passed = False
+        self._via = None
 
     def _take_pipe(self) -> _Pipe | None:
         """The unbound pipe under this handle, taken over for lowering into a guest."""
@@ -433,6 +444,7 @@ class Future:
         "_peer_trap",
         "_reader",
         "_store",
+        "_via",
     )
 
     def __init__(self, reader: HostFutureReader, store: Store) -> None:
@@ -444,6 +456,8 @@ class Future:
         self._outcome: tuple[bool, Any] | None = None
         self._passed = False
         self._busy = False
+        #: the guest future this handle was passed into a guest as (A5 round trips)
+        self._via: SharedFutureImpl | None = None
 
     async def _get(self, internal: bool = False) -> Any:
         if self._passed and not internal:
@@ -505,9 +519,17 @@ class Future:
                 raise TypeError("cannot pass a future being awaited to a guest")
             self._reader = None
             self._passed = True
+            self._via = reader.shared
             reader._close()
             return reader.shared
         return None
+
+    def _revive_reader(self, reader: HostFutureReader) -> None:
+        """A guest handed back the future this handle passed to it (A5): await it again."""
+        assert self._passed and self._reader is None and self._via is reader.shared
+        self._reader = reader
+        self._passed = False
+        self._via = None
 
     async def __aenter__(self) -> Future:
         return self
