@@ -150,7 +150,8 @@ class Store:
     """Threads waiting to run, and the scheduling policy (§Embedding ``Store``).
 
     ``waiting`` keeps the order in which threads started waiting, so the FIFO
-    policy resumes the longest-waiting ready thread. ``current`` is the
+    policy resumes the longest-waiting ready thread; the seeded profile
+    chooses as :mod:`.sched` describes. ``current`` is the
     thread being stepped (the spec's ``current_thread()``). ``host_pending``
     counts host operations in flight that may still make a waiting thread
     ready; with none in flight and nothing ready, a call that has not
@@ -210,7 +211,12 @@ class Store:
         return out
 
     def pick_ready(self, inst: InstanceState | None = None) -> Thread | None:
-        """The next thread to resume: the first ready one, or a seeded choice."""
+        """The next thread to resume: the first ready one, or the seeded choice.
+
+        With ``inst``, only its threads other than the one holding its
+        exclusive lock are eligible (the synchronous ``canon lift`` loop).
+        The seeded choice follows :meth:`.sched.SchedulePolicy.choose_thread`.
+        """
         if self.policy.deterministic:
             for t in self.waiting:
                 if (inst is None or t.task.inst is inst) and t.ready():
@@ -221,7 +227,7 @@ class Store:
         cands = [
             t for t in self.ready_threads(inst) if inst is None or t is not inst.exclusive_thread
         ]
-        return self.policy.pick(cands) if cands else None
+        return self.policy.choose_thread(cands)
 
     def tick(self) -> bool:
         """Resume one ready thread from the top level; ``False`` when none is ready.
@@ -234,10 +240,15 @@ class Store:
         """
         assert self.nesting_depth == 0
         thread = None
-        for t in self.waiting if self.policy.deterministic else self.policy.order(self.waiting):
-            if t.ready() and t.task.inst.may_enter_from(None):
-                thread = t
-                break
+        if self.policy.deterministic:
+            for t in self.waiting:
+                if t.ready() and t.task.inst.may_enter_from(None):
+                    thread = t
+                    break
+        else:
+            thread = self.policy.choose_thread(
+                [t for t in self.waiting if t.ready() and t.task.inst.may_enter_from(None)]
+            )
         if thread is None:
             return False
         self.nesting_depth += 1

@@ -136,7 +136,7 @@ class Task:
                 inst.num_waiting_to_enter += 1
                 try:
                     cancelled = yield from thread.wait_until(
-                        lambda: not self.has_backpressure(), cancellable=True, yielding=True
+                        lambda: not self.has_backpressure(), cancellable=True, entering=True
                     )
                 finally:
                     inst.num_waiting_to_enter -= 1

@@ -174,6 +174,7 @@ class Thread:
         "ready_func",
         "storage",
         "task",
+        "yielded",
     )
 
     def __init__(self, task: Task, body: ThreadBody, *, keep_alive: bool = True) -> None:
@@ -187,6 +188,7 @@ class Thread:
         self.index: int | None = None
         self.storage = [0, 0]
         self.keep_alive = keep_alive
+        self.yielded = False
 
     def __repr__(self) -> str:
         return f"<Thread {self.index} of {self.task!r} {self.status}>"
@@ -231,15 +233,19 @@ class Thread:
 
     # -- scheduler-side ---------------------------------------------------
 
-    def start_waiting_internal(self, ready_func: Callable[[], bool]) -> None:
+    def start_waiting_internal(
+        self, ready_func: Callable[[], bool], *, yielded: bool = False
+    ) -> None:
         assert not self.waiting() and self.ready_func is None
         self.ready_func = ready_func
+        self.yielded = yielded
         self.store.waiting.append(self)
 
     def stop_waiting_internal(self, cancelled: Cancelled) -> None:
         assert self.waiting()
         assert cancelled or self.ready()
         self.ready_func = None
+        self.yielded = False
         self.store.waiting.remove(self)
 
     def resume_later(self) -> None:
@@ -349,22 +355,29 @@ class Thread:
         cancellable: bool = False,
         *,
         yielding: bool = False,
+        entering: bool = False,
     ) -> Suspends[Cancelled]:
         """Block until ``ready_func()`` holds (definitions.py ``Thread.wait_until``).
 
-        ``yielding`` marks a voluntary yield: it always goes through the
-        scheduler, so other ready threads get to run, and it is allowed in
-        synchronous tasks.
+        ``yielding`` marks a voluntary yield (``thread.yield``, a callback's
+        YIELD): it always goes through the scheduler, so other ready threads
+        get to run, it is allowed in synchronous tasks, and the scheduler
+        treats the thread as yielded (see :mod:`.sched`). ``entering`` marks
+        the wait of a task held back from entering its instance
+        (backpressure, the exclusive lock): it goes through the scheduler
+        too, so the task does not overtake earlier ones, and is allowed in
+        synchronous tasks, but it is an ordinary wait for a state change.
         """
         assert self._running
+        assert not (yielding and entering)
         if self.task.deliver_pending_cancel(cancellable):
             return Cancelled.TRUE
-        if not yielding:
+        if not (yielding or entering):
             if ready_func() and self.store.policy.skip_block():
                 return Cancelled.FALSE
             if not ready_func():
                 self.check_may_block()
-        self.start_waiting_internal(ready_func)
+        self.start_waiting_internal(ready_func, yielded=yielding)
         return (yield from self.block_internal(cancellable))
 
     def wait_for_host(self, ready_func: Callable[[], bool]) -> Suspends[None]:
@@ -392,7 +405,7 @@ class Thread:
         assert self._running and other.suspended()
         if self.task.deliver_pending_cancel(cancellable):
             return Cancelled.TRUE
-        self.start_waiting_internal(lambda: True)
+        self.start_waiting_internal(lambda: True, yielded=True)
         return (yield from self.switch_to_internal(cancellable, other))
 
     def suspend_then_promote(self, cancellable: bool, other: Thread) -> Suspends[Cancelled]:
@@ -410,6 +423,6 @@ class Thread:
             return Cancelled.TRUE
         if other.ready():
             other.stop_waiting_internal(Cancelled.FALSE)
-            self.start_waiting_internal(lambda: True)
+            self.start_waiting_internal(lambda: True, yielded=True)
             return (yield from self.switch_to_internal(cancellable, other))
         return (yield from self.yield_(cancellable))
