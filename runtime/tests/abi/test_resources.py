@@ -311,3 +311,19 @@ def test_table_matches_a_free_list_model(ops: list[tuple[str, int]]) -> None:
                 table.remove(x)
         assert len(table) == len(live)
         assert sorted(table) == sorted(live.values())
+
+
+def test_resource_types_describe_themselves_deterministically() -> None:
+    """Messages name a resource type without its object address (§"Resource State")."""
+    inst = ComponentInstance(name="#3")
+    first, second = ResourceType(inst), ResourceType(inst, None, "r")
+    assert first.ordinal == 0 and second.ordinal == 1
+    assert str(first) == first.describe() == "resource #0 of component instance #3"
+    assert str(second) == "resource 'r' (#1 of component instance #3)"
+    assert repr(first) == "<ResourceType resource #0 of component instance #3>"
+    # each instance numbers the types it defines
+    assert str(ResourceType(ComponentInstance(name="#4"))) == "resource #0 of component instance #4"
+    assert str(ResourceType(ComponentInstance())) == "resource #0"
+    assert str(ResourceType(None, None, "cell")) == "host resource 'cell'"
+    assert repr(ResourceType(None)) == "<ResourceType host resource>"
+    assert "0x" not in repr(ComponentInstance())

@@ -78,8 +78,13 @@ def test_handle_wording() -> None:
         with pytest.raises(Trap, match=rf"^unknown handle index {i}$"):
             canon_resource_drop(inst, rt, i)
     h = canon_resource_new(inst, rt, 1)
-    with pytest.raises(Trap, match=rf"^handle index {h} used with the wrong type"):
+    with pytest.raises(Trap, match=rf"^handle index {h} used with the wrong type") as info:
         canon_resource_drop(inst, other, h)
+    # the two types are named deterministically, never by object address
+    assert str(info.value) == (
+        f"handle index {h} used with the wrong type, expected <ResourceType resource #1> "
+        "but found <ResourceType resource #0>"
+    )
     h = canon_resource_new(inst, rt, 1)
     lift_borrow(inst, h, rt, CallLenders())
     with pytest.raises(Trap, match=r"^cannot remove owned resource while borrowed"):

@@ -116,9 +116,11 @@ class ComponentInstance:
         self.handles: Table[object] = Table()
         self.may_enter = True
         self.may_leave = True
+        #: how many resource types this instance defines (numbers them for messages)
+        self.resource_types_defined = 0
 
     def __repr__(self) -> str:
-        return f"<ComponentInstance {self.name or hex(id(self))}>"
+        return f"<ComponentInstance {self.name or '(unnamed)'}>"
 
     def may_enter_from(self, caller: ComponentInstance | None) -> bool:
         """Whether a call from ``caller`` (``None``: the host) may enter this instance."""
@@ -157,9 +159,14 @@ class ResourceType:
     host-defined resource); ``dtor`` receives the representation when the
     last owning handle is dropped (a guest destructor, or the embed layer's
     hook for host resources). ``name`` is for messages only.
+
+    A type defined by an instance is numbered in the order that instance
+    defines its types (:attr:`ordinal`), so a type with no name still has a
+    description that is the same on every run (:meth:`describe`), never an
+    object address.
     """
 
-    __slots__ = ("dtor", "impl", "name")
+    __slots__ = ("dtor", "impl", "name", "ordinal")
 
     def __init__(
         self,
@@ -170,9 +177,33 @@ class ResourceType:
         self.impl = impl
         self.dtor = dtor
         self.name = name
+        self.ordinal: int | None = None
+        if impl is not None:
+            self.ordinal = impl.resource_types_defined
+            impl.resource_types_defined += 1
+
+    def describe(self) -> str:
+        """A deterministic, human-readable description for messages.
+
+        ``resource 'r' (#1 of component instance #0)`` for a type a guest
+        defines (``resource #1 of component instance #0`` when it has no
+        name), ``host resource 'r'`` for one the host implements.
+        """
+        impl = self.impl
+        if impl is None:
+            return f"host resource {self.name!r}" if self.name else "host resource"
+        where = f"#{self.ordinal}"
+        if impl.name:
+            where += f" of component instance {impl.name}"
+        if self.name:
+            return f"resource {self.name!r} ({where})"
+        return f"resource {where}"
+
+    def __str__(self) -> str:
+        return self.describe()
 
     def __repr__(self) -> str:
-        return f"<ResourceType {self.name or hex(id(self))}>"
+        return f"<ResourceType {self.describe()}>"
 
 
 class BorrowingTask(Protocol):

@@ -7,7 +7,10 @@ Three kinds of failure cross the boundary:
   instance it escaped from;
 * a host import raising anything but a branded ``ComponentException`` traps
   the calling instance with a message naming the import, chained with
-  ``raise ... from``;
+  ``raise ... from``: a ``Trap`` (canonical or only branded) keeps its code
+  and gains the prefix ``host import <name> trapped: ``
+  (:func:`host_trap`), any other exception becomes a ``host-import`` trap
+  (:func:`host_import_trap`);
 * ``KeyboardInterrupt`` and ``SystemExit`` are never swallowed: the instance
   is poisoned and the original exception propagates to the embedder.
 """
@@ -15,7 +18,7 @@ Three kinds of failure cross the boundary:
 from __future__ import annotations
 
 from polyengine.engine import CoreTrap
-from polyengine_protocol import Trap, is_trap, is_wasi_exit
+from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap, is_trap, is_wasi_exit
 
 __all__ = [
     "HostImportError",
@@ -23,6 +26,7 @@ __all__ = [
     "Trap",
     "host_import_trap",
     "host_result_error",
+    "host_trap",
     "trap_from_core",
 ]
 
@@ -32,10 +36,36 @@ class HostImportError(Trap):
 
 
 def host_import_trap(import_name: str, exc: BaseException) -> Trap:
-    """The trap for ``exc`` escaping host import ``import_name``."""
+    """The trap for ``exc`` escaping host import ``import_name``.
+
+    A trap (anything carrying the trap brand) is re-raised by
+    :func:`host_trap`; any other exception becomes a ``host-import`` trap.
+    """
+    if is_trap(exc):
+        return host_trap(import_name, exc)
     trap = HostImportError(
         f"host import {import_name} raised {type(exc).__name__}: {exc}", code="host-import"
     )
+    trap.__cause__ = exc
+    return trap
+
+
+def host_trap(import_name: str, exc: BaseException) -> Trap:
+    """The trap for a trap ``exc`` that a host import raised (python-mapping.md §3).
+
+    Every trap from a host import names the import: the result is a
+    canonical ``Trap`` with the same code (``"unspecified"`` when ``exc``
+    carries no usable one, as a hand-rolled branded trap may not), the
+    message ``host import <import_name> trapped: <exc's message>``, and
+    ``exc`` as its ``__cause__``.
+    """
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        message = str(exc)
+    code = getattr(exc, "code", None)
+    if not isinstance(code, str) or not code:
+        code = UNSPECIFIED_TRAP_CODE
+    trap = Trap(f"host import {import_name} trapped: {message}", code=code)
     trap.__cause__ = exc
     return trap
 

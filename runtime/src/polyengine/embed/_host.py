@@ -7,7 +7,14 @@ that lifts the guest's arguments, calls the host, and lowers the result.
 
 Function results of type ``result<T, E>`` follow the error model: the host
 returns ``T`` for ok and raises a branded ``ComponentException`` for err; any
-other exception traps the calling instance, naming the import.
+other exception traps the calling instance, naming the import (a ``Trap`` the
+host raised keeps its code: ``host import <name> trapped: <message>``).
+
+Host-implemented resources are bound to the class the imports mapping gives
+at the resource's position (python-mapping.md §5); a value lowered into an
+``own``/``borrow`` of one must be an instance of that class, and a value
+lowered into one of a guest-implemented resource must be a wrapper of that
+very resource type, else a ``LowerTypeError`` names the value's path.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any
 
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
-from polyengine.abi.errors import LowerError
+from polyengine.abi.errors import LowerError, LowerTypeError, describe
 from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowering
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
@@ -89,6 +96,8 @@ class HostResourceTable:
         self.wrap_guest: Callable[[ResourceType, int, bool], object] | None = None
         #: borrowed guest-resource wrappers handed to the host call in progress
         self._borrowed: list[object] | None = None
+        #: host-implemented resource type -> (its host class if the mapping gives one, import)
+        self._classes: dict[ResourceType, tuple[type | None, str]] = {}
 
     def begin_call(self) -> list[object] | None:
         """Start collecting the borrowed wrappers a host import receives."""
@@ -131,6 +140,33 @@ class HostResourceTable:
         if callable(close):
             close()
 
+    def bind_class(self, rt: ResourceType, cls: type | None, where: str) -> None:
+        """Record the host class of host-implemented resource ``rt`` (imported at ``where``).
+
+        With a class, a value lowered into ``own``/``borrow`` of ``rt`` must
+        be an instance of it; with none (the mapping gives no class), any
+        object but ``None`` and a guest-resource wrapper is accepted.
+        """
+        assert rt.impl is None
+        self._classes[rt] = (cls, where)
+
+    def _check_host(self, rt: ResourceType, value: object, kind: str) -> None:
+        """Refuse a value that cannot be an instance of host resource ``rt``."""
+        cls, where = self._classes.get(rt, (None, rt.name or "?"))
+        if cls is not None:
+            if isinstance(value, cls):
+                return
+            raise LowerTypeError(
+                f"expected an instance of {cls.__name__} for {kind}<{where}> "
+                f"(the host class of that resource), got {describe(value)}"
+            )
+        if value is None or hasattr(type(value), "_polyengine_take_rep"):
+            what = "None" if value is None else f"a {type(value).__name__} guest-resource wrapper"
+            raise LowerTypeError(
+                f"expected a host object for {kind}<{where}> (a host-implemented resource), "
+                f"got {what}"
+            )
+
     # HostResources protocol -----------------------------------------------------------
 
     def lift_own(self, rt: ResourceType, rep: int) -> object:
@@ -149,21 +185,43 @@ class HostResourceTable:
         return wrapper
 
     def lower_own(self, rt: ResourceType, value: object) -> int:
+        """The rep of ``value`` passed as ``own<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
+            self._check_host(rt, value, "own")
             return self._register(value)
         return _guest_rep(value, rt, take=True)
 
     def lower_borrow(self, rt: ResourceType, value: object) -> int:
+        """The rep of ``value`` passed as ``borrow<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
+            self._check_host(rt, value, "borrow")
             return self._register(value)
         return _guest_rep(value, rt, take=False)
 
 
+def _guest_expected(rt: ResourceType, kind: str) -> str:
+    """``a Counter resource object for own<counter>`` (the facade's class name, when known)."""
+    if rt.name:
+        return f"a {pascal(rt.name)} resource object for {kind}<{rt.name}>"
+    return f"a resource object for {kind}<{rt}>"
+
+
 def _guest_rep(value: object, rt: ResourceType, *, take: bool) -> int:
+    """The rep behind guest-resource wrapper ``value`` of type ``rt`` (``take``: passed as own)."""
+    kind = "own" if take else "borrow"
     take_rep = getattr(value, "_polyengine_take_rep", None)
     if take_rep is None:
-        raise TypeError(f"expected a {rt.name} resource object, got {type(value).__name__}")
-    rep: int = take_rep(rt, take)
+        raise LowerTypeError(f"expected {_guest_expected(rt, kind)}, got {describe(value)}")
+    if getattr(type(value), "_polyengine_rt", rt) is not rt:
+        raise LowerTypeError(
+            f"expected {_guest_expected(rt, kind)}, got a {type(value).__name__} wrapper "
+            "of another resource type or component instance"
+        )
+    try:
+        rep: int = take_rep(rt, take)
+    except TypeError as exc:
+        # a borrowed wrapper passed as own, say: the same refusal, with its value path
+        raise LowerTypeError(str(exc)) from exc
     return rep
 
 
@@ -175,6 +233,8 @@ class HostLinker:
         self.suspend = suspend
         self.resources = HostResourceTable()
         self._callables: dict[tuple[str, ...], Callable[..., Any]] = {}
+        #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
+        self._bound: weakref.ref[ComponentRuntime] | None = None
 
     # resolution ------------------------------------------------------------------
 
@@ -182,35 +242,95 @@ class HostLinker:
         return self.imports.require_interface(iface, member)
 
     def resolve(self, path: tuple[str, ...]) -> Callable[..., Any]:
-        """The Python callable for lowered import ``path``; raises naming what is missing."""
+        """The Python callable for lowered import ``path``; raises naming what is missing.
+
+        A world-level function is the top-level snake_case key; a member of a
+        world-level resource (``[constructor]r``, ``[method]r.m``,
+        ``[static]r.s``) dispatches on the class at the top-level PascalCase
+        key (python-mapping.md §5); an interface member is looked up on the
+        interface's provider.
+        """
         found = self._callables.get(path)
         if found is not None:
             return found
+        name = path[-1]
+        parsed = parse_func_name(name)
+        provider: object
         if len(path) == 1:
-            name = path[0]
-            fn = self.imports.top_level(snake(name))
-            if fn is None:
-                raise MissingImportError(
-                    f"missing import: the component imports function {name!r} "
-                    f"(provide it as imports[{snake(name)!r}])"
-                )
             where = name
-            provider: object = None
-            parsed = parse_func_name(name)
+            if parsed.kind == "func":
+                fn = self.imports.top_level(snake(parsed.name))
+                if fn is None:
+                    raise MissingImportError(
+                        f"missing import: the component imports function {name!r} "
+                        f"(provide it as imports[{snake(parsed.name)!r}])"
+                    )
+            else:
+                assert parsed.resource is not None
+                cls = self.world_resource_class(parsed.resource, name)
+                provider = {pascal(parsed.resource): cls}
+                fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
         else:
-            iface, name = path[0], path[-1]
-            provider = self.provider_for(iface, name)
-            parsed = parse_func_name(name)
+            provider = self.provider_for(path[0], name)
             where = describe_import(path)
             fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
-        if len(path) == 1 and parsed.kind != "func":
-            cls_name = pascal(parsed.resource or "")
-            world_provider = {cls_name: self.imports.top_level(cls_name)}
-            fn = self._member(world_provider, parsed.kind, parsed.resource, parsed.name, where)
         if not callable(fn):
             raise LinkError(f"import {where} is provided by a non-callable {type(fn).__name__}")
         self._callables[path] = fn
         return fn
+
+    def world_resource_class(self, resource: str, needed_by: str) -> object:
+        """The class of world-level resource ``resource``: the top-level PascalCase key.
+
+        Raises :class:`MissingImportError` naming that key, and pointing out a
+        class given under another spelling of the name.
+        """
+        key = pascal(resource)
+        cls = self.imports.top_level(key)
+        if cls is not None:
+            return cls
+        hint = ""
+        for other in dict.fromkeys((resource, snake(resource))):
+            if self.imports.top_level(other) is not None:
+                hint = f"; imports[{other!r}] is given, but a resource class goes under {key!r}"
+                break
+        raise MissingImportError(
+            f"missing import: the component imports resource {resource!r} "
+            f"(needed for {needed_by}); provide its class as imports[{key!r}]{hint}"
+        )
+
+    def resource_class(self, import_path: tuple[str, ...]) -> type | None:
+        """The host class the imports mapping gives for the resource at ``import_path``.
+
+        ``None`` when the mapping gives none, or gives a callable that is not
+        a class (a factory serves as a constructor but cannot type-check).
+        """
+        if not import_path:
+            return None
+        key = pascal(import_path[-1])
+        if len(import_path) == 1:
+            cls = self.imports.top_level(key)
+        else:
+            found = self.imports.interface(import_path[0])
+            cls = None if found is None else get_member(found[1], key)
+        return cls if isinstance(cls, type) else None
+
+    def bind_runtime(self, rt: ComponentRuntime) -> None:
+        """Bind each host-implemented resource type of ``rt`` to its host class.
+
+        Lowering a value into an ``own``/``borrow`` of such a type then
+        checks that it is an instance of that class (idempotent; the
+        trampoline builders call it, and ``instantiate`` may call it once the
+        runtime exists).
+        """
+        if self._bound is not None and self._bound() is rt:
+            return
+        self._bound = weakref.ref(rt)
+        for rtype, res in zip(rt.resource_types, rt.plan.resources, strict=True):
+            if rtype.impl is not None or not res.imported or res.import_path is None:
+                continue
+            cls = self.resource_class(res.import_path)
+            self.resources.bind_class(rtype, cls, describe_import(res.import_path))
 
     def _member(
         self, provider: object, kind: str, resource: str | None, name: str, where: str
@@ -270,6 +390,7 @@ class HostLinker:
         ``suspending()``-marked import may park their caller; an unmarked
         sync import is called in place (an awaitable it returns traps).
         """
+        self.bind_runtime(rt)
         fn = self.resolve(tr.path)
         marked = _is_marked_suspending(fn)
         if not (marked or tr.type.is_async or tr.options.is_async):
@@ -297,6 +418,7 @@ class HostLinker:
         involved. A result its inline check does not accept takes the
         general path, which settles, converts or rejects it.
         """
+        self.bind_runtime(rt)
         fn = self.resolve(tr.path)
         where = describe_import(tr.path)
         ft = tr.type
@@ -329,8 +451,6 @@ class HostLinker:
                     value = result_wrap(lambda: _settle(fn(*args), where, marked, source))
                 else:
                     value = _settle(fn(*args), where, marked, source)
-            except Trap:
-                raise
             except Exception as exc:
                 if is_wasi_exit(exc):
                     raise
@@ -353,8 +473,6 @@ class HostLinker:
             """The general path's end, for a result the inline check did not accept."""
             try:
                 value = _settle(value, where, marked, source)
-            except Trap:
-                raise
             except Exception as exc:
                 if is_wasi_exit(exc):
                     raise
@@ -414,8 +532,6 @@ def _scalar_host_call(
         "    raise Trap(may_not_leave, code='may-not-leave')",
         "try:",
         f"    value = fn({', '.join(filter(None, liftings))})",
-        "except Trap:",
-        "    raise",
         "except Exception as exc:",
         "    if is_wasi_exit(exc):",
         "        raise",
