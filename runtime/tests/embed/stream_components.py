@@ -166,6 +166,7 @@ ROUND_TRIP = component(
   (core func $future.new (canon future.new $fs))
   (core func $future.write (canon future.write $fs {OPTS}))
   (core func $future.drop-w (canon future.drop-writable $fs))
+  (core func $future.drop-r (canon future.drop-readable $fs))
   (core module $m
     (import "libc" "mem" (memory 1))
     (import "" "ret-u32" (func $ret-u32 (param i32)))
@@ -178,6 +179,7 @@ ROUND_TRIP = component(
     (import "" "future.new" (func $future.new (result i64)))
     (import "" "future.write" (func $future.write (param i32 i32) (result i32)))
     (import "" "future.drop-w" (func $future.drop-w (param i32)))
+    (import "" "future.drop-r" (func $future.drop-r (param i32)))
     (data (i32.const 16) "hello world")
     (global $count (mut i32) (i32.const -1))
     (func (export "make-stream") (param $n i32)
@@ -216,7 +218,10 @@ ROUND_TRIP = component(
       (call $future.drop-w (local.get $w)))
     (func (export "echo") (param i32) (call $ret-bs (local.get 0)))
     (func (export "echo-words") (param i32) (call $ret-ss (local.get 0)))
-    (func (export "echo-fut") (param i32) (call $ret-fs (local.get 0))))
+    (func (export "echo-fut") (param i32) (call $ret-fs (local.get 0)))
+    (func (export "drop-fut") (param $f i32)
+      (call $future.drop-r (local.get $f))
+      (call $ret-u32 (i32.const 7))))
   (core instance $i (instantiate $m
     (with "libc" (instance $libc))
     (with "" (instance
@@ -225,7 +230,8 @@ ROUND_TRIP = component(
       (export "stream.new" (func $stream.new)) (export "stream.write" (func $stream.write))
       (export "stream.drop-w" (func $stream.drop-w)) (export "future.new" (func $future.new))
       (export "future.write" (func $future.write))
-      (export "future.drop-w" (func $future.drop-w))))))
+      (export "future.drop-w" (func $future.drop-w))
+      (export "future.drop-r" (func $future.drop-r))))))
   (func (export "make-stream") async (param "n" u32) (result $bs)
     (canon lift (core func $i "make-stream") async))
   (func (export "write-once") async (param "n" u32) (result $bs)
@@ -240,5 +246,7 @@ ROUND_TRIP = component(
     (canon lift (core func $i "echo-words") async))
   (func (export "echo-fut") async (param "f" $fs) (result $fs)
     (canon lift (core func $i "echo-fut") async))
+  (func (export "drop-fut") async (param "f" $fs) (result u32)
+    (canon lift (core func $i "drop-fut") async))
 """
 )

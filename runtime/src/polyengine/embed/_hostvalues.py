@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any
 
 from polyengine.abi.errors import LowerTypeError
@@ -380,21 +380,55 @@ class HostValues:
             if v._reader is None or v._passed:
                 raise LowerTypeError("the future was dropped or passed to a guest already")
             v._passed = True  # pumped from here on: the host no longer awaits it (A15)
-            v = v._get(True)
+            v = _FutureRead(v)
         elif not inspect.isawaitable(v):
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
         shared = HostFedFuture(t.t)
         writer = HostFutureWriter(self.store, shared)
-        self._spawn(self._pump_future(v, writer))
+        self._spawn(self._pump_future(v, writer, shared))
         return shared
 
-    async def _pump_future(self, src: Awaitable[Any], w: HostFutureWriter) -> None:
+    async def _pump_future(
+        self, src: Awaitable[Any], w: HostFutureWriter, shared: HostFedFuture
+    ) -> None:
+        """Await ``src`` and write its value into ``shared``.
+
+        When the future dies before the value arrives (its reader dropped it
+        unread) the producer is cancelled (A13): the await is interrupted,
+        which cancels an ``asyncio.Future`` or ``Task`` being awaited and
+        throws ``CancelledError`` into a coroutine; an awaitable with a
+        ``cancel()`` method is also asked to stop, and a coroutine that never
+        started is closed.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        pull = _Pull()
+
+        def reader_gone() -> None:
+            pull.stopped = True
+            if pull.parked:
+                pull.interrupted = True
+                task.cancel()
+
+        shared.on_drop = reader_gone
         try:
-            value = await src
+            if pull.stopped or shared.dropped:
+                _cancel_source(src)
+                return
+            pull.parked = True
+            try:
+                value = await src
+            finally:
+                pull.parked = False
         except asyncio.CancelledError:
+            if pull.interrupted:
+                task.uncancel()
+                _cancel_source(src)
+                return
             # A8: abandonment, never DROPPED: the guest reader traps at its rendezvous
+            shared.on_drop = None
             _abandon(
                 self.store,
                 w,
@@ -402,6 +436,9 @@ class HostValues:
             )
             return
         except Exception as exc:
+            shared.on_drop = None
+            if pull.stopped:
+                return  # the future died meanwhile: nobody is left to tell
             _abandon(
                 self.store,
                 w,
@@ -410,8 +447,14 @@ class HostValues:
                 ),
             )
             return
+        finally:
+            if pull.stopped and isinstance(src, _FutureRead):
+                src.handle.drop()
+        shared.on_drop = None
+        if pull.interrupted:
+            task.uncancel()  # the source swallowed the cancellation and produced anyway
         if not w.closed:
-            await w.write(value)
+            await w.write(value)  # a future that died meanwhile takes nothing (DROPPED)
 
     # -- error contexts --------------------------------------------------------------------
 
@@ -503,6 +546,30 @@ def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
     # a host reader sees the failure (or DroppedError); a later guest read traps
     shared.dropped = True
     w._close()
+
+
+class _FutureRead:
+    """Awaiting a host :class:`Future` handle pumped into a guest (it is dropped if the
+    pumped future dies first)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: Future) -> None:
+        self.handle = handle
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.handle._get(True).__await__()
+
+
+def _cancel_source(src: object) -> None:
+    """Stop a future source that is no longer awaited (A13)."""
+    if inspect.iscoroutine(src):
+        src.close()  # never started, or already finished: closing is harmless
+        return
+    cancel = getattr(src, "cancel", None)
+    if callable(cancel):
+        with contextlib.suppress(Exception):
+            cancel()
 
 
 class _Pull:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from polyengine.concurrency import HostStreamWriter, SharedFutureImpl, SharedStreamImpl, Store
@@ -381,13 +382,24 @@ class _Pipe:
 
 
 class HostFedFuture(SharedFutureImpl):
-    """A shared future written by a host producer; its failure traps a guest reader."""
+    """A shared future written by a host producer; its failure traps a guest reader.
 
-    __slots__ = ("failure",)
+    ``on_drop`` runs once when the future dies before the producer let go
+    of it (its reader dropped it unread): the producer is then cancelled (A13).
+    """
+
+    __slots__ = ("failure", "on_drop")
 
     def __init__(self, t: m.ValType | None) -> None:
         super().__init__(t)
         self.failure: BaseException | None = None
+        self.on_drop: Callable[[], None] | None = None
+
+    def drop(self) -> None:
+        super().drop()
+        on_drop, self.on_drop = self.on_drop, None
+        if on_drop is not None:
+            on_drop()
 
     def read(self, inst: Any, dst: Any, on_copy_done: Any) -> None:
         failure = self.failure

@@ -1,0 +1,91 @@
+"""Future sources whose future dies unread are cancelled (embedder-api A13,
+python-mapping.md §6: "a source with a cancel() method is cancelled when the
+stream dies while it is parked"; a coroutine's driving task is cancelled)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import polyengine
+
+from . import stream_components as sc
+from .test_async import aio
+
+Wat = Callable[[str], bytes]
+
+
+async def until(pred: Callable[[], bool]) -> None:
+    while not pred():
+        await asyncio.sleep(0)
+
+
+@aio
+async def test_an_asyncio_future_dropped_unread_is_cancelled(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        assert await inst.exports.drop_fut(source) == 7
+        await asyncio.wait_for(until(source.done), 5)
+        assert source.cancelled()
+
+
+@aio
+async def test_a_task_dropped_unread_is_cancelled(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        task = asyncio.ensure_future(asyncio.Event().wait())
+        assert await inst.exports.drop_fut(task) == 7
+        await asyncio.wait_for(until(task.done), 5)
+        assert task.cancelled()
+
+
+@aio
+async def test_a_started_coroutine_whose_future_dies_is_cancelled(wat: Wat) -> None:
+    log: list[str] = []
+
+    async def source() -> str:
+        log.append("started")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            raise
+        finally:
+            log.append("closed")
+        return "never"
+
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        fut = await inst.exports.echo_fut(source())
+        await asyncio.wait_for(until(lambda: bool(log)), 5)
+        fut.drop()  # the reader of the future the coroutine feeds lets go unread
+        await asyncio.wait_for(until(lambda: "closed" in log), 5)
+        assert log == ["started", "cancelled", "closed"]
+
+
+@aio
+async def test_a_coroutine_dropped_unread_never_stays_parked(wat: Wat) -> None:
+    log: list[str] = []
+
+    async def source() -> str:
+        log.append("started")
+        await asyncio.Event().wait()
+        return "never"
+
+    coro = source()
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        assert await inst.exports.drop_fut(coro) == 7
+        # closed before it ever ran, or cancelled at its await: never parked for good
+        await asyncio.wait_for(until(lambda: coro.cr_frame is None), 5)
+
+
+@aio
+async def test_a_source_that_settles_after_the_drop_is_harmless(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        fut = await inst.exports.echo_fut(source)
+        source.set_result("value")
+        assert await fut == "value"
