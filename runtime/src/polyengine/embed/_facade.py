@@ -11,9 +11,12 @@ whose methods are coroutine functions, with ``drop()``, ``with`` and a
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._async import AsyncExportCall
@@ -22,7 +25,12 @@ from polyengine.embed._runtime import ComponentRuntime, ExportCall
 from polyengine.embed._versions import VersionedRegistry
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
-from polyengine_protocol import ComponentException, InvalidHandleError, define_realm_local
+from polyengine_protocol import (
+    RESOURCE_STATE,
+    ComponentException,
+    InvalidHandleError,
+    define_realm_local,
+)
 
 __all__ = ["Exports", "InterfaceExports", "build_exports"]
 
@@ -43,37 +51,104 @@ def unwrap_result(ft: FuncType) -> Callable[[Any], Any] | None:
 def make_export_function(call: ExportCall | AsyncExportCall, py_name: str) -> Callable[..., Any]:
     """A coroutine function calling ``call``; results follow the error model."""
     unwrap = unwrap_result(call.lift.type)
+    if isinstance(call, ExportCall):
+        return sync_export_function(call, py_name, unwrap)
     nparams = len(call.lift.type.params)
     label = call.name
+    acall = call
 
-    def check(args: tuple[Any, ...]) -> None:
+    async def export(*args: Any) -> Any:
         if len(args) != nparams:
             raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
-
-    if isinstance(call, AsyncExportCall):
-        acall = call
-
-        async def export(*args: Any) -> Any:
-            check(args)
-            value = await acall(args)
-            return value if unwrap is None else unwrap(value)
-
-    elif unwrap is None:
-
-        async def export(*args: Any) -> Any:
-            if len(args) != nparams:
-                check(args)
-            return call(args)
-
-    else:
-
-        async def export(*args: Any) -> Any:
-            if len(args) != nparams:
-                check(args)
-            return unwrap(call(args))
+        value = await acall(args)
+        return value if unwrap is None else unwrap(value)
 
     export.__name__ = export.__qualname__ = py_name
     return export
+
+
+class _Missing:
+    """The default of the generated parameters: an argument that was not passed."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _arity_error(label: str, nparams: int, given: tuple[Any, ...]) -> TypeError:
+    count = sum(1 for a in given if a is not _MISSING)
+    return TypeError(f"{label} takes {nparams} argument(s), got {count}")
+
+
+def sync_export_function(
+    call: ExportCall, py_name: str, unwrap: Callable[[Any], Any] | None = None
+) -> Callable[..., Any]:
+    """The coroutine function of a synchronous-path export (python-mapping.md §4).
+
+    It is generated source, ``async def f(a0=MISSING, a1=MISSING, /, *rest)``:
+    one coroutine per call whose body is the export call itself (the
+    statements of :meth:`ExportCall.inline`), so awaiting it costs one
+    coroutine and no other Python frame. A wrong number of arguments is a
+    ``TypeError`` raised when the coroutine runs, as for every other
+    argument error; keyword arguments are refused at the call.
+
+    The call is compiled on the first call (the export's canonical options
+    are resolved lazily, like :class:`ExportCall`'s): until then the
+    function's code is a stub that compiles the call, installs the compiled
+    code on this same function object (so a reference taken earlier gets the
+    fast path too) and makes the call.
+    """
+    ft = call.lift.type
+    n = len(ft.params)
+    label = call.name
+    names = [f"a{k}" for k in range(n)]
+    tup = "(" + "".join(f"{a}, " for a in names) + ")"
+    params = [f"{a}=MISSING" for a in names] + (["/"] if names else []) + ["*rest"]
+    head = [
+        f"if rest or {names[-1]} is MISSING:" if names else "if rest:",
+        f"    raise arity_error({tup} + rest)",
+    ]
+    fname = py_name if py_name.isidentifier() else "export"
+    header = f"async def {fname}({', '.join(params)}):"
+    env: dict[str, Any] = {
+        "__name__": __name__,
+        "MISSING": _MISSING,
+        "arity_error": functools.partial(_arity_error, label, n),
+    }
+    filename = f"<polyengine export {label}>"
+
+    def define(body: list[str]) -> Any:
+        src = header + "\n" + "".join(f"    {line}\n" for line in [*head, *body])
+        scope: dict[str, Any] = {}
+        exec(compile(src, filename, "exec"), env, scope)
+        return scope[fname]
+
+    def first(args: tuple[Any, ...]) -> Any:
+        inline = call.inline()
+        if unwrap is None:
+            assert inline.names == names, (inline.names, names)
+            env.update(inline.env)
+            body = inline.body
+        else:
+            env.update(run=call.__call__, unwrap=unwrap)
+            body = [f"return unwrap(run({tup}))"]
+        export.__code__ = define(body).__code__
+        value = call(args)
+        return value if unwrap is None else unwrap(value)
+
+    env["first"] = first
+    export = define([f"return first({tup})"])
+    export.__name__ = export.__qualname__ = py_name
+    with contextlib.suppress(ValueError):  # a name that is no identifier: keep the generated
+        export.__signature__ = inspect.Signature(
+            [inspect.Parameter(snake(p), inspect.Parameter.POSITIONAL_ONLY) for p, _ in ft.params]
+        )
+    fn: Callable[..., Any] = export
+    return fn
 
 
 class _Namespace:
@@ -122,9 +197,16 @@ class Exports(_Namespace):
 
 
 class GuestResource:
-    """Base of the host-side classes of guest-implemented resources (python-mapping.md §5)."""
+    """Base of the host-side classes of guest-implemented resources (python-mapping.md §5).
+
+    Every wrapper carries the resource-wrapper brand (``polyengine.resourceState/1``,
+    python-mapping.md §3), so ``polyengine_protocol.is_resource_wrapper`` holds for
+    it whatever copy of the runtime minted it, and the realm-local pill (§8):
+    pickling refuses it, copies are the wrapper itself.
+    """
 
     __slots__ = ("__weakref__", "_finalizer", "_owned", "_rep")
+    __polyengine_brand__: ClassVar[str] = RESOURCE_STATE
     _polyengine_rt: ResourceType
     _polyengine_runtime: ComponentRuntime
     _polyengine_ctor: Callable[[tuple[Any, ...]], Any] | None = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from polyengine import engine
 from polyengine.abi.bulk import NAN
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from polyengine.embed._async import TaskModel
     from polyengine.engine._core import RawEntry
 
-__all__ = ["ComponentRuntime", "ExportCall"]
+__all__ = ["ComponentRuntime", "ExportCall", "InlineCall"]
 
 CoreVal = int | float
 
@@ -98,6 +98,19 @@ class ResolvedOptions:
         self.record = record
 
 
+class InlineCall(NamedTuple):
+    """An export call as Python statements, for code generated around it.
+
+    ``body`` (lines of one function body, each ending in ``return``) calls
+    the export with the arguments held in the local variables ``names`` and
+    returns the lifted result; ``env`` holds every global name it uses.
+    """
+
+    names: list[str]
+    body: list[str]
+    env: dict[str, Any]
+
+
 class ExportCall:
     """A lifted export specialized for calls from the host (``canon lift``, sync path).
 
@@ -119,6 +132,7 @@ class ExportCall:
     __slots__ = (
         "__call__",
         "_callee",
+        "_inline",
         "_lifted",
         "_options",
         "_post_return",
@@ -140,6 +154,7 @@ class ExportCall:
         self._lifted: LiftedFunc | None = None
         self._callee: engine.CoreFunc | None = None
         self._post_return: engine.CoreFunc | None = None
+        self._inline: InlineCall | None = None
         ExportCall.__dict__["__call__"].__set__(self, self._first_call)
 
     def _first_call(self, args: Sequence[Any]) -> Any:
@@ -154,10 +169,41 @@ class ExportCall:
         if self.lift.options.post_return is not None:
             post = rt.resolve_func(self.lift.options.post_return)
         general = self._general(ro, lifted, callee, post)
-        run = general if post is not None else self._scalar(ro, lifted, callee, general)
+        names = [f"a{k}" for k in range(len(self.lift.type.params))]
+        args = "(" + "".join(f"{a}, " for a in names) + ")"
+        run: Callable[[Sequence[Any]], Any] = general
+        inline = InlineCall(names, [f"return general({args})"], {"general": general})
+        scalar = None if post is not None else self._scalar(ro, callee, names)
+        if scalar is not None:
+            guard, core, env = scalar
+            env["general"] = general
+            entry = [
+                "if rec.poisoned is not None or not ci.may_enter:",
+                "    check_enter(rec, name)",
+            ]
+            unpack = []
+            if names:
+                unpack = [f"{''.join(a + ', ' for a in names)}= args"]
+                unpack += [f"if not ({guard}):", "    return general(args)"]
+            count = [f"if len(args) != {len(names)}:", "    return general(args)"]
+            run = make_function("export_call", "args", [*entry, *count, *unpack, *core], env)
+            check = [f"if not ({guard}):", f"    return general({args})"] if names else []
+            inline = InlineCall(names, [*entry, *check, *core], env)
         self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
+        self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
         return run
+
+    def inline(self) -> InlineCall:
+        """The call as statements over the arguments ``a0, a1, ...`` (compiling it if needed).
+
+        For callers that generate their own entry point around the call (the
+        exports facade's coroutine functions), saving the frame of ``__call__``.
+        """
+        if self._inline is None:
+            self._prepare()
+        assert self._inline is not None
+        return self._inline
 
     def _general(
         self,
@@ -217,18 +263,18 @@ class ExportCall:
         return call
 
     def _scalar(
-        self,
-        ro: ResolvedOptions,
-        lifted: LiftedFunc,
-        callee: engine.CoreFunc,
-        general: Callable[[Sequence[Any]], Any],
-    ) -> Callable[[Sequence[Any]], Any]:
-        """The generated call of a scalar-only export, or ``general`` for other signatures.
+        self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
+    ) -> tuple[str, list[str], dict[str, Any]] | None:
+        """The inline call of a scalar-only export, or ``None`` for other signatures.
 
-        The same steps as :meth:`_general` with nothing to lift from or
-        lower into memory and no handle to borrow: the entry test, the
-        arguments' checks and conversions inline, the unchecked core call
-        (``call_raw`` when the store needs it), the result's conversion.
+        ``(guard, body, env)``: when ``guard`` holds for the arguments held
+        in the variables ``names``, ``body`` performs the same steps as
+        :meth:`_general` with nothing to lift from or lower into memory and
+        no handle to borrow (the arguments' conversions inline, the
+        unchecked core call, or ``call_raw`` when the store needs it, the
+        result's conversion), after the caller has done the entry test;
+        when it does not hold, the general call converts or rejects the
+        arguments. ``env`` holds the names the statements use.
         """
         ft = self.lift.type
         raw = callee.raw_entry()
@@ -241,14 +287,13 @@ class ExportCall:
             or len(core.params) != len(ptypes)
             or len(core.results) != len(rtypes)
         ):
-            return general
-        lowerings = [scalar_lowering(t, f"a{k}") for k, t in enumerate(ptypes)]
+            return None
+        lowerings = [scalar_lowering(t, v) for t, v in zip(ptypes, names, strict=True)]
         liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
         if None in lowerings or None in liftings:
-            return general
+            return None
         n = len(ptypes)
-        names = [f"a{k}" for k in range(n)]
-        guard = scalar_guard(ptypes, names)
+        guard = scalar_guard(ptypes, names) or "True"
         flats = [v for _, v in filter(None, lowerings)]
         flat = "".join(f + ", " for f in flats)
         views = raw.views
@@ -270,18 +315,6 @@ class ExportCall:
         else:
             load = ["r = unpack_from(buf)[0]"]
         body = [
-            "if rec.poisoned is not None or not ci.may_enter:",
-            "    check_enter(rec, name)",
-            f"if len(args) != {n}:",
-            "    return general(args)",
-        ]
-        if n:
-            body += [
-                f"{''.join(a + ', ' for a in names)}= args",
-                f"if not ({guard}):",
-                "    return general(args)",
-            ]
-        body += [
             "ci.may_enter = False",
             "try:",
             "    try:",
@@ -315,14 +348,12 @@ class ExportCall:
             ci=rec.ci,
             name=self.name,
             check_enter=self._rt.check_enter,
-            general=general,
             CoreTrap=engine.CoreTrap,
             core_failure=_core_failure,
             as_trap=_as_trap,
             Trap=Trap,
         )
-        run: Callable[[Sequence[Any]], Any] = make_function("export_call", "args", body, env)
-        return run
+        return guard, body, env
 
     @staticmethod
     def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
