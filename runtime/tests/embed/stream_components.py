@@ -12,7 +12,8 @@ from .components import MEM, OPTS, component
 # traps; ``probe(s)`` reads zero bytes first and then the whole stream,
 # returning code0 * 1000000 + count * 1000 + sum; ``hold()`` returns a stream
 # whose writable end the instance keeps without ever writing; ``consume(s)``
-# reads to the end and returns count * 1000 + sum.
+# reads to the end and returns count * 1000 + sum; ``consume-pair((x, s))``
+# does the same with the stream inside a tuple.
 PASS = component(
     f"""
   (type $bs (stream u8))
@@ -75,6 +76,8 @@ PASS = component(
       (call $ret-u32 (i32.add (i32.mul (local.get $code0) (i32.const 1000000))
                               (call $drain (local.get $s)))))
     (func (export "consume") (param $s i32) (call $ret-u32 (call $drain (local.get $s))))
+    (func (export "consume-pair") (param $x i32) (param $s i32)
+      (call $ret-u32 (call $drain (local.get $s))))
     (func (export "hold")
       (local $rw i64)
       (local.set $rw (call $stream.new))
@@ -103,6 +106,8 @@ PASS = component(
     (canon lift (core func $i "probe") async))
   (func (export "consume") async (param "s" $bs) (result u32)
     (canon lift (core func $i "consume") async))
+  (func (export "consume-pair") async (param "pair" (tuple u32 $bs)) (result u32)
+    (canon lift (core func $i "consume-pair") async))
   (func (export "hold") async (result $bs)
     (canon lift (core func $i "hold") async))
 """

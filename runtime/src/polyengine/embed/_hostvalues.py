@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import sys
 import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 from polyengine.abi.errors import LowerTypeError
@@ -204,14 +206,21 @@ class HostValues:
             pipe = writer._pipe
             inner._source = None
             inner._passed = True
-            self._spawn(self._pump_stream(v, t.t, writer))
+            site = lowering_site(v) or f"a stream ({type(v).__name__})"
+            self._spawn(self._pump_stream(v, t.t, writer, site))
         shared_fed = HostFedStream(t.t, pipe)
         pipe.bind(self.store, shared_fed)
         self.bound.add(pipe)
         return shared_fed
 
-    async def _pump_stream(self, src: Any, elem: m.ValType | None, w: StreamWriter) -> None:
-        """Feed ``src`` into ``w``; a parked producer is cancelled when the reader dies (A13)."""
+    async def _pump_stream(
+        self, src: Any, elem: m.ValType | None, w: StreamWriter, site: str
+    ) -> None:
+        """Feed ``src`` into ``w``; a parked producer is cancelled when the reader dies (A13).
+
+        A failure of ``src`` reaches the reader as :class:`StreamProducerError`
+        naming ``site`` (where the producer was passed, :func:`lowering_site`).
+        """
         pipe = w._pipe
         u8 = isinstance(elem, m.U8)
         try:
@@ -232,13 +241,7 @@ class HostValues:
         except PeerTrappedError:
             pass  # the reader's instance trapped: nothing left to feed
         except Exception as exc:
-            pipe.fail(
-                StreamProducerError(
-                    f"the host producer of a stream ({type(src).__name__}) failed: "
-                    f"{type(exc).__name__}: {exc}",
-                    exc,
-                )
-            )
+            pipe.fail(_producer_error(site, exc))
             return
         finally:
             if isinstance(src, Stream):
@@ -369,6 +372,7 @@ class HostValues:
             return v
         if isinstance(v, FutureSource):
             v = v.awaitable
+        given = v
         if isinstance(v, Future):
             reader = v._reader
             if reader is not None and reader.store is self.store and reader.shared.t != t.t:
@@ -385,13 +389,14 @@ class HostValues:
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
+        site = lowering_site(given) or f"a future ({type(given).__name__})"
         shared = HostFedFuture(t.t)
         writer = HostFutureWriter(self.store, shared)
-        self._spawn(self._pump_future(v, writer, shared))
+        self._spawn(self._pump_future(v, writer, shared, site))
         return shared
 
     async def _pump_future(
-        self, src: Awaitable[Any], w: HostFutureWriter, shared: HostFedFuture
+        self, src: Awaitable[Any], w: HostFutureWriter, shared: HostFedFuture, site: str
     ) -> None:
         """Await ``src`` and write its value into ``shared``.
 
@@ -439,13 +444,7 @@ class HostValues:
             shared.on_drop = None
             if pull.stopped:
                 return  # the future died meanwhile: nobody is left to tell
-            _abandon(
-                self.store,
-                w,
-                StreamProducerError(
-                    f"the host producer of a future failed: {type(exc).__name__}: {exc}", exc
-                ),
-            )
+            _abandon(self.store, w, _producer_error(site, exc))
             return
         finally:
             if pull.stopped and isinstance(src, _FutureRead):
@@ -480,6 +479,94 @@ class HostValues:
                 task.exception()  # consumed: a producer failure is not an unhandled error
 
         self.driver.spawn_host(aw, done)
+
+
+def _producer_error(site: str, exc: BaseException) -> StreamProducerError:
+    """The failure of a host producer, naming where it was passed (its cause is ``exc``)."""
+    return StreamProducerError(f"producer for {site} raised {type(exc).__name__}: {exc}", exc)
+
+
+def lowering_site(v: object) -> str | None:
+    """Where the host value ``v`` is being lowered, e.g. ``parameter `data` of consume``.
+
+    Lowering labels its values only on the way out of a failure
+    (:class:`~polyengine.abi.errors.LowerError` paths), while a producer
+    fails later, after the lowering succeeded; so the site is read now from
+    the lowering in progress: the compiled lowering function's label of the
+    value it is at (its ``names`` and index ``k``), the path of ``v``
+    inside that value (found by identity: ``.field``, ``[i]``), and the
+    function named by the embed layer's caller (an import's ``where``, an
+    export call's ``name``). ``None`` when the frames do not show a lowering
+    (``v`` is then named by its type).
+    """
+    frame: FrameType | None = sys._getframe(1)
+    root: str | None = None
+    for _ in range(_SITE_DEPTH):
+        frame = frame.f_back if frame is not None else None
+        if frame is None:
+            break
+        loc = frame.f_locals
+        if root is None:
+            root = _value_label(frame, v)
+            continue
+        module = frame.f_globals.get("__name__", "")
+        if not isinstance(module, str) or not module.startswith("polyengine.embed"):
+            continue
+        where = loc.get("where")
+        if isinstance(where, str):
+            return f"{root} of {where}"
+        name = getattr(loc.get("self"), "name", None)
+        if isinstance(name, str) and hasattr(loc.get("self"), "lift"):
+            return f"{root} of {name}"
+    return root
+
+
+def _value_label(frame: FrameType, v: object) -> str | None:
+    """``parameter `x`.field`` if ``frame`` is a compiled lowering at the value holding ``v``."""
+    loc = frame.f_locals
+    k = loc.get("k")
+    if not isinstance(k, int):
+        return None
+    if frame.f_code.co_filename.startswith("<polyengine.abi"):
+        names = frame.f_globals.get("names")
+        top = loc.get(f"v{k}", _NOWHERE)
+    else:
+        owner = loc.get("self")
+        if type(owner).__module__ != "polyengine.abi.functions":
+            return None
+        names = getattr(owner, "names", None)
+        vs = loc.get("vs")
+        top = vs[k] if isinstance(vs, Sequence) and k < len(vs) else _NOWHERE
+    if not isinstance(names, list) or not 0 <= k < len(names) or top is _NOWHERE:
+        return None
+    path = _path_to(top, v, [_SITE_NODES])
+    return f"{names[k]}{path or ''}"
+
+
+def _path_to(node: object, v: object, budget: list[int]) -> str | None:
+    """The path of ``v`` inside the plain value ``node`` (``""`` for ``node`` itself)."""
+    if node is v:
+        return ""
+    budget[0] -= 1
+    if budget[0] < 0 or isinstance(node, str | bytes | bytearray | memoryview):
+        return None
+    if isinstance(node, Mapping):
+        for key, item in node.items():
+            sub = _path_to(item, v, budget)
+            if sub is not None:
+                return f".{key}{sub}"
+    elif isinstance(node, list | tuple):
+        for i, item in enumerate(node):
+            sub = _path_to(item, v, budget)
+            if sub is not None:
+                return f"[{i}]{sub}"
+    return None
+
+
+_NOWHERE = object()
+#: how far up the frames of a lowering are looked for, and how many value nodes are searched
+_SITE_DEPTH = 24
+_SITE_NODES = 10_000
 
 
 def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReader) -> None:
