@@ -134,11 +134,12 @@ async def _until(pred: Callable[[], bool]) -> None:
 @aio
 async def test_a23_guest_cancel_discards_at_once_and_keeps_the_host_running(wat: Wat) -> None:
     release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    gate = [release]
     log: list[str] = []
 
     async def get(x: int) -> int:
         try:
-            await release
+            await gate[0]
         except asyncio.CancelledError:
             log.append("cancelled")
             raise
@@ -155,15 +156,18 @@ async def test_a23_guest_cancel_discards_at_once_and_keeps_the_host_running(wat:
         await asyncio.wait_for(_until(lambda: bool(log)), 5)
         # the host operation ran to completion; its value was discarded
         assert log == ["finished"]
+        # (a coroutine that does not suspend settles at once: keep the next one parked)
+        gate[0] = asyncio.get_running_loop().create_future()
         assert await inst.exports.cancel_get(6) == CANCELLED_BEFORE_RETURNED * 1000
 
 
 @aio
 async def test_a23_late_rejection_of_a_discarded_call_is_unreported(wat: Wat) -> None:
     release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    gate = [release]
 
     async def get(x: int) -> int:
-        await release
+        await gate[0]
         raise RuntimeError("too late to matter")
 
     inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
@@ -173,6 +177,7 @@ async def test_a23_late_rejection_of_a_discarded_call_is_unreported(wat: Wat) ->
         for _ in range(5):
             await asyncio.sleep(0)
         # the instance is not poisoned by the rejection nobody asked for
+        gate[0] = asyncio.get_running_loop().create_future()
         assert await inst.exports.cancel_get(2) == CANCELLED_BEFORE_RETURNED * 1000
 
 

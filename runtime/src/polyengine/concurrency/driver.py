@@ -17,13 +17,16 @@ trap, which poisons its instance.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import contextmanager
 from types import CoroutineType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from polyengine.types.model import FuncType
+from polyengine_protocol import is_trap
 
 from .lift import CanonLift, start_task
 from .store import InstanceState, Store
@@ -31,9 +34,22 @@ from .task import FuncInst, OnCancel, OnResolve, OnStart, Task
 from .thread import Suspends, Thread
 from .traps import Trap, TrapCode, ctrap, ctrap_if
 
-__all__ = ["Driver", "HostCall", "run_to_completion", "start_host_call", "sync_scope"]
+__all__ = [
+    "CancelMode",
+    "Driver",
+    "HostCall",
+    "host_import_trap",
+    "run_to_completion",
+    "start_host_call",
+    "sync_scope",
+]
 
 T = TypeVar("T")
+
+CancelMode: TypeAlias = Literal["cancel", "discard", "abort", "ignore"]
+"""How a host function answers a cancellation request (:meth:`Driver.host_func_inst`)."""
+
+_CANCEL_MODES = ("cancel", "discard", "abort", "ignore")
 
 
 class HostCall:
@@ -311,25 +327,48 @@ class Driver:
         task.add_done_callback(done)
         return task
 
-    def host_func_inst(self, fn: Callable[..., Any], *, name: str, has_result: bool) -> FuncInst:
+    def host_func_inst(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        has_result: bool,
+        cancel: CancelMode = "cancel",
+        on_fail: Callable[[list[Any], BaseException], None] | None = None,
+    ) -> FuncInst:
         """A callable component function backed by the host callable ``fn``.
 
-        ``fn(*args)`` may return the result or an awaitable of it; an
-        awaitable runs as a host operation and resolves the call when it
-        settles. Anything ``fn`` raises traps the calling instance with a
-        message naming ``name`` (chained to the exception). A cancellation
-        request cancels the asyncio task one loop iteration later (never
-        inside the ``subtask.cancel`` built-in); the call then resolves as
-        cancelled.
-        """
-        store = self.store
+        ``fn(*args)`` may return the result or an awaitable of it. A result
+        resolves the call at once; so does a coroutine that finishes in its
+        first step, which runs at once (an eager start: in a copy of the
+        current context, as the current task of a task that takes over if
+        the coroutine suspends; only then is the call a host operation of
+        the store). Another awaitable runs as a host operation and resolves
+        the call when it settles.
 
-        def fail(caller: InstanceState | None, exc: BaseException) -> Trap:
-            trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
-            trap.__cause__ = exc
-            if caller is not None:
-                store.poison(caller, trap)
-            return trap
+        Anything ``fn`` raises traps the calling instance with a message
+        naming ``name``, chained to the exception: a branded
+        ``polyengine_protocol`` trap keeps its code (``host import <name>
+        trapped: ...``), anything else is ``host import <name> raised
+        <type>: ...``. ``on_fail(args, exc)`` is told first (the embedder
+        layer releases what the arguments handed over).
+
+        ``cancel`` is the answer to a cancellation request of a pending call:
+
+        * ``"cancel"``: the host task is cancelled one loop iteration later
+          (never inside the ``subtask.cancel`` built-in); the call then
+          resolves as cancelled, or with the value if the host returned one;
+        * ``"discard"`` (embedder-api A23): the call resolves as cancelled at
+          once; the host operation keeps running, no longer counts as host
+          work the store waits on (deadlocks are detected without it) and
+          its eventual outcome is dropped unreported;
+        * ``"abort"`` (A23 with A24): ``"discard"``, and the host task is
+          cancelled one loop iteration later;
+        * ``"ignore"`` (``defer_cancel``): the request is accepted and
+          ignored; the call runs to completion.
+        """
+        assert cancel in _CANCEL_MODES, cancel
+        spec = _HostFuncSpec(self, name, has_result, cancel, on_fail)
 
         def func_inst(
             on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None
@@ -338,27 +377,16 @@ class Driver:
             try:
                 out = fn(*args)
             except Exception as exc:
-                raise fail(caller, exc) from exc
-            if not inspect.isawaitable(out):
+                raise spec.fail(caller, exc, args) from exc
+            kind = type(out)
+            if kind is CoroutineType:
+                return spec.start_coroutine(out, on_resolve, caller, args)
+            if kind in _PLAIN_RESULTS or not inspect.isawaitable(out):
                 on_resolve([out] if has_result else [])
                 return _no_cancel
-
-            def done(f: asyncio.Future[Any]) -> None:
-                if f.cancelled():
-                    on_resolve(None)
-                    return
-                exc = f.exception()
-                if exc is not None:
-                    fail(caller, exc)
-                    return
-                on_resolve([f.result()] if has_result else [])
-
-            fut = self.spawn_host(out, done)
-
-            def cancel(_requester: InstanceState | None) -> None:
-                asyncio.get_running_loop().call_soon(fut.cancel)
-
-            return cancel
+            return _PendingHostCall(
+                spec, asyncio.ensure_future(out), None, on_resolve, caller, args
+            ).cancel
 
         return func_inst
 
@@ -435,3 +463,314 @@ class Driver:
         finally:
             if self._runner is me:
                 self._runner = None
+
+
+# -- host functions ------------------------------------------------------------------
+
+#: result types that are never awaitable (skips the awaitable test on the hot path)
+_PLAIN_RESULTS = frozenset({int, float, bool, str, bytes, list, tuple, dict, type(None)})
+
+
+def host_import_trap(name: str, exc: BaseException) -> Trap:
+    """The trap for ``exc`` escaping host import ``name`` (python-mapping.md §3).
+
+    A branded trap keeps its code and is named ``host import <name>
+    trapped: <message>``; anything else is ``host import <name> raised
+    <type>: <message>`` with code ``host``. Either chains to ``exc``.
+    """
+    if is_trap(exc):
+        code = getattr(exc, "code", None)
+        message = getattr(exc, "message", None)
+        if not isinstance(message, str):
+            message = str(exc)
+        trap = Trap(
+            f"host import {name} trapped: {message}",
+            code=code if isinstance(code, str) and code else "trap",
+        )
+    else:
+        trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
+    trap.__cause__ = exc
+    return trap
+
+
+class _HostFuncSpec:
+    """What every call of one host function shares (:meth:`Driver.host_func_inst`)."""
+
+    __slots__ = ("driver", "has_result", "mode", "name", "on_fail")
+
+    def __init__(
+        self,
+        driver: Driver,
+        name: str,
+        has_result: bool,
+        mode: CancelMode,
+        on_fail: Callable[[list[Any], BaseException], None] | None,
+    ) -> None:
+        self.driver = driver
+        self.name = name
+        self.has_result = has_result
+        self.mode = mode
+        self.on_fail = on_fail
+
+    def fail(
+        self, caller: InstanceState | None, exc: BaseException, args: list[Any] | None
+    ) -> Trap:
+        """Poison ``caller`` with the trap for ``exc``; release what ``args`` handed over."""
+        trap = host_import_trap(self.name, exc)
+        if caller is not None:
+            self.driver.store.poison(caller, trap)
+        if self.on_fail is not None and args is not None:
+            self.on_fail(args, exc)
+        return trap
+
+    def start_coroutine(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        on_resolve: OnResolve,
+        caller: InstanceState | None,
+        args: list[Any],
+    ) -> OnCancel:
+        """Run ``coro``'s first step now; it becomes a host operation only if it suspends."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        started = _eager_start(loop, coro, self.name)
+        if isinstance(started, _Finished):
+            exc = started.exc
+            if exc is None:
+                on_resolve([started.value] if self.has_result else [])
+                return _no_cancel
+            raise self.fail(caller, exc, args) from exc
+        task, cont = started
+        return _PendingHostCall(self, task, cont, on_resolve, caller, args).cancel
+
+
+class _PendingHostCall:
+    """A host function call that did not settle at once: a host operation of the store.
+
+    It counts as host work (the store is not deadlocked while it runs)
+    until it settles or, under ``discard``/``abort``, until the guest
+    cancels it.
+    """
+
+    __slots__ = (
+        "args",
+        "caller",
+        "cont",
+        "counted",
+        "discarded",
+        "on_resolve",
+        "requested",
+        "settled",
+        "spec",
+        "task",
+    )
+
+    def __init__(  # noqa: PLR0917 (one construction site, all state)
+        self,
+        spec: _HostFuncSpec,
+        task: asyncio.Future[Any],
+        cont: _Continuation | None,
+        on_resolve: OnResolve,
+        caller: InstanceState | None,
+        args: list[Any],
+    ) -> None:
+        self.spec = spec
+        self.task = task
+        self.cont = cont
+        self.on_resolve = on_resolve
+        self.caller = caller
+        # kept only for on_fail: the host holds them meanwhile anyway
+        self.args: list[Any] | None = args if spec.on_fail is not None else None
+        self.settled = False
+        self.discarded = False
+        self.requested = False
+        self.counted = True
+        spec.driver.store.begin_host_work()
+        task.add_done_callback(self.done)
+
+    def done(self, t: asyncio.Future[Any]) -> None:
+        """The host operation settled: resolve or fail the call, run what it readied."""
+        spec = self.spec
+        try:
+            if self.discarded:
+                if not t.cancelled():
+                    t.exception()  # consumed: the guest renounced the call, nobody to tell
+                return
+            self.settled = True
+            if t.cancelled():
+                if self.requested:
+                    self.on_resolve(None)
+                    return
+                exc: BaseException | None = asyncio.CancelledError(
+                    "the host task was cancelled by someone else"
+                )
+            else:
+                exc = t.exception()
+                if exc is None:
+                    try:
+                        self.on_resolve([t.result()] if spec.has_result else [])
+                    except Exception as failure:  # the result could not be lowered
+                        spec.fail(self.caller, failure, None)
+                    return
+            assert exc is not None
+            spec.fail(self.caller, exc, self.args)
+        finally:
+            self.args = None
+            if self.counted:
+                self.counted = False
+                store = spec.driver.store
+                assert store.host_pending > 0
+                store.host_pending -= 1
+                spec.driver._run_ready()
+
+    def cancel(self, _requester: InstanceState | None) -> None:
+        """The guest's cancellation request (see :meth:`Driver.host_func_inst`)."""
+        if self.settled or self.discarded:
+            return
+        mode = self.spec.mode
+        if mode == "ignore":
+            return
+        if mode == "cancel":
+            if not self.requested:
+                self.requested = True
+                asyncio.get_running_loop().call_soon(self._cancel_task)
+            return
+        # discard (A23): resolved as cancelled now; the store no longer waits on it
+        self.discarded = True
+        self.args = None
+        if self.counted:
+            self.counted = False
+            store = self.spec.driver.store
+            assert store.host_pending > 0
+            store.host_pending -= 1
+        self.on_resolve(None)
+        if mode == "abort":
+            asyncio.get_running_loop().call_soon(self._cancel_task)
+
+    def _cancel_task(self) -> None:
+        cont = self.cont
+        if cont is not None and not cont.started:
+            # the task has not taken over the coroutine yet: a cancellation now
+            # could never reach it, so ask again one iteration later
+            asyncio.get_running_loop().call_soon(self._cancel_task)
+            return
+        self.task.cancel()
+
+
+class _Finished:
+    """A coroutine that finished in its eager first step."""
+
+    __slots__ = ("exc", "value")
+
+    def __init__(self, value: Any, exc: BaseException | None) -> None:
+        self.value = value
+        self.exc = exc
+
+
+class _Continuation:
+    """Drives a coroutine from where its eager first step left it (3.11, no eager tasks).
+
+    The task created for the call awaits this: it hands the task what the
+    coroutine yielded (a future to wait on, or ``None`` for a bare yield)
+    and forwards what the task sends or throws, so cancellation reaches the
+    host coroutine at its pending ``await``.
+    """
+
+    __slots__ = ("coro", "finished", "first", "started")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.first: Any = None
+        self.finished = False
+        self.started = False
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        self.started = True
+        if self.finished:
+            return None
+        coro = self.coro
+        value, self.first = self.first, None
+        try:
+            if value is None:
+                # a bare yield (asyncio.sleep(0)): the loop has turned since
+                value = coro.send(None)
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    coro.close()
+                    raise
+                except BaseException as exc:
+                    value = coro.throw(exc)
+                else:
+                    value = coro.send(sent)
+        except StopIteration as stop:
+            return stop.value
+
+
+async def _continue(cont: _Continuation) -> Any:
+    return await cont
+
+
+def _eager_start(
+    loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, Any], name: str
+) -> _Finished | tuple[asyncio.Future[Any], _Continuation | None]:
+    """Run the first step of a host coroutine now, as Python 3.12's eager tasks do.
+
+    The step runs in a copy of the current context, with the task that will
+    own the coroutine as the loop's current task (``asyncio.timeout`` and
+    ``TaskGroup`` bind to it). A coroutine that finishes in that step needs
+    no loop iteration: its value or exception is returned as
+    :class:`_Finished` (``KeyboardInterrupt`` and ``SystemExit`` propagate).
+    One that suspends continues in its task.
+    """
+    if loop is None:
+        # no event loop (a call driven synchronously): it must finish at once
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return _Finished(stop.value, None)
+        except Exception as exc:
+            return _Finished(None, exc)
+        coro.close()
+        raise RuntimeError(f"host import {name} suspended, but no event loop is running")
+    if _EAGER_TASKS:
+        task: asyncio.Future[Any] = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        if not task.done():
+            return task, None
+        if task.cancelled():
+            return _Finished(None, asyncio.CancelledError("the host coroutine cancelled itself"))
+        failure = task.exception()
+        return _Finished(None if failure is not None else task.result(), failure)
+    cont = _Continuation(coro)
+    ctx = contextvars.copy_context()
+    task = loop.create_task(_continue(cont), context=ctx)
+    outer = _current_task(loop)
+    if outer is not None:
+        _leave_task(loop, outer)
+    _enter_task(loop, task)
+    try:
+        cont.first = ctx.run(coro.send, None)
+    except StopIteration as stop:
+        cont.finished = True
+        return _Finished(stop.value, None)
+    except (KeyboardInterrupt, SystemExit):
+        cont.finished = True
+        raise
+    except BaseException as exc:
+        cont.finished = True
+        return _Finished(None, exc)
+    finally:
+        _leave_task(loop, task)
+        if outer is not None:
+            _enter_task(loop, outer)
+    return task, cont
+
+
+_EAGER_TASKS = sys.version_info >= (3, 12)
+_current_task = asyncio.current_task
+# private asyncio API (stable since 3.7): the eager step makes the task current
+_enter_task = asyncio.tasks._enter_task
+_leave_task = asyncio.tasks._leave_task

@@ -31,6 +31,7 @@ __all__ = [
     "CanonLower",
     "canon_lift",
     "canon_lower",
+    "canon_lower_async",
     "lift_func",
     "start_task",
     "unpack_callback_result",
@@ -234,26 +235,22 @@ def canon_lower(
     """``canon lower`` (§``canon lower``): call ``lf.callee`` from ``thread``.
 
     Synchronous lowering waits for the callee to resolve; asynchronous
-    lowering returns ``RETURNED`` (2) when it resolved at once, or the
-    subtask's state packed with its new handle index.
+    lowering never blocks (see :func:`canon_lower_async`).
     """
+    if lf.async_:
+        return canon_lower_async(lf, thread, flat_args)
     inst = thread.inst
     inst.check_may_leave()
-    if not lf.async_ and lf.ft.is_async:
+    if lf.ft.is_async:
         thread.check_may_block()
     subtask = Subtask()
-    progress: list[Callable[[], None]] = []
 
     def on_start() -> list[Any]:
-        if progress:
-            progress[0]()
         assert subtask.state is Subtask.State.STARTING
         subtask.state = Subtask.State.STARTED
         return lf.lift_params(subtask, flat_args)
 
     def on_resolve(result: list[Any] | None) -> None:
-        if progress:
-            progress[0]()
         if result is None:
             assert subtask.cancellation_requested
             if subtask.state is Subtask.State.STARTING:
@@ -267,30 +264,67 @@ def canon_lower(
 
     subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
     assert lf.ft.is_async or subtask.resolved() or inst.store.host_pending > 0
+    if not subtask.resolved():
+        if lf.ft.is_async:
+            yield from thread.wait_until(subtask.resolved)
+        else:
+            yield from thread.wait_for_host(subtask.resolved)
+    subtask.deliver_resolve()
+    return subtask.flat_results
 
-    if not lf.async_:
-        if not subtask.resolved():
-            if lf.ft.is_async:
-                yield from thread.wait_until(subtask.resolved)
-            else:
-                yield from thread.wait_for_host(subtask.resolved)
-        subtask.deliver_resolve()
-        return subtask.flat_results
 
-    if subtask.resolved():
-        subtask.deliver_resolve()
-        assert subtask.flat_results == []
-        return [int(Subtask.State.RETURNED)]
-    subtaski = inst.handles.add(subtask)
+_STARTED = Subtask.State.STARTED
+_RETURNED = Subtask.State.RETURNED
+
+
+def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) -> list[CoreVal]:
+    """``canon lower ... async`` (§``canon lower``): start the call, never block.
+
+    Returns ``RETURNED`` (2) when the callee resolved at once, or the
+    subtask's state packed with its new handle index; later progress is
+    reported as the subtask's events. A plain function (not a
+    :data:`~.thread.Suspends` generator): the engine calls it as a host
+    function that cannot park.
+    """
+    assert lf.async_
+    inst = thread.inst
+    inst.check_may_leave()
+    subtask = Subtask()
+    # the handle index, once the call outlived the built-in (events from then on)
+    subtaski = 0
 
     def subtask_event() -> EventTuple:
         if subtask.resolved():
             subtask.deliver_resolve()
         return (EventCode.SUBTASK, subtaski, int(subtask.state))
 
-    def on_progress() -> None:
-        subtask.set_pending_event(subtask_event)
+    def on_start() -> list[Any]:
+        if subtaski:
+            subtask.set_pending_event(subtask_event)
+        assert subtask.state is Subtask.State.STARTING
+        subtask.state = _STARTED
+        return lf.lift_params(subtask, flat_args)
 
-    progress.append(on_progress)
+    def on_resolve(result: list[Any] | None) -> None:
+        if subtaski:
+            subtask.set_pending_event(subtask_event)
+        if result is None:
+            assert subtask.cancellation_requested
+            if subtask.state is Subtask.State.STARTING:
+                subtask.resolve(Subtask.State.CANCELLED_BEFORE_STARTED, [])
+            else:
+                assert subtask.state is _STARTED
+                subtask.resolve(Subtask.State.CANCELLED_BEFORE_RETURNED, [])
+        else:
+            assert subtask.state is _STARTED
+            subtask.resolve(_RETURNED, lf.lower_results(subtask, result, flat_args))
+
+    subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
+    if subtask.resolved():
+        # resolved at once (the results are in place): no handle, no event
+        subtask.deliver_resolve()
+        assert subtask.flat_results == []
+        return [int(_RETURNED)]
+    subtaski = inst.handles.add(subtask)
     assert 0 < subtaski < 2**28
     return [int(subtask.state) | (subtaski << 4)]

@@ -24,8 +24,11 @@ Exports are awaited through :class:`AsyncExportCall`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
+from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyengine import engine
@@ -44,8 +47,10 @@ from polyengine.concurrency import (
     lift_func,
     run_to_completion,
 )
+from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import builtin_host_func, engine_core
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
+from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
@@ -55,7 +60,13 @@ from polyengine.embed._hostvalues import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
-from polyengine_protocol import Trap, is_component_exception, is_wasi_exit
+from polyengine_protocol import (
+    Trap,
+    is_component_exception,
+    is_future,
+    is_stream,
+    is_wasi_exit,
+)
 
 if TYPE_CHECKING:
     from polyengine.embed._runtime import ComponentRuntime, ResolvedOptions
@@ -208,17 +219,35 @@ class TaskModel:
         build: Callable[[], CanonLower],
         *,
         defer: bool = True,
+        never_parks: bool = False,
     ) -> engine.CoreFunc:
         core = flatten_functype(ft, "lower", is_async=o.is_async)
-        cell: list[CanonLower] = []
+        built: CanonLower | None = None
 
         def lower(thread: Thread, args: list[CoreVal]) -> Any:
-            if not cell:
-                cell.append(build())
-            return canon_lower(cell[0], thread, args)
+            nonlocal built
+            if built is None:
+                built = build()
+            return canon_lower(built, thread, args)
+
+        if never_parks:
+
+            def lower_async(thread: Thread, args: list[CoreVal]) -> Any:
+                nonlocal built
+                if built is None:
+                    built = build()
+                return canon_lower_async(built, thread, args)
+
+            lower = lower_async
 
         return builtin_host_func(
-            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=defer
+            self.rt.store,
+            self.store,
+            list(core.params),
+            list(core.results),
+            lower,
+            defer=defer,
+            never_parks=never_parks,
         )
 
     def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
@@ -256,20 +285,16 @@ class TaskModel:
         """
         ft = tr.type
         call = _host_callable(fn, wrap, future_result=isinstance(ft.result, m.Future))
-        calls: list[_ImportCall] = []
-        if not defer_cancel:
-            call = _discardable(call, calls)
-        func_inst = self.driver.host_func_inst(call, name=where, has_result=ft.result is not None)
-        if defer_cancel:
-            cancellable = func_inst
-
-            def uncancellable(on_start: Any, on_resolve: Any, caller: Any) -> Any:
-                cancellable(on_start, on_resolve, caller)
-                return _ignore_cancel
-
-            func_inst = uncancellable
-        else:
-            func_inst = _discarding(func_inst, calls, abort=abortable)
+        mode: CancelMode = "ignore" if defer_cancel else "abort" if abortable else "discard"
+        func_inst = self.driver.host_func_inst(
+            call,
+            name=where,
+            has_result=ft.result is not None,
+            cancel=mode,
+            on_fail=(
+                _release_abandoned if any(_has_async_value(t) for t in ft.param_types()) else None
+            ),
+        )
         if marked and not ft.is_async:
             inner = func_inst
 
@@ -290,8 +315,12 @@ class TaskModel:
             return canon_lower_from_abi(values, ro.opts, state, func_inst)
 
         # a host callee starts no core call of this store, so the lower runs
-        # on the caller's fiber: a call that settles at once never parks
-        return self._lower_trampoline(ft, tr.options, build, defer=False)
+        # on the caller's fiber: a call that settles at once never parks, and
+        # an async lower never parks at all (a pending host call becomes a
+        # subtask), so it is a plain host function
+        return self._lower_trampoline(
+            ft, tr.options, build, defer=False, never_parks=tr.options.is_async
+        )
 
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
@@ -453,79 +482,97 @@ def _take_prelowered(task: Any, args: list[Any]) -> list[CoreVal]:
     return pre.flat
 
 
-def _ignore_cancel(_requester: object) -> None:
-    pass
+def _release_abandoned(args: list[Any], exc: BaseException) -> None:
+    """Drop the stream and future arguments a trapping host import abandoned (A7).
 
-
-class _ImportCall:
-    """One call of an async host import, for the A23 discard rule."""
-
-    __slots__ = ("discarded", "settled")
-
-    def __init__(self) -> None:
-        self.discarded = False
-        self.settled = False
-
-
-def _discardable(fn: Callable[..., Any], calls: list[_ImportCall]) -> Callable[..., Any]:
-    """``fn`` whose awaitable's failure is dropped once its call was discarded (A23)."""
-
-    def call(*args: Any) -> Any:
-        state = calls[-1] if calls else None
-        out = fn(*args)
-        if state is None or not inspect.isawaitable(out):
-            return out
-        aw: Awaitable[Any] = out
-
-        async def settle() -> Any:
-            try:
-                return await aw
-            except BaseException:
-                if state.discarded:
-                    return None  # the guest renounced the call: nobody to report to
-                raise
-
-        return settle()
-
-    return call
-
-
-def _discarding(inner: FuncInst, calls: list[_ImportCall], *, abort: bool) -> FuncInst:
-    """``inner`` with the reference's prompt-cancel answer (embedder-api A23, A24).
-
-    A cancellation request resolves the call as cancelled at once (no
-    blocking in either cancel form) and discards its later settlement; with
-    ``abort`` the host's asyncio task is also cancelled, scheduled by
-    ``inner``'s own cancel one loop iteration later, never inside the
-    built-in.
+    embedder-api A7: a host import that traps drops the stream/future
+    handles it received and did not keep, so their peers settle (a writer
+    sees the reader gone) now, not when the trap's traceback is collected.
+    A handle the host kept is left alone: one referenced from anything but
+    the failed call's own frames (an object, a container, a closure, a
+    coroutine or task still running) is the host's to use.
     """
+    handles: list[Any] = []
+    _collect_handles(args, handles, 0)
+    if not handles:
+        return
+    ignore: set[int] = {id(args), id(handles)}
+    seen_tb: set[int] = set()
+    _traceback_frames(exc, ignore, seen_tb)
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:  # the machinery reporting the failure (this call's frames)
+        ignore.add(id(frame))
+        frame = frame.f_back
+    for handle in handles:
+        if not _held_elsewhere(handle, ignore):
+            handle.drop()
 
-    def func_inst(on_start: Any, on_resolve: Any, caller: Any) -> Any:
-        state = _ImportCall()
 
-        def resolve(result: Any) -> None:
-            if state.discarded:
-                return
-            state.settled = True
-            on_resolve(result)
+def _collect_handles(v: Any, out: list[Any], depth: int) -> None:
+    """The host stream/future handles in a lifted argument value (records, lists, variants)."""
+    if is_stream(v) or is_future(v):
+        out.append(v)
+    elif depth < 64:
+        if isinstance(v, list | tuple):
+            for x in v:
+                _collect_handles(x, out, depth + 1)
+        elif isinstance(v, dict):
+            for x in v.values():
+                _collect_handles(x, out, depth + 1)
 
-        calls.append(state)
-        try:
-            inner_cancel = inner(on_start, resolve, caller)
-        finally:
-            calls.pop()
 
-        def on_cancel(requester: Any) -> None:
-            if state.settled or state.discarded:
-                return
-            state.discarded = True
-            on_resolve(None)
-            if abort:
-                inner_cancel(requester)
+def _traceback_frames(exc: BaseException | None, ignore: set[int], seen: set[int]) -> None:
+    """Add the frames ``exc`` (and the exceptions chained to it) unwound to ``ignore``."""
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            ignore.add(id(tb.tb_frame))
+            tb = tb.tb_next
+        if exc.__cause__ is not None:
+            _traceback_frames(exc.__cause__, ignore, seen)
+        exc = exc.__context__
 
-        return on_cancel
 
-    return func_inst
+#: how far up the referrers of a handle the ownership search looks
+_HOLDER_DEPTH = 8
+_HOLDER_WIDTH = 256
+
+
+def _held_elsewhere(handle: object, ignore: set[int]) -> bool:
+    """Whether something outside ``ignore`` (the failed call's frames) holds ``handle``.
+
+    A walk up the referrers, level by level: a frame that is not ignored,
+    a suspended coroutine or generator, a module or a class holds it; a
+    plain object or container holds it when something holds that. The walk
+    gives up (and says held, the safe answer) past a depth or width bound.
+    """
+    visited: set[int] = {id(handle)}
+    frontier: list[Any] = [handle]
+    for _ in range(_HOLDER_DEPTH):
+        found = gc.get_referrers(*frontier)
+        nxt: list[Any] = []
+        ignore.add(id(frontier))
+        ignore.add(id(found))
+        for r in found:
+            key = id(r)
+            if key in visited or key in ignore:
+                continue
+            visited.add(key)
+            if isinstance(r, FrameType | CoroutineType | GeneratorType | AsyncGeneratorType):
+                return True
+            if isinstance(r, ModuleType | type):
+                return True
+            nxt.append(r)
+        ignore.discard(id(frontier))
+        ignore.discard(id(found))
+        del found
+        if not nxt:
+            return False
+        if len(nxt) > _HOLDER_WIDTH:
+            return True
+        frontier = nxt
+    return True
 
 
 def _raise_for(trap: ConcurrencyTrap) -> NoReturn:
