@@ -325,16 +325,6 @@ def _complete_or_trap(gen: Suspends[list[CoreVal]]) -> list[CoreVal]:
     ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
 
-def _finish_at_once(gen: Suspends[list[CoreVal]]) -> list[CoreVal]:
-    """The results of a built-in generator that must not block (an invariant, not a trap)."""
-    try:
-        next(gen)
-    except StopIteration as stop:
-        return cast("list[CoreVal]", stop.value)
-    gen.close()
-    raise AssertionError("a built-in marked never_parks blocked")
-
-
 def engine_core(func: CoreFunc) -> TaskCoreFunc:
     """The task model's :data:`~.lift.CoreFunc` for a core function of the engine."""
 
@@ -353,29 +343,12 @@ def builtin_host_func(
     *,
     defer: bool = False,
     kind: str | None = None,
-    never_parks: bool = False,
 ) -> CoreFunc:
     """A core host function running the built-in ``fn`` on the current thread.
 
     ``defer`` is required for the names in :data:`DEFERRED_BUILTINS`. A
-    ``kind`` in :data:`NONBLOCKING_KINDS` gets a plain host function, and
-    so does a blocking-shaped built-in the caller knows never parks
-    (``never_parks``: an async ``canon lower`` of a host function, whose
-    generator finishes at its first step): such a call costs one crossing
-    instead of the parking function's entry, continuation poll and drop.
+    ``kind`` in :data:`NONBLOCKING_KINDS` gets a plain host function.
     """
-    if never_parks and not defer:
-
-        def stepped_entry(args: Sequence[CoreValue]) -> list[CoreVal]:
-            thread = store.current
-            assert thread is not None, "a built-in was called outside any task"
-            out = fn(thread, list(args))
-            if isinstance(out, GeneratorType):
-                return _finish_at_once(out)
-            return cast("list[CoreVal]", out)
-
-        return define_host_func(estore, params, results, stepped_entry)
-
     if kind in NONBLOCKING_KINDS and not defer:
 
         def plain_entry(args: Sequence[CoreValue]) -> list[CoreVal]:

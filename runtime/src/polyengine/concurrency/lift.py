@@ -288,7 +288,8 @@ def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) 
     """
     assert lf.async_
     inst = thread.inst
-    inst.check_may_leave()
+    if not inst.ci.may_leave or inst.poisoned is not None:
+        inst.check_may_leave()  # traps
     subtask = Subtask()
     # the handle index, once the call outlived the built-in (events from then on)
     subtaski = 0

@@ -27,7 +27,7 @@ import asyncio
 import gc
 import inspect
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -223,6 +223,21 @@ class TaskModel:
     ) -> engine.CoreFunc:
         core = flatten_functype(ft, "lower", is_async=o.is_async)
         built: CanonLower | None = None
+        if never_parks:
+            # an async lower of a host function never blocks: a plain host function
+            store = self.store
+
+            def lower_async(args: Sequence[CoreVal]) -> list[CoreVal]:
+                nonlocal built
+                if built is None:
+                    built = build()
+                thread = store.current
+                assert thread is not None, "a lowered import was called outside any task"
+                return canon_lower_async(built, thread, list(args))
+
+            return engine.define_host_func(
+                self.rt.store, list(core.params), list(core.results), lower_async
+            )
 
         def lower(thread: Thread, args: list[CoreVal]) -> Any:
             nonlocal built
@@ -230,24 +245,8 @@ class TaskModel:
                 built = build()
             return canon_lower(built, thread, args)
 
-        if never_parks:
-
-            def lower_async(thread: Thread, args: list[CoreVal]) -> Any:
-                nonlocal built
-                if built is None:
-                    built = build()
-                return canon_lower_async(built, thread, args)
-
-            lower = lower_async
-
         return builtin_host_func(
-            self.rt.store,
-            self.store,
-            list(core.params),
-            list(core.results),
-            lower,
-            defer=defer,
-            never_parks=never_parks,
+            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=defer
         )
 
     def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
