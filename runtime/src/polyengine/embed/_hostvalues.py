@@ -41,7 +41,14 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
-from polyengine.embed._pipe import HostFedFuture, HostFedStream, _Pipe, producer_trap
+from polyengine.embed._pipe import (
+    ElementLowering,
+    Held,
+    HostFedFuture,
+    HostFedStream,
+    _Pipe,
+    producer_trap,
+)
 from polyengine.embed._streams import (
     ErrorContext,
     Future,
@@ -248,40 +255,47 @@ class HostValues:
                 src.drop()
         w.close()
 
-    def _own_elements(self, elem: m.ValType | None) -> _OwnElements | None:
-        """How host resources become elements of a ``stream<own<R>>`` (A13), if ``elem`` is one."""
-        if not isinstance(elem, m.Own) or self.resources is None:
+    def _own_elements(self, elem: m.ValType | None) -> ElementLowering | None:
+        """How elements holding ``own<R>`` are lowered (A13); ``None`` when ``elem`` holds none."""
+        if elem is None or isinstance(elem, m.U8) or self.resources is None:
             return None
         rt_of, table = self.resources()
-        rt = rt_of(elem.rt)
-        if table is None or getattr(rt, "impl", None) is not None:
-            return None
-        return (lambda v: int(table.lower_own(rt, v)), table.host_dtor)
+        return ElementLowering.of(elem, rt_of, table)
 
-    async def _send(self, w: StreamWriter, chunk: Any, own: _OwnElements | None) -> bool:
+    async def _send(self, w: StreamWriter, chunk: Any, own: ElementLowering | None) -> bool:
         """Write ``chunk``; whether all of it was taken.
 
-        Host resources are registered as they are offered; those the reader
+        Resources inside elements are registered (host objects) or taken
+        (guest wrappers) as they are offered; those of elements the reader
         never takes (it dropped the stream, or its instance trapped) are
         destroyed, exactly as if it had taken and dropped them (A13).
         """
         if own is None:
             return bool(await w.write_all(chunk) == len(chunk))
-        lower, release = own
-        reps = [lower(v) for v in chunk]
+        raws: list[Any] = []
+        helds: list[list[Held]] = []
+        try:
+            for v in chunk:
+                raw, held = own.lower(v)
+                raws.append(raw)
+                helds.append(held)
+        except BaseException:
+            for held in helds:
+                own.release(held)
+            raise
         taken = 0
         try:
-            taken = await w.write_all(reps)
+            taken = await w.write_all(raws)
         except PeerTrappedError as exc:
             taken = exc.progress or 0
             raise
         finally:
-            for rep in reps[taken:]:
-                release(rep)
-        return taken == len(reps)
+            for held in helds[taken:]:
+                own.release(held)
+        return taken == len(raws)
 
     async def _pump_async(
-        self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe, own: _OwnElements | None
+        self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe, own: ElementLowering | None
     ) -> None:
         """Pull ``src`` chunk by chunk into ``w`` inside this one task.
 
@@ -334,9 +348,9 @@ class HostValues:
                     if pull.interrupted:
                         task.uncancel()  # the source swallowed the cancellation
                     if own is not None:
-                        close = getattr(item, "close", None)
-                        if callable(close):
-                            close()  # an element never offered: destroyed (A13)
+                        # an element never offered: its resources are destroyed (A13)
+                        with contextlib.suppress(Exception):
+                            own.release(own.lower(item)[1])
                     return
                 chunk = _byte_chunk(item) if u8 else [item]
                 if not await self._send(w, chunk, own):
@@ -674,6 +688,3 @@ class _Pull:
 
 
 _PUMP_CHUNK = 64 * 1024
-
-#: (register a host resource and give its rep, destroy a registered rep)
-_OwnElements = tuple[Callable[[Any], int], Callable[[int], None]]
