@@ -374,3 +374,40 @@ def test_guest_wrapper_in_a_host_resource_position_with_a_class(wat: Wat) -> Non
         assert await wrapper.get() == 1
 
     run(main())
+
+
+#: a world-level resource and no lowered import at all: no trampoline is built
+WORLD_NO_LOWER = """
+(component
+  (import "cell" (type $cell (sub resource)))
+  (core module $m (func (export "keep") (param i32) (result i32) (local.get 0)))
+  (core instance $i (instantiate $m))
+  (func (export "keep") (param "c" (own $cell)) (result (own $cell))
+    (canon lift (core func $i "keep")))
+)
+"""
+
+
+def test_no_lowered_import_still_refuses_none(wat: Wat) -> None:
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(WORLD_NO_LOWER), {"Cell": Cell})
+        c = Cell(1)
+        assert await inst.exports.keep(c) is c
+        with pytest.raises(TypeError, match=r"expected a host object for own<cell>"):
+            await inst.exports.keep(None)
+
+    run(main())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the class binds when the runtime builds its first host trampoline; with no "
+    "lowered import, instantiate would have to call HostLinker.bind_runtime itself",
+)
+def test_no_lowered_import_binds_the_class(wat: Wat) -> None:
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(WORLD_NO_LOWER), {"Cell": Cell})
+        with pytest.raises(TypeError, match=r"expected an instance of Cell for own<cell>"):
+            await inst.exports.keep(object())
+
+    run(main())

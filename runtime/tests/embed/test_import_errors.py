@@ -4,7 +4,8 @@ A ``Trap`` raised by a synchronous host import, the canonical class or a
 hand-rolled one carrying only the brand, is re-raised as a ``Trap`` with the
 same code whose message is ``host import <full import name> trapped:
 <message>``, the original as ``__cause__``. Missing imports name the key the
-embedder must supply.
+embedder must supply; a host resource whose ``close()`` fails traps, named
+as the resource's drop.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import polyengine
 from polyengine_protocol import ComponentException, Trap, is_trap
 
 from .components import OPTS, component
+from .test_host_resources import WORLD_CELL
 
 Wat = Callable[[str], bytes]
 
@@ -190,3 +192,48 @@ def test_missing_interface_member_names_the_member(wat: Wat) -> None:
     with pytest.raises(polyengine.MissingImportError) as info:
         run(polyengine.instantiate(wat(TRAPPING), {"scalar": abs, "text": len, API: {}}))
     assert str(info.value) == f"missing import {API}#checked: the provider has no member 'checked'"
+
+
+# -- a failing close() of a host resource traps, named as the resource's drop -----------
+
+
+class Closing:
+    """A world-level host resource whose ``close`` raises what it is given."""
+
+    failure: BaseException = ValueError("unset")
+
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def get(self) -> int:
+        return self.v
+
+    @staticmethod
+    def kind() -> int:
+        return 0
+
+    def close(self) -> None:
+        raise Closing.failure
+
+
+@pytest.mark.parametrize(
+    ("failure", "message", "code"),
+    [
+        (Trap("cannot close", code="close-failed"), "trapped: cannot close", "close-failed"),
+        (OSError("disk gone"), "raised OSError: disk gone", "host-import"),
+    ],
+)
+def test_failing_close_names_the_resource_drop(
+    wat: Wat, failure: BaseException, message: str, code: str
+) -> None:
+    Closing.failure = failure
+
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(WORLD_CELL), {"Cell": Closing, "make": Closing})
+        with pytest.raises(Trap) as info:
+            await inst.exports.run(1)
+        assert str(info.value) == f"host import [resource-drop]cell {message}"
+        assert info.value.code == code
+        assert info.value.__cause__ is failure
+
+    run(main())

@@ -44,6 +44,7 @@ from polyengine_protocol import (
     is_abortable,
     is_component_exception,
     is_defer_cancel,
+    is_resource_wrapper,
     is_suspending,
     is_wasi_exit,
 )
@@ -98,6 +99,8 @@ class HostResourceTable:
         self._borrowed: list[object] | None = None
         #: host-implemented resource type -> (its host class if the mapping gives one, import)
         self._classes: dict[ResourceType, tuple[type | None, str]] = {}
+        #: the resource type each registered host object was first passed as
+        self._types: dict[int, ResourceType] = {}
 
     def begin_call(self) -> list[object] | None:
         """Start collecting the borrowed wrappers a host import receives."""
@@ -116,29 +119,49 @@ class HostResourceTable:
 
     # host-implemented --------------------------------------------------------------
 
-    def _register(self, value: object) -> int:
+    def _register(self, value: object, rt: ResourceType) -> int:
         rep = self._reps.get(id(value))
         if rep is None:
             rep = self._next
             self._next += 1
             self._objects[rep] = value
             self._reps[id(value)] = rep
+            self._types[rep] = rt
         return rep
 
     def _forget(self, rep: int) -> object:
         value = self._objects.pop(rep)
         del self._reps[id(value)]
+        self._types.pop(rep, None)
         return value
 
+    def _where(self, rt: ResourceType) -> str:
+        """The import that names host resource ``rt`` (its bare name when unbound)."""
+        found = self._classes.get(rt)
+        return found[1] if found is not None else rt.name or str(rt)
+
     def host_dtor(self, rep: int) -> None:
-        """The guest dropped its last ``own`` of a host object: dispose of it."""
+        """The guest dropped its last ``own`` of a host object: dispose of it.
+
+        A failing ``close()`` traps like a failing host import, named as the
+        resource's drop (``wasi:io/streams@0.2.0#[resource-drop]output-stream``).
+        """
         value = self._objects.get(rep)
         if value is None:
             return
+        rt = self._types.get(rep)
         self._forget(rep)
         close = getattr(value, "close", None)
-        if callable(close):
+        if not callable(close):
+            return
+        try:
             close()
+        except Exception as exc:
+            if is_wasi_exit(exc):
+                raise
+            where = "?" if rt is None else self._where(rt)
+            iface, sep, resource = where.rpartition("#")
+            raise host_import_trap(f"{iface}{sep}[resource-drop]{resource}", exc) from exc
 
     def bind_class(self, rt: ResourceType, cls: type | None, where: str) -> None:
         """Record the host class of host-implemented resource ``rt`` (imported at ``where``).
@@ -152,7 +175,7 @@ class HostResourceTable:
 
     def _check_host(self, rt: ResourceType, value: object, kind: str) -> None:
         """Refuse a value that cannot be an instance of host resource ``rt``."""
-        cls, where = self._classes.get(rt, (None, rt.name or "?"))
+        cls, where = self._classes.get(rt) or (None, self._where(rt))
         if cls is not None:
             if isinstance(value, cls):
                 return
@@ -160,7 +183,7 @@ class HostResourceTable:
                 f"expected an instance of {cls.__name__} for {kind}<{where}> "
                 f"(the host class of that resource), got {describe(value)}"
             )
-        if value is None or hasattr(type(value), "_polyengine_take_rep"):
+        if value is None or is_resource_wrapper(value) or hasattr(type(value), _TAKE_REP):
             what = "None" if value is None else f"a {type(value).__name__} guest-resource wrapper"
             raise LowerTypeError(
                 f"expected a host object for {kind}<{where}> (a host-implemented resource), "
@@ -188,15 +211,19 @@ class HostResourceTable:
         """The rep of ``value`` passed as ``own<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
             self._check_host(rt, value, "own")
-            return self._register(value)
+            return self._register(value, rt)
         return _guest_rep(value, rt, take=True)
 
     def lower_borrow(self, rt: ResourceType, value: object) -> int:
         """The rep of ``value`` passed as ``borrow<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
             self._check_host(rt, value, "borrow")
-            return self._register(value)
+            return self._register(value, rt)
         return _guest_rep(value, rt, take=False)
+
+
+#: the method by which a guest-resource wrapper of this runtime yields its rep
+_TAKE_REP = "_polyengine_take_rep"
 
 
 def _guest_expected(rt: ResourceType, kind: str) -> str:
@@ -209,7 +236,7 @@ def _guest_expected(rt: ResourceType, kind: str) -> str:
 def _guest_rep(value: object, rt: ResourceType, *, take: bool) -> int:
     """The rep behind guest-resource wrapper ``value`` of type ``rt`` (``take``: passed as own)."""
     kind = "own" if take else "borrow"
-    take_rep = getattr(value, "_polyengine_take_rep", None)
+    take_rep = getattr(value, _TAKE_REP, None)
     if take_rep is None:
         raise LowerTypeError(f"expected {_guest_expected(rt, kind)}, got {describe(value)}")
     if getattr(type(value), "_polyengine_rt", rt) is not rt:
