@@ -280,6 +280,9 @@ class Driver:
         def settle(c: HostCall) -> None:
             self._calls.pop(c, None)
             if fut.done():
+                # the caller gave up (the future was cancelled): a value the
+                # callee returned anyway goes nowhere
+                c.result = None
                 return
             if c.trap is not None:
                 fut.set_exception(c.trap)

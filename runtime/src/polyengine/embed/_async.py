@@ -620,7 +620,17 @@ class AsyncExportCall:
         return lf
 
     async def __call__(self, args: Any) -> Any:
-        """Call the export and await its result value."""
+        """Call the export and await its result value.
+
+        Cancelling the await (``task.cancel()``, an ``asyncio.wait_for``
+        timeout) requests the cancellation of the guest's task
+        (CanonicalABI.md §``Task.request_cancellation``): a guest waiting
+        cancellably sees ``TASK_CANCELLED`` and may confirm it with
+        ``task.cancel``; one that returns anyway (or cannot see the request)
+        finishes on its own and its result is dropped. The await raises
+        ``CancelledError`` at once either way; a trap the guest raises later
+        poisons its instance.
+        """
         lf = self._check()
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
