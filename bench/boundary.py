@@ -33,7 +33,6 @@ import os
 import platform
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -275,31 +274,39 @@ class CoreFloor:
 
         return raw
 
-    def address_add(self) -> Callable[[], int]:
-        """``add(1, 2)`` through a prototype of the same C function taking plain addresses.
+    def address_add(self, *, hold_gil: bool = False) -> Callable[[], int]:
+        """``add(1, 2)`` through the cheapest call ctypes can make of the same C function.
 
-        The cheapest call ctypes can make: no per-argument type checks, the
-        arguments packed with one precompiled ``struct`` into a preallocated
-        buffer, the result unpacked the same way.
+        A prototype of ``wasmtime_func_call_unchecked`` with no ``argtypes``,
+        its arguments prebuilt as ctypes objects (ctypes passes them as they
+        are: no conversion, no type check per call); the two ``i32`` slots of
+        a preallocated ``wasmtime_val_raw_t`` buffer written, and the result
+        read, through a typed ``memoryview`` of it. Like every other path
+        measured here, the call releases the GIL while the guest runs;
+        ``hold_gil`` keeps it instead (a ``PyDLL`` prototype), the reference
+        row of what a store that stalls other threads for each call would save.
         """
         p = ctypes.c_void_p
-        fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
+        lib = ctypes.PyDLL(wffi.dll._name, handle=wffi.dll._handle) if hold_gil else wffi.dll
+        fn = lib._FuncPtr(("wasmtime_func_call_unchecked", lib))
         fn.restype = p
-        fn.argtypes = [p, p, p, ctypes.c_size_t, p]
         buf = (ctypes.c_ubyte * 32)()
-        trap = ctypes.c_void_p(0)
-        ctx = ctypes.addressof(self.store._context().contents)
-        faddr = ctypes.addressof(self.add._func)
-        baddr = ctypes.addressof(buf)
-        taddr = ctypes.addressof(trap)
-        pack = struct.Struct("<I12xI12x").pack_into
-        unpack = struct.Struct("<I").unpack_from
+        trap = p(0)
+        ctx = p(ctypes.addressof(self.store._context().contents))
+        faddr = p(ctypes.addressof(self.add._func))
+        baddr = p(ctypes.addressof(buf))
+        taddr = p(ctypes.addressof(trap))
+        nargs = ctypes.c_size_t(2)
+        slots = memoryview(buf).cast("B").cast("I")  # one val_raw slot is 4 items
+        assert ctypes.sizeof(wffi.wasmtime_val_raw_t) == 16
 
         def raw() -> int:
-            pack(buf, 0, 1, 2)
-            if fn(ctx, faddr, baddr, 2, taddr) or trap.value:
+            slots[0] = 1
+            slots[4] = 2
+            if fn(ctx, faddr, baddr, nargs, taddr) or trap.value:
                 raise RuntimeError("trap")
-            return int(unpack(buf)[0])
+            result: int = slots[0]
+            return result
 
         return raw
 
@@ -348,6 +355,7 @@ class Poly:
         self.exports: Any = self.instance.exports
         self.sync: SyncInstance = instantiate_sync(component, imports)
         self.runtime: Any = self.instance._runtime
+        self.component = component
         self._calls: dict[str, ExportCall] = {}
 
     def export_call(self, name: str) -> ExportCall:
@@ -425,7 +433,8 @@ def section_export(
     floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, s: Settings
 ) -> Section:
     raw, pkg = floor.address_add(), floor.unchecked_add()
-    assert raw() == 3 and pkg() == 3 and floor.add(floor.store, 1, 2) == 3
+    gil = floor.address_add(hold_gil=True)
+    assert raw() == 3 and pkg() == 3 and gil() == 3 and floor.add(floor.store, 1, 2) == 3
     add_native = native.func("add")
     assert add_native(1, 2) == 3
     assert poly.export_call("add")((1, 2)) == 3
@@ -433,6 +442,7 @@ def section_export(
     assert poly.core_func("add").call_raw((1, 2)) == [3]
     cases = [
         Case("core    ctypes unchecked call, address-typed (RAW FLOOR)", repeat(raw)),
+        Case("core    the same call holding the GIL (reference only)", repeat(gil)),
         Case("core    wasmtime-py's own unchecked binding", repeat(pkg)),
         Case("core    wasmtime-py Func.__call__", repeat(floor.add, floor.store, 1, 2)),
         Case("core    polyengine engine CoreFunc.call_raw", repeat(eng.add.call_raw, (1, 2))),
@@ -441,15 +451,18 @@ def section_export(
         Case("comp    polyengine await inst.exports.add", poly.awaited("add", 1, 2)),
         Case("comp    polyengine sync facade exports.add", poly.facade("add", 1, 2)),
     ]
-    floor_ns, _pkg, public_ns, _eng, native_ns, direct_ns, awaited_ns, _facade = measure(cases, s)
+    times = measure(cases, s)
+    floor_ns, _gil, _pkg, public_ns, _eng, native_ns, direct_ns, awaited_ns, _facade = times
     sec = Section("1. sync export add(u32, u32) -> u32", ref_name="the raw floor")
     sec.rows = [Row(c.label, c.median, c.best, floor_ns) for c in cases]
     vs_floor = awaited_ns / floor_ns
     speedup = native_ns / awaited_ns
     sec.summary += [
         "raw floor = the cheapest core call Python can make through wasmtime-py's libwasmtime:",
-        "  wasmtime_func_call_unchecked over a ctypes prototype of plain addresses, arguments",
-        "  packed by one struct into a preallocated wasmtime_val_raw_t buffer, no type checks.",
+        "  wasmtime_func_call_unchecked over a ctypes prototype without argtypes, its arguments",
+        "  prebuilt ctypes objects, the values written and read through a typed memoryview of a",
+        "  preallocated wasmtime_val_raw_t buffer, no type checks; the GIL is released for the",
+        "  call as on every other path (the reference row keeps it, stalling other threads).",
         f"polyengine (awaited) vs raw floor:        {vs_floor:6.2f}x  "
         f"(target <= {TARGET_VS_FLOOR}x: {verdict(vs_floor <= TARGET_VS_FLOOR)})",
         f"polyengine (awaited) vs Func.__call__:    {awaited_ns / public_ns:6.2f}x",
@@ -887,6 +900,13 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
         )
     )
 
+    # P9: the engine's unchecked entry point as the raw floor calls it: a ctypes prototype
+    # without argtypes, its arguments prebuilt ctypes objects. Measured on the generated
+    # export coroutine of a second instance, with those swapped into its globals.
+    other = poly.loop.run_until_complete(polyengine.instantiate(poly.component, {"f": identity}))
+    rows.append(("P9 await exports.add, entry without argtypes", poly.awaited("add", 1, 2),
+                 _untyped_entry(poly.loop, other.exports.add)))  # fmt: skip
+
     # P3: the blocking facade drives the coroutine itself (send(None) -> StopIteration)
     # and only falls back to the event loop when it actually suspends.
     target = poly.sync.instance.exports.add
@@ -1029,6 +1049,7 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
         measure([native_case, p2_case], s)
     finally:
         store.close()
+        other.close()
 
     print("-- prototypes of the proposals (current -> prototype; interleaved, fastest repeat) --")
     for label, now, new, raw_floor in results:
@@ -1044,6 +1065,41 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
         f"  native component Func {_fmt_time(native_case.best).strip()} / P2 "
         f"{_fmt_time(p2_case.best).strip()}: {speedup:.1f}x faster with P1"
     )
+
+
+class _UntypedState:
+    """A stand-in for the engine's store state whose ``ctx`` is a prebuilt ``c_void_p``."""
+
+    __slots__ = ("async_required", "ctx")
+
+    def __init__(self, ctx: int) -> None:
+        self.ctx = ctypes.c_void_p(ctx)
+        self.async_required = False
+
+
+def _untyped_entry(loop: asyncio.AbstractEventLoop, export: Any) -> Loop:
+    """``await export(1, 2)`` with its core call made through an argtypes-free prototype."""
+    assert loop.run_until_complete(export(1, 2)) == 3  # compiles the call into the globals
+    g = export.__globals__
+    p = ctypes.c_void_p
+    fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
+    fn.restype = p
+    assert g["state"].ctx and not g["state"].async_required
+    g.update(
+        entry=fn,
+        state=_UntypedState(g["state"].ctx),
+        addr=p(g["addr"]),
+        buf_addr=p(g["buf_addr"]),
+        nslots=ctypes.c_size_t(g["nslots"]),
+        trap_addr=p(g["trap_addr"]),
+    )
+    assert loop.run_until_complete(export(1, 2)) == 3
+
+    async def body(n: int) -> None:
+        for _ in range(n):
+            await export(1, 2)
+
+    return run_async(loop, body)
 
 
 def profile_all(

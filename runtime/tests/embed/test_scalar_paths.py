@@ -118,7 +118,7 @@ def _calls(wasm: bytes, imports: dict[str, Any], *, compiled: bool) -> dict[str,
     return calls
 
 
-def _outcome(call: ExportCall, args: Sequence[object]) -> tuple[Any, ...]:
+def _outcome(call: Callable[[Sequence[object]], Any], args: Sequence[object]) -> tuple[Any, ...]:
     try:
         value = call(args)
     except BaseException as exc:  # every outcome is compared
@@ -223,3 +223,83 @@ def test_the_compiled_paths_are_taken(wat: Wat) -> None:
     assert calls["id-f32"].__call__.__name__ == "export_call"
     assert calls["id-char"].__call__.__name__ != "export_call"  # char takes the general path
     assert [getattr(b, "__name__", None) for b in built] == ["host_call", "host_call"]
+
+
+def _drive(coro: Any) -> Any:
+    """Run a sync-path export's coroutine to completion; it never suspends."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise AssertionError("a sync-path export suspended")
+
+
+def _awaited_outcome(fn: Callable[..., Any], args: Sequence[object]) -> tuple[Any, ...]:
+    return _outcome(lambda a: _drive(fn(*a)), args)
+
+
+class _FacadePair:
+    """The facade's generated coroutines of one instance against the general path of another."""
+
+    def __init__(self, wat: Wat, behaviour: object = 0) -> None:
+        self.wasm = wat(_component())
+        self.behaviour = [behaviour]
+        self.seen: tuple[list[tuple[object, ...]], list[tuple[object, ...]]] = ([], [])
+        self._build()
+
+    def _build(self) -> None:
+        async def make() -> Any:
+            return await polyengine.instantiate(self.wasm, _host(self.behaviour, self.seen[0]))
+
+        self.exports = asyncio.run(make()).exports
+        self.general = _calls(self.wasm, _host(self.behaviour, self.seen[1]), compiled=False)
+
+    def compare(self, name: str, args: Sequence[object]) -> tuple[Any, ...]:
+        fn = getattr(self.exports, name.replace("-", "_"))
+        add = self.exports.add
+        results = []
+        for seen, outcome in zip(
+            self.seen,
+            (
+                lambda a: _awaited_outcome(fn, a),
+                lambda a: _outcome(self.general[name], a),
+            ),
+            strict=True,
+        ):
+            seen.clear()
+            first = outcome(args)
+            results.append((first, [tuple(map(repr, s)) for s in seen]))
+        after = (_awaited_outcome(add, (1, 2)), _outcome(self.general["add"], (1, 2)))
+        assert results[0] == results[1]
+        assert after[0] == after[1]  # poisoned or not, alike
+        if results[0][0][0] == "raised":
+            self._build()
+        return results[0]
+
+
+@pytest.mark.parametrize("t", list(_IDS))
+def test_facade_coroutines_match_the_general_path(wat: Wat, t: str) -> None:
+    pair = _FacadePair(wat)
+    valid = {"bool": True, "char": "a"}.get(t, 0)
+    assert pair.compare(f"id-{t}", (valid,))[0][0] == "returned"  # compiles the facade's code
+    inline = "entry" in getattr(pair.exports, f"id_{t}").__code__.co_names
+    assert inline == (t != "char")  # char takes the general path
+    for value in VALUES:
+        pair.compare(f"id-{t}", (value,))
+
+
+@pytest.mark.parametrize(
+    "behaviour", [5, -40000, True, None, "coroutine", _Raise(ValueError("unhappy"))]
+)
+def test_facade_coroutines_match_the_general_path_through_imports(
+    wat: Wat, behaviour: object
+) -> None:
+    pair = _FacadePair(wat, behaviour)
+    assert pair.compare("add", (7, 8))[0] == ("returned", "15", "int")
+    assert pair.compare("boom", ())[0][0] == "raised"
+    assert pair.compare("nothing", ())[0] == ("returned", "None", "NoneType")
+    f = pair.compare("callf", (65535,))
+    assert f[1] == [("65535",)]
+    g = pair.compare("callg", (-3, 1.25, True, 2**64 - 1, -0.0))
+    assert g[1] == [("-3", "1.25", "True", "18446744073709551615", "-0.0")]
