@@ -24,10 +24,14 @@ async def until(pred: Callable[[], bool]) -> None:
 async def test_an_asyncio_future_dropped_unread_is_cancelled(wat: Wat) -> None:
     inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
     with inst:
+        store = inst._runtime.tasks.store  # type: ignore[union-attr]
+        base = store.host_pending
         source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         assert await inst.exports.drop_fut(source) == 7
         await asyncio.wait_for(until(source.done), 5)
         assert source.cancelled()
+        # the pump let go of the dead future: nothing counts as host work any more (A15)
+        await asyncio.wait_for(until(lambda: store.host_pending == base), 5)
 
 
 @aio
@@ -59,9 +63,11 @@ async def test_a_started_coroutine_whose_future_dies_is_cancelled(wat: Wat) -> N
     with inst:
         fut = await inst.exports.echo_fut(source())
         await asyncio.wait_for(until(lambda: bool(log)), 5)
+        store = inst._runtime.tasks.store  # type: ignore[union-attr]
         fut.drop()  # the reader of the future the coroutine feeds lets go unread
         await asyncio.wait_for(until(lambda: "closed" in log), 5)
         assert log == ["started", "cancelled", "closed"]
+        await asyncio.wait_for(until(lambda: store.host_pending == 0), 5)
 
 
 @aio

@@ -434,6 +434,7 @@ class HostValues:
         shared.on_drop = reader_gone
         try:
             if pull.stopped or shared.dropped:
+                pull.stopped = True  # the future died before its producer was awaited
                 _cancel_source(src)
                 return
             pull.parked = True
@@ -461,8 +462,11 @@ class HostValues:
             _abandon(self.store, w, _producer_error(site, exc))
             return
         finally:
-            if pull.stopped and isinstance(src, _FutureRead):
-                src.handle.drop()
+            if pull.stopped:
+                if not w.closed:
+                    w.drop()  # let go of the dead future: no host work left (A15)
+                if isinstance(src, _FutureRead):
+                    src.handle.drop()
         shared.on_drop = None
         if pull.interrupted:
             task.uncancel()  # the source swallowed the cancellation and produced anyway
