@@ -334,3 +334,162 @@ def test_host_func_inst_cancellation_is_deferred_then_resolves_cancelled() -> No
         "host saw CancelledError",
         Subtask.State.CANCELLED_BEFORE_RETURNED,
     ]
+
+
+def _cancel_then_wait(lower: Any, mem: BytearrayMemory, seen: list[object]) -> Any:
+    """A stackful body: start the call, cancel it (async form), report, then wait for it."""
+
+    def body(thread: Thread) -> Suspends[None]:
+        st = (yield from canon_lower(lower, thread, [1]))[0]
+        assert isinstance(st, int) and st & 0xF == Subtask.State.STARTED
+        got = yield from canon_subtask_cancel(thread, True, st >> 4)
+        seen.append(("cancel returned", got[0]))
+        if got[0] == 0xFFFF_FFFF:
+            ws = canon_waitable_set_new(thread)[0]
+            assert isinstance(ws, int)
+            canon_waitable_join(thread, st >> 4, ws)
+            yield from canon_waitable_set_wait(thread, False, mem, ws, 0)
+            seen.append(("event", struct.unpack_from("<II", mem.buf, 0)[1]))
+
+    return body
+
+
+@pytest.mark.parametrize("mode", ["discard", "abort"])
+def test_host_func_inst_discard_resolves_at_once_and_stops_counting(mode: str) -> None:
+    async def main() -> tuple[list[object], list[str]]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        seen: list[object] = []
+        log: list[str] = []
+        release = asyncio.Event()
+
+        async def slow(_x: int) -> int:
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                log.append("cancelled")
+                raise
+            log.append("finished")
+            return 0
+
+        fi = driver.host_func_inst(
+            slow,
+            name="test:pkg/i#slow",
+            has_result=True,
+            cancel=mode,  # type: ignore[arg-type]
+        )
+        lower = py_lowered(fi, ft=ASYNC_FT, async_=True)
+        body = _cancel_then_wait(lower, BytearrayMemory(64), seen)
+
+        def counted(thread: Thread) -> Suspends[None]:
+            yield from body(thread)
+            seen.append(("pending host work", store.host_pending))
+
+        await asyncio.wait_for(driver.run(stackful(inst, counted), []), 2.0)
+        release.set()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return seen, log
+
+    seen, log = asyncio.run(main())
+    assert seen == [
+        ("cancel returned", Subtask.State.CANCELLED_BEFORE_RETURNED),
+        ("pending host work", 0),
+    ]
+    assert log == (["finished"] if mode == "discard" else ["cancelled"])
+
+
+def test_host_func_inst_ignore_runs_to_completion() -> None:
+    async def main() -> list[object]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        seen: list[object] = []
+
+        async def slow(x: int) -> int:
+            await asyncio.sleep(0.001)
+            return x + 1
+
+        fi = driver.host_func_inst(slow, name="test:pkg/i#slow", has_result=True, cancel="ignore")
+        lower = py_lowered(fi, ft=ASYNC_FT, async_=True)
+        await asyncio.wait_for(
+            driver.run(stackful(inst, _cancel_then_wait(lower, BytearrayMemory(64), seen)), []),
+            2.0,
+        )
+        return seen
+
+    assert asyncio.run(main()) == [
+        ("cancel returned", 0xFFFF_FFFF),
+        ("event", Subtask.State.RETURNED),
+    ]
+
+
+def test_host_coroutine_that_does_not_suspend_settles_inside_the_call() -> None:
+    async def main() -> list[object]:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store)
+        seen: list[object] = []
+
+        async def ready(x: int) -> int:
+            seen.append(("current task is its own", asyncio.current_task() is not outer))
+            return x * 10
+
+        outer = asyncio.current_task()
+        fi = driver.host_func_inst(ready, name="test:pkg/i#ready", has_result=True)
+        lower = py_lowered(fi, ft=ASYNC_FT, async_=True)
+
+        def body(thread: Thread) -> Suspends[None]:
+            st = (yield from canon_lower(lower, thread, [4]))[0]
+            seen.append(("state", st, "pending host work", store.host_pending))
+
+        await driver.run(stackful(inst, body), [])
+        return seen
+
+    assert asyncio.run(main()) == [
+        ("current task is its own", True),
+        ("state", Subtask.State.RETURNED, "pending host work", 0),
+    ]
+
+
+def test_host_coroutine_raising_at_once_traps_naming_the_import() -> None:
+    async def main() -> None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        inst = InstanceState(store, name="caller")
+
+        async def broken(_x: int) -> int:
+            raise Trap("no disk", code="disk")
+
+        fi = driver.host_func_inst(broken, name="test:pkg/i#broken", has_result=True)
+        lower = py_lowered(fi, ft=ASYNC_FT)
+
+        def body(thread: Thread) -> Suspends[None]:
+            yield from canon_lower(lower, thread, [3])
+
+        with pytest.raises(Trap, match=r"^host import test:pkg/i#broken trapped: no disk") as info:
+            await driver.run(stackful(inst, body), [])
+        assert info.value.code == "disk"
+        assert isinstance(info.value.__cause__, Trap)
+        assert inst.poisoned is not None
+
+    asyncio.run(main())
+
+
+def test_host_coroutine_without_an_event_loop_must_finish_at_once() -> None:
+    store = Store(SchedulePolicy(None))
+    driver = Driver(store)
+    inst = InstanceState(store)
+
+    async def ready(x: int) -> int:
+        return x + 1
+
+    fi = driver.host_func_inst(ready, name="test:pkg/i#ready", has_result=True)
+    lower = py_lowered(fi, ft=SYNC_FT)
+
+    def body(thread: Thread, args: list[Any]) -> Suspends[list[CoreVal]]:
+        return (yield from canon_lower(lower, thread, [args[0]]))
+
+    lf = py_lifted(inst, body, params=(U32,), result=U32)
+    assert run_to_completion(lf, [6]) == [7]
