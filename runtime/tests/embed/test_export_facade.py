@@ -252,3 +252,31 @@ def test_guest_resource_wrappers_keep_the_realm_local_pill(wat: Wat) -> None:
             assert await c.get() == 3
 
     run(main())
+
+
+def test_guest_resource_methods_are_generated_coroutine_functions(wat: Wat) -> None:
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(GUEST_RESOURCE), {})
+        counter = inst.exports.Counter
+        get = counter.get
+        assert inspect.iscoroutinefunction(get)
+        assert get.__name__ == "get" and get.__qualname__ == "Counter.get"
+        assert str(inspect.signature(get)) == "(self, /)"
+        c = counter(5)
+        pending = c.get()
+        assert inspect.iscoroutine(pending)
+        assert await pending == 5
+        assert await asyncio.create_task(c.get()) == 5
+        for _ in range(2):  # the stub's check, then the compiled code's
+            wrong = c.get(1)  # calling does not raise ...
+            with pytest.raises(TypeError) as ei:
+                await wrong  # ... running it does, not counting the receiver
+            assert str(ei.value) == "Counter.get takes 0 argument(s), got 1"
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'self'"):
+            counter.get()
+        assert await counter.get(c) == 5  # the function called with an explicit receiver
+        assert await inst.exports.consume(c) == 5
+        with pytest.raises(InvalidHandleError):
+            await c.get()  # passed as own: the wrapper is spent
+
+    run(main())

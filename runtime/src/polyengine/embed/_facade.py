@@ -79,13 +79,18 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def _arity_error(label: str, nparams: int, given: tuple[Any, ...]) -> TypeError:
-    count = sum(1 for a in given if a is not _MISSING)
-    return TypeError(f"{label} takes {nparams} argument(s), got {count}")
+def _arity_error(label: str, nparams: int, skip: int, given: tuple[Any, ...]) -> TypeError:
+    count = sum(1 for a in given if a is not _MISSING) - skip
+    return TypeError(f"{label} takes {nparams - skip} argument(s), got {count}")
 
 
 def sync_export_function(
-    call: ExportCall, py_name: str, unwrap: Callable[[Any], Any] | None = None
+    call: ExportCall,
+    py_name: str,
+    unwrap: Callable[[Any], Any] | None = None,
+    *,
+    method: bool = False,
+    label: str | None = None,
 ) -> Callable[..., Any]:
     """The coroutine function of a synchronous-path export (python-mapping.md §4).
 
@@ -93,8 +98,11 @@ def sync_export_function(
     one coroutine per call whose body is the export call itself (the
     statements of :meth:`ExportCall.inline`), so awaiting it costs one
     coroutine and no other Python frame. A wrong number of arguments is a
-    ``TypeError`` raised when the coroutine runs, as for every other
-    argument error; keyword arguments are refused at the call.
+    ``TypeError`` naming ``label`` (the export's name by default), raised
+    when the coroutine runs, as for every other argument error; keyword
+    arguments are refused at the call. A ``method`` takes its receiver as a
+    required first parameter (the ``self`` of the WIT method) and does not
+    count it in that message.
 
     The call is compiled on the first call (the export's canonical options
     are resolved lazily, like :class:`ExportCall`'s): until then the
@@ -104,12 +112,16 @@ def sync_export_function(
     """
     ft = call.lift.type
     n = len(ft.params)
-    label = call.name
+    label = call.name if label is None else label
+    skip = 1 if method else 0
+    assert n >= skip, (label, n)
     names = [f"a{k}" for k in range(n)]
     tup = "(" + "".join(f"{a}, " for a in names) + ")"
-    params = [f"{a}=MISSING" for a in names] + (["/"] if names else []) + ["*rest"]
-    head = [
-        f"if rest or {names[-1]} is MISSING:" if names else "if rest:",
+    params = ["self"] * skip + [f"{a}=MISSING" for a in names[skip:]]
+    params += (["/"] if names else []) + ["*rest"]
+    optional = names[skip:]
+    head = ["a0 = self"] * skip + [
+        f"if rest or {optional[-1]} is MISSING:" if optional else "if rest:",
         f"    raise arity_error({tup} + rest)",
     ]
     fname = py_name if py_name.isidentifier() else "export"
@@ -117,7 +129,7 @@ def sync_export_function(
     env: dict[str, Any] = {
         "__name__": __name__,
         "MISSING": _MISSING,
-        "arity_error": functools.partial(_arity_error, label, n),
+        "arity_error": functools.partial(_arity_error, label, n, skip),
     }
     filename = f"<polyengine export {label}>"
 
@@ -370,6 +382,12 @@ def _attach(
         cls._polyengine_ctor = staticmethod(ctor)
         return
     py = snake(name)
+    if isinstance(call, ExportCall):
+        label = f"{cls.__name__}.{py}"
+        fn = sync_export_function(call, py, unwrap, method=kind == "method", label=label)
+        fn.__qualname__ = label
+        setattr(cls, py, fn if kind == "method" else staticmethod(fn))
+        return
     if kind == "method":
 
         async def method(self: GuestResource, *args: Any) -> Any:
