@@ -749,7 +749,7 @@ def _eager_start(
         return _Finished(None if failure is not None else task.result(), failure)
     cont = _Continuation(coro)
     ctx = contextvars.copy_context()
-    task = loop.create_task(_continue(cont), context=ctx)
+    task = asyncio.Task(_continue(cont), loop=loop, context=ctx)
     outer = _current_task(loop)
     if outer is not None:
         _leave_task(loop, outer)

@@ -536,36 +536,46 @@ def _traceback_frames(exc: BaseException | None, ignore: set[int], seen: set[int
 #: how far up the referrers of a handle the ownership search looks
 _HOLDER_DEPTH = 8
 _HOLDER_WIDTH = 256
+#: referrers that hold what they refer to (live code, or reachable for good)
+_HOLDERS = (FrameType, CoroutineType, GeneratorType, AsyncGeneratorType, ModuleType, type)
 
 
 def _held_elsewhere(handle: object, ignore: set[int]) -> bool:
     """Whether something outside ``ignore`` (the failed call's frames) holds ``handle``.
 
     A walk up the referrers, level by level: a frame that is not ignored,
-    a suspended coroutine or generator, a module or a class holds it; a
-    plain object or container holds it when something holds that. The walk
-    gives up (and says held, the safe answer) past a depth or width bound.
+    a suspended coroutine or generator, a module or a class holds it; so
+    does anything the garbage collector cannot see (an object no tracked
+    object refers to: a C-level or running-frame reference); a plain object
+    or container holds it when something holds that. The walk gives up
+    (and says held, the safe answer) past a depth or width bound.
     """
     visited: set[int] = {id(handle)}
     frontier: list[Any] = [handle]
     for _ in range(_HOLDER_DEPTH):
         found = gc.get_referrers(*frontier)
-        nxt: list[Any] = []
         ignore.add(id(frontier))
         ignore.add(id(found))
-        for r in found:
-            key = id(r)
-            if key in visited or key in ignore:
-                continue
-            visited.add(key)
-            if isinstance(r, FrameType | CoroutineType | GeneratorType | AsyncGeneratorType):
-                return True
-            if isinstance(r, ModuleType | type):
-                return True
-            nxt.append(r)
-        ignore.discard(id(frontier))
-        ignore.discard(id(found))
-        del found
+        covered: set[int] = set()
+        nxt: list[Any] = []
+        try:
+            for r in found:
+                key = id(r)
+                if key == id(frontier) or key == id(found):
+                    continue
+                covered.update(map(id, gc.get_referents(r)))
+                if key in visited or key in ignore:
+                    continue
+                visited.add(key)
+                if isinstance(r, _HOLDERS):
+                    return True
+                nxt.append(r)
+            if any(id(x) not in covered for x in frontier):
+                return True  # referenced from where the collector cannot look
+        finally:
+            ignore.discard(id(frontier))
+            ignore.discard(id(found))
+            del found
         if not nxt:
             return False
         if len(nxt) > _HOLDER_WIDTH:
