@@ -13,6 +13,18 @@ a host operation of the store's :class:`~polyengine.concurrency.Driver`, so
 a guest waiting on it is never declared deadlocked while the host may still
 act. A trap in the instance holding the other end of a host handle fails
 the handle's operations with ``PeerTrappedError`` (A7).
+
+A handle the host passed into a guest comes back as the same object when a
+guest hands its stream or future back (A5). A producer whose stream or
+future dies while it is parked is cancelled (A13); a failed producer is a
+:class:`StreamProducerError` naming where it was passed
+(:func:`lowering_site`). Elements holding ``own<R>`` lower through
+:class:`~._pipe.ElementLowering`, which destroys the resources of elements
+the reader never takes.
+
+Known limits: a handle pumped into *another* store (a cross-store hop) comes
+back from that store as a new handle over the pump, not as the original
+object; a producer nested inside a stream element is not site-named.
 """
 
 from __future__ import annotations
