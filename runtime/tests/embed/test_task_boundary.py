@@ -287,6 +287,21 @@ async def test_eager_step_runs_as_its_own_task_in_its_own_context(wat: Wat) -> N
 
 
 @aio
+async def test_eager_step_may_call_back_into_the_component(wat: Wat) -> None:
+    inst: Any = None
+
+    async def get(x: int) -> int:
+        if x == 1:  # instance a waits on instance b, through the host
+            return int(await inst.exports.b_wait(5)) * 10
+        await asyncio.sleep(0)  # b's call really waits
+        return x
+
+    inst = await polyengine.instantiate(wat(ac.TWO_INSTANCES), {"get": get})
+    with inst:
+        assert await asyncio.wait_for(inst.exports.a_wait(1), 5) == 61
+
+
+@aio
 async def test_eagerly_started_call_cancelled_by_the_guest_sees_cancelled_error(
     wat: Wat,
 ) -> None:

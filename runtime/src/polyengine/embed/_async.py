@@ -640,7 +640,13 @@ class AsyncExportCall:
         finishes on its own and its result is dropped. The await raises
         ``CancelledError`` at once either way; a trap the guest raises later
         poisons its instance.
+
+        Called while a guest of this store runs (the eager first step of a
+        host coroutine, python-mapping.md §4), the call starts one loop
+        iteration later, once the guest is off the engine.
         """
+        if self.tasks.store.current is not None:
+            await asyncio.sleep(0)
         lf = self._check()
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
