@@ -353,7 +353,7 @@ class Driver:
         naming ``name``, chained to the exception: a branded
         ``polyengine_protocol`` trap keeps its code (``host import <name>
         trapped: ...``), anything else is ``host import <name> raised
-        <type>: ...``. ``on_fail(args, exc)`` is told first (the embedder
+        <type>: ...``. Then ``on_fail(args, exc)`` is told (the embedder
         layer releases what the arguments handed over).
 
         ``cancel`` is the answer to a cancellation request of a pending call:
@@ -523,7 +523,10 @@ class _HostFuncSpec:
         if caller is not None:
             self.driver.store.poison(caller, trap)
         if self.on_fail is not None and args is not None:
-            self.on_fail(args, exc)
+            try:
+                self.on_fail(args, exc)
+            except Exception as failure:  # never hides the trap itself
+                trap.add_note(f"releasing the arguments failed: {failure!r}")
         return trap
 
     def start_coroutine(
