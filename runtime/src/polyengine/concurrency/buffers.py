@@ -200,11 +200,15 @@ class HostReadableBuffer:
         return vs if isinstance(vs, list) else list(vs)
 
     def read_bytes(self, n: int) -> bytes | bytearray | memoryview:
+        """The next ``n`` bytes, without a copy (the whole ``bytes`` or a view of it)."""
         assert n <= self.remain() and self.is_bytes
-        vs = self.values[self.progress : self.progress + n]
-        self.progress += n
-        assert not isinstance(vs, list)
-        return vs
+        values = self.values
+        assert not isinstance(values, list)
+        start = self.progress
+        self.progress = start + n
+        if start == 0 and n == len(values):
+            return values
+        return memoryview(values)[start : start + n]
 
 
 class HostWritableBuffer:

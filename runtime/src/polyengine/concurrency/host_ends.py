@@ -66,10 +66,16 @@ async def _copy(
     """Run one copy: ``start(on_copy, on_copy_done)``; ``cancel()`` if the caller is cancelled.
 
     A copy that completes inside ``start`` (the other side was parked)
-    returns without suspending or allocating an asyncio future.
+    returns without suspending or allocating an asyncio future. A parked
+    copy the other side made progress on stays offered until this coroutine
+    resumes (the buffer is reclaimed then, as a guest's is when it receives
+    its event, CanonicalABI.md §"stream.read"): the other side may take more
+    of it meanwhile, and the result counts everything taken.
     """
     outcome: list[CopyResult] = []
     fut: asyncio.Future[CopyResult] | None = None
+    #: the reclaim of a copy that made progress while still offered
+    later: list[ReclaimBuffer] = []
 
     def settle(result: CopyResult) -> None:
         if not outcome:
@@ -78,10 +84,17 @@ async def _copy(
                 fut.set_result(result)
 
     def on_copy(reclaim: ReclaimBuffer) -> None:
-        reclaim()
+        if fut is None:
+            reclaim()  # progress inside ``start``: nothing is left offered
+        elif not later:
+            later.append(reclaim)
         settle(CopyResult.COMPLETED)
 
-    start(on_copy, settle)
+    def on_copy_done(result: CopyResult) -> None:
+        later.clear()  # the buffer is no longer offered: nothing to reclaim
+        settle(result)
+
+    start(on_copy, on_copy_done)
     store.wake()
     if outcome:
         return outcome[0]
@@ -93,6 +106,9 @@ async def _copy(
             cancel()
         store.wake()
         raise
+    finally:
+        if later:
+            later.pop()()
 
 
 class HostStreamReader(_HostEnd):
