@@ -287,6 +287,23 @@ async def test_eager_step_runs_as_its_own_task_in_its_own_context(wat: Wat) -> N
 
 
 @aio
+async def test_timeout_entered_in_the_eager_step_expires_on_the_call_itself(wat: Wat) -> None:
+    async def get(x: int) -> int:
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            return x + 90
+        return 0
+
+    inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": get})
+    with inst:
+        # the embedder's own await is not what the timeout cancels
+        assert await asyncio.wait_for(inst.exports.wait(1), 5) == 92
+        assert await asyncio.wait_for(inst.exports.wait_cb(2), 5) == 1092
+
+
+@aio
 async def test_eager_step_may_call_back_into_the_component(wat: Wat) -> None:
     inst: Any = None
 
