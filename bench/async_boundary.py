@@ -5,7 +5,11 @@ Rows, all in one process on one asyncio loop (architecture.md §4):
 * **async import round trip**: a stackful export calls an ``async`` host
   import through an async ``canon lower`` in a loop; the host function
   settles at once (a plain function, or a coroutine that never awaits) or
-  after ``await asyncio.sleep(0)``. Time per guest call.
+  after ``await asyncio.sleep(0)``. Time per guest call. The async lower is
+  a plain host function; a result available at once is lowered on the
+  guest's fiber (``RETURNED``, no subtask); a coroutine's first step runs at
+  once (eager start), so one that never awaits settles the same way, and
+  only one that suspends costs a subtask, a task and a park of the guest.
 * **park/resume**: a sync-lifted export calls a ``suspending()``-marked sync
   import whose coroutine the guest's fiber parks on. Time per guest call.
 * **sync export call**: ``await inst.exports.add(1, 2)`` on an instance that
