@@ -730,7 +730,7 @@ def _eager_start(
     ``TaskGroup`` bind to it). A coroutine that finishes in that step needs
     no loop iteration: its value or exception is returned as
     :class:`_Finished` (``KeyboardInterrupt`` and ``SystemExit`` propagate).
-    One that suspends continues in its task.
+    One that suspends continues in its task (named after the import).
     """
     if loop is None:
         # no event loop (a call driven synchronously): it must finish at once
@@ -743,7 +743,9 @@ def _eager_start(
         coro.close()
         raise RuntimeError(f"host import {name} suspended, but no event loop is running")
     if _EAGER_TASKS:
-        task: asyncio.Future[Any] = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        task: asyncio.Future[Any] = asyncio.Task(  # type: ignore[call-arg,unused-ignore]
+            coro, loop=loop, name=name, eager_start=True
+        )
         if not task.done():
             return task, None
         if task.cancelled():
@@ -752,7 +754,7 @@ def _eager_start(
         return _Finished(None if failure is not None else task.result(), failure)
     cont = _Continuation(coro)
     ctx = contextvars.copy_context()
-    task = asyncio.Task(_continue(cont), loop=loop, context=ctx)
+    task = asyncio.Task(_continue(cont), loop=loop, name=name, context=ctx)
     outer = _current_task(loop)
     if outer is not None:
         _leave_task(loop, outer)
