@@ -11,7 +11,10 @@ their done-callbacks (no polling). A host operation started by
 done-callback, so a guest waiting on a host call resumes in the loop
 iteration the call settles in. A call that can never finish (no ready
 thread, no host operation in flight) fails with the "deadlock detected"
-trap, which poisons its instance.
+trap, which poisons its instance. Host functions
+(:meth:`Driver.host_func_inst`) answer inside the call when they can: a
+plain result, or a coroutine that finishes in its first step (started
+eagerly), never becomes a host operation.
 """
 
 from __future__ import annotations
