@@ -261,7 +261,8 @@ ROUND_TRIP = component(
 # ``take-*(s)`` reads one element, drops the resource it received (if any),
 # drops the stream and returns the read's code; ``g-*`` read guest counters,
 # ``h-*`` host conns; ``own`` is ``stream<own<R>>``, ``pair`` is
-# ``stream<tuple<own<R>, u32>>``, ``opt`` is ``stream<option<own<R>>>``.
+# ``stream<tuple<own<R>, u32>>``, ``opt`` is ``stream<option<own<R>>>``;
+# ``give-counters(n)`` returns a ``stream<own<counter>>`` of n new counters.
 RESOURCE_SHAPES = component(
     f"""
   (import "test:demo/conns" (instance $s
@@ -292,6 +293,10 @@ RESOURCE_SHAPES = component(
   (core func $h-pair.read (canon stream.read $h-pair {OPTS}))
   (core func $h-opt.read (canon stream.read $h-opt {OPTS}))
   (core func $g-own.drop (canon stream.drop-readable $g-own))
+  (core func $g-own.new (canon stream.new $g-own))
+  (core func $g-own.write (canon stream.write $g-own {OPTS}))
+  (core func $g-own.drop-w (canon stream.drop-writable $g-own))
+  (core func $ret-gs (canon task.return (result $g-own)))
   (core func $g-pair.drop (canon stream.drop-readable $g-pair))
   (core func $g-opt.drop (canon stream.drop-readable $g-opt))
   (core func $h-own.drop (canon stream.drop-readable $h-own))
@@ -310,6 +315,10 @@ RESOURCE_SHAPES = component(
     (import "" "h-pair.read" (func $h-pair.read (param i32 i32 i32) (result i32)))
     (import "" "h-opt.read" (func $h-opt.read (param i32 i32 i32) (result i32)))
     (import "" "g-own.drop" (func $g-own.drop (param i32)))
+    (import "" "g-own.new" (func $g-own.new (result i64)))
+    (import "" "g-own.write" (func $g-own.write (param i32 i32 i32) (result i32)))
+    (import "" "g-own.drop-w" (func $g-own.drop-w (param i32)))
+    (import "" "ret-gs" (func $ret-gs (param i32)))
     (import "" "g-pair.drop" (func $g-pair.drop (param i32)))
     (import "" "g-opt.drop" (func $g-opt.drop (param i32)))
     (import "" "h-own.drop" (func $h-own.drop (param i32)))
@@ -318,6 +327,20 @@ RESOURCE_SHAPES = component(
     (func $one (param $code i32) (result i32)
       (i32.eq (i32.shr_u (local.get $code) (i32.const 4)) (i32.const 1)))
     (func (export "ctor") (param i32) (result i32) (call $new (local.get 0)))
+    (func (export "give-counters") (param $n i32)
+      (local $rw i64) (local $w i32) (local $k i32) (local $code i32)
+      (local.set $rw (call $g-own.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-gs (i32.wrap_i64 (local.get $rw)))
+      (block $done
+        (loop $more
+          (br_if $done (i32.ge_u (local.get $k) (local.get $n)))
+          (i32.store (i32.const 512) (call $new (i32.add (local.get $k) (i32.const 100))))
+          (local.set $code (call $g-own.write (local.get $w) (i32.const 512) (i32.const 1)))
+          (br_if $done (i32.ne (i32.and (local.get $code) (i32.const 15)) (i32.const 0)))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $more)))
+      (call $g-own.drop-w (local.get $w)))
     (func (export "g-own") (param $s i32) (local $r i32)
       (local.set $r (call $g-own.read (local.get $s) (i32.const 256) (i32.const 1)))
       (if (call $one (local.get $r)) (then (call $c.drop (i32.load (i32.const 256)))))
@@ -353,11 +376,15 @@ RESOURCE_SHAPES = component(
       (export "g-opt.read" (func $g-opt.read)) (export "h-own.read" (func $h-own.read))
       (export "h-pair.read" (func $h-pair.read)) (export "h-opt.read" (func $h-opt.read))
       (export "g-own.drop" (func $g-own.drop)) (export "g-pair.drop" (func $g-pair.drop))
+      (export "g-own.new" (func $g-own.new)) (export "g-own.write" (func $g-own.write))
+      (export "g-own.drop-w" (func $g-own.drop-w)) (export "ret-gs" (func $ret-gs))
       (export "g-opt.drop" (func $g-opt.drop)) (export "h-own.drop" (func $h-own.drop))
       (export "h-pair.drop" (func $h-pair.drop)) (export "h-opt.drop" (func $h-opt.drop))))))
   (func (export "[constructor]counter") (param "v" u32) (result (own $c))
     (canon lift (core func $i "ctor")))
   (func (export "drops") (result u32) (canon lift (core func $d "drops")))
+  (func (export "give-counters") async (param "n" u32) (result $g-own)
+    (canon lift (core func $i "give-counters") async))
   (func (export "take-g-own") async (param "s" $g-own) (result u32)
     (canon lift (core func $i "g-own") async))
   (func (export "take-g-pair") async (param "s" $g-pair) (result u32)

@@ -147,3 +147,19 @@ async def test_an_async_source_of_nested_owns_is_pumped(wat: Wat) -> None:
         assert await inst.exports.take_h_pair(source()) == ONE
         await settle()
         assert "c0" in closed  # taken and dropped by the guest
+
+
+@aio
+async def test_guest_resources_read_from_a_stream_are_live_handles(wat: Wat) -> None:
+    inst = await shapes(wat, [])
+    with inst:
+        x = inst.exports
+        stream = await x.give_counters(3)
+        got: list[Any] = []
+        async for chunk in stream:
+            got.extend(chunk)
+        assert [type(c).__name__ for c in got] == ["Counter"] * 3
+        assert await x.drops() == 0  # owned by the host now
+        for c in got:
+            c.drop()
+        assert await x.drops() == 3

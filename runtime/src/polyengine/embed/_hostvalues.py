@@ -59,6 +59,7 @@ from polyengine.embed._pipe import (
     HostFedFuture,
     HostFedStream,
     _Pipe,
+    element_lifting,
     producer_trap,
 )
 from polyengine.embed._streams import (
@@ -157,6 +158,7 @@ class HostValues:
             handle._revive_reader(reader)
         else:
             handle = Stream(t.t, reader, self.store)
+        handle._lift = self._lifted_elements(t.t)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle
@@ -244,9 +246,10 @@ class HostValues:
         u8 = isinstance(elem, m.U8)
         try:
             if isinstance(src, Stream):
+                own = self._own_elements(elem)
                 while True:
                     chunk = await src._read(_PUMP_CHUNK, True)
-                    if not chunk or await w.write_all(chunk) < len(chunk):
+                    if not chunk or not await self._send(w, chunk, own):
                         break
             elif isinstance(src, bytes | bytearray | memoryview):
                 await w.write_all(src if u8 else list(src))
@@ -273,6 +276,13 @@ class HostValues:
             return None
         rt_of, table = self.resources()
         return ElementLowering.of(elem, rt_of, table)
+
+    def _lifted_elements(self, elem: m.ValType | None) -> Callable[[Any], Any] | None:
+        """How raw elements holding ``own<R>`` become host values (A13); ``None``: as they are."""
+        if elem is None or isinstance(elem, m.U8) or self.resources is None:
+            return None
+        rt_of, table = self.resources()
+        return element_lifting(elem, rt_of, table)
 
     async def _send(self, w: StreamWriter, chunk: Any, own: ElementLowering | None) -> bool:
         """Write ``chunk``; whether all of it was taken.
@@ -385,6 +395,7 @@ class HostValues:
             handle._revive_reader(reader)
         else:
             handle = Future(reader, self.store)
+        handle._lift = self._lifted_elements(t.t)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle

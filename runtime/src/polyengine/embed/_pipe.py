@@ -26,7 +26,15 @@ from polyengine.types import model as m
 if TYPE_CHECKING:
     from polyengine.embed._streams import Stream
 
-__all__ = ["Chunk", "ElementLowering", "Held", "HostFedFuture", "HostFedStream", "producer_trap"]
+__all__ = [
+    "Chunk",
+    "ElementLowering",
+    "Held",
+    "HostFedFuture",
+    "HostFedStream",
+    "element_lifting",
+    "producer_trap",
+]
 
 Chunk = bytes | bytearray | memoryview | list[Any]
 
@@ -446,7 +454,16 @@ class ElementLowering:
         """The lowering for elements of type ``elem``; ``None`` when ``elem`` holds no ``own``."""
         if elem is None or table is None:
             return None
-        convert = _converter(elem, rt_of, table, boxed=False)
+
+        def own_of(rt: Any) -> Convert:
+            def own(v: Any, held: list[Held]) -> Any:
+                rep = int(table.lower_own(rt, v))
+                held.append((rt, rep))
+                return rep
+
+            return own
+
+        convert = _converter(elem, own_of, rt_of, boxed=False)
         return None if convert is None else cls(convert, table)
 
     def lower(self, v: Any) -> tuple[Any, list[Held]]:
@@ -471,25 +488,19 @@ Convert = Callable[[Any, list[Held]], Any]
 
 
 def _converter(
-    t: m.ValType, rt_of: Callable[[int], Any], table: Any, *, boxed: bool
+    t: m.ValType, own_of: Callable[[Any], Convert], rt_of: Callable[[int], Any], *, boxed: bool
 ) -> Convert | None:
-    """The conversion of values of ``t`` turning each ``own`` into a rep; ``None``: identity."""
+    """The conversion of values of ``t`` applying ``own_of(rt)`` to each ``own<rt>`` inside;
+    ``None`` when ``t`` holds no ``own`` (the identity)."""
     from collections.abc import Mapping
 
     from polyengine.abi.compile import snake
 
     def sub(u: m.ValType | None, inner_boxed: bool = False) -> Convert | None:
-        return None if u is None else _converter(u, rt_of, table, boxed=inner_boxed)
+        return None if u is None else _converter(u, own_of, rt_of, boxed=inner_boxed)
 
     if isinstance(t, m.Own):
-        rt = rt_of(t.rt)
-
-        def own(v: Any, held: list[Held]) -> Any:
-            rep = int(table.lower_own(rt, v))
-            held.append((rt, rep))
-            return rep
-
-        return own
+        return own_of(rt_of(t.rt))
     if isinstance(t, m.Tuple):
         parts = [sub(u) for u in t.ts]
         if not any(parts):
@@ -553,3 +564,23 @@ def _converter(
         return v if c is None else {**v, "value": c(v["value"], held)}
 
     return var
+
+
+def element_lifting(
+    elem: m.ValType | None, rt_of: Callable[[int], Any], table: Any
+) -> Callable[[Any], Any] | None:
+    """How an element (or future value) a guest wrote becomes a host value, when it holds
+    ``own<R>``: the copy built-in's raw codec hands over resource reps, each of which
+    becomes the host's object (a host-implemented resource's registered instance, or a
+    new wrapper of a guest-implemented one). ``None`` when ``elem`` holds no ``own``."""
+    if elem is None or table is None:
+        return None
+
+    def own_of(rt: Any) -> Convert:
+        return lambda rep, held: table.lift_own(rt, rep)
+
+    convert = _converter(elem, own_of, rt_of, boxed=False)
+    if convert is None:
+        return None
+    lift = convert
+    return lambda v: lift(v, [])

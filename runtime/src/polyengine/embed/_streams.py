@@ -90,6 +90,7 @@ class Stream:
         "__weakref__",
         "_busy",
         "_bytes",
+        "_lift",
         "_passed",
         "_peer_trap",
         "_session",
@@ -113,6 +114,8 @@ class Stream:
         self._session: DirectSession | None = None
         #: the guest stream this handle was passed into a guest as (A5 round trips)
         self._via: SharedStreamImpl | None = None
+        #: makes host values of raw elements holding own<R> (A13), if they do
+        self._lift: Callable[[Any], Any] | None = None
         if isinstance(source, _Pipe):
             source.stream = weakref.ref(self)
 
@@ -146,6 +149,9 @@ class Stream:
         if chunk is None or (not chunk and isinstance(src, HostStreamReader)):
             self._check_peer(0)
             return self._empty()
+        lift = self._lift
+        if lift is not None and isinstance(src, HostStreamReader) and isinstance(chunk, list):
+            return [lift(v) for v in chunk]
         return chunk
 
     def _check_peer(self, progress: int | None) -> None:
@@ -439,6 +445,7 @@ class Future:
     __slots__ = (
         "__weakref__",
         "_busy",
+        "_lift",
         "_outcome",
         "_passed",
         "_peer_trap",
@@ -458,6 +465,8 @@ class Future:
         self._busy = False
         #: the guest future this handle was passed into a guest as (A5 round trips)
         self._via: SharedFutureImpl | None = None
+        #: makes a host value of a raw value holding own<R> (A13), if it does
+        self._lift: Callable[[Any], Any] | None = None
 
     async def _get(self, internal: bool = False) -> Any:
         if self._passed and not internal:
@@ -495,6 +504,8 @@ class Future:
         finally:
             self._busy = False
         self._reader = None
+        if self._lift is not None:
+            value = self._lift(value)
         self._outcome = (True, value)
         return value
 
