@@ -20,7 +20,8 @@ future dies while it is parked is cancelled (A13); a failed producer is a
 :class:`StreamProducerError` naming where it was passed
 (:func:`lowering_site`). Elements holding ``own<R>`` lower through
 :class:`~._pipe.ElementLowering`, which destroys the resources of elements
-the reader never takes.
+the reader never takes, and lift through :func:`~._pipe.element_lifting`
+(the host receives live resource objects).
 
 Known limits: a handle pumped into *another* store (a cross-store hop) comes
 back from that store as a new handle over the pump, not as the original
