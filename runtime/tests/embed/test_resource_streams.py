@@ -163,3 +163,61 @@ async def test_guest_resources_read_from_a_stream_are_live_handles(wat: Wat) -> 
         for c in got:
             c.drop()
         assert await x.drops() == 3
+
+
+class FakeTable:
+    """A host resource table that numbers what it registers and records what it destroys."""
+
+    def __init__(self) -> None:
+        self.objects: dict[int, object] = {}
+        self.closed: list[object] = []
+
+    def lower_own(self, rt: object, v: object) -> int:
+        rep = len(self.objects) + len(self.closed) + 1
+        self.objects[rep] = v
+        return rep
+
+    def lift_own(self, rt: object, rep: int) -> object:
+        return self.objects.pop(rep)
+
+    def host_dtor(self, rep: int) -> None:
+        self.closed.append(self.objects.pop(rep))
+
+
+class HostRt:
+    impl = None
+
+
+def test_element_lowering_reaches_owns_in_every_nested_shape() -> None:
+    from polyengine.embed._pipe import ElementLowering, element_lifting
+    from polyengine.types import model as m
+
+    own = m.Own(0)
+    table = FakeTable()
+    shapes: list[tuple[m.ValType, Any, Any]] = [
+        (m.Map(m.String(), own), [("a", "A")], [("a", 1)]),
+        (m.Variant((m.Case("x", own), m.Case("y", None))), {"kind": "x", "value": "B"}, None),
+        (m.Option(m.Option(own)), {"kind": "some", "value": "C"}, None),
+        (
+            m.Record((m.Field("my-conn", own), m.Field("n", m.U32()))),
+            {"my_conn": "D", "n": 1},
+            None,
+        ),
+        (m.Result(own, m.String()), {"kind": "ok", "value": "E"}, None),
+        (m.List(m.Tuple((own, m.U32()))), [("F", 7)], None),
+    ]
+    for t, value, expect in shapes:
+        lowering = ElementLowering.of(t, lambda _: HostRt(), table)
+        assert lowering is not None, t
+        raw, held = lowering.lower(value)
+        assert len(held) == 1, t
+        if expect is not None:
+            assert raw == expect
+        lift = element_lifting(t, lambda _: HostRt(), table)
+        assert lift is not None and lift(raw) == value  # a round trip through the reps
+    lowering = ElementLowering.of(m.Tuple((own, own)), lambda _: HostRt(), table)
+    assert lowering is not None
+    _, held = lowering.lower(("G", "H"))
+    lowering.release(held)  # never taken: both destroyed
+    assert table.closed == ["G", "H"]
+    assert ElementLowering.of(m.Tuple((m.U32(), m.String())), lambda _: HostRt(), table) is None

@@ -434,7 +434,7 @@ class ElementLowering:
     object's ``close()`` runs, a guest resource's destructor runs.
 
     Shapes: ``own<R>`` at the top or nested in tuples, records, lists,
-    options (plain and boxed), variants and results, in the Python shapes
+    maps, options (plain and boxed), variants and results, in the Python shapes
     of python-mapping.md §2. A value of the wrong shape is left as it is
     (the copy's codec then refuses it, naming the problem). Not covered:
     a ``stream``/``future`` inside an element (its producer is not pumped),
@@ -501,6 +501,8 @@ def _converter(
 
     if isinstance(t, m.Own):
         return own_of(rt_of(t.rt))
+    if isinstance(t, m.Map):
+        return sub(m.List(m.Tuple((t.k, t.v))))
     if isinstance(t, m.Tuple):
         parts = [sub(u) for u in t.ts]
         if not any(parts):
