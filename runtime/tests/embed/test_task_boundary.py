@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import polyengine
-from polyengine_protocol import Trap, abortable, suspending
+from polyengine_protocol import TRAP, UNSPECIFIED_TRAP_CODE, Trap, abortable, suspending
 
 from . import async_components as ac
 from .boundary_components import BOUNDARY
@@ -232,6 +232,23 @@ async def test_suspending_sync_import_trap_keeps_its_code_and_names_the_import(
         assert info.value.code == "device-gone"
         assert str(info.value).startswith("host import sleep trapped: the device is gone")
         assert info.value.__cause__ is not None
+
+
+@aio
+async def test_hand_rolled_branded_trap_is_named_with_the_unspecified_code(wat: Wat) -> None:
+    class DeviceTrap(Exception):
+        __polyengine_brand__ = TRAP
+
+    async def get(_x: int) -> int:
+        await asyncio.sleep(0)
+        raise DeviceTrap("unplugged")
+
+    inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": get})
+    with inst:
+        with pytest.raises(Trap, match=r"^host import get trapped: unplugged") as info:
+            await inst.exports.wait(1)
+        assert info.value.code == UNSPECIFIED_TRAP_CODE
+        assert isinstance(info.value.__cause__, DeviceTrap)
 
 
 @aio

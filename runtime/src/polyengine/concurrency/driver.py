@@ -29,7 +29,7 @@ from types import CoroutineType
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from polyengine.types.model import FuncType
-from polyengine_protocol import is_trap
+from polyengine_protocol import UNSPECIFIED_TRAP_CODE, is_trap
 
 from .lift import CanonLift, start_task
 from .store import InstanceState, Store
@@ -480,8 +480,9 @@ _PLAIN_RESULTS = frozenset({int, float, bool, str, bytes, list, tuple, dict, typ
 def host_import_trap(name: str, exc: BaseException) -> Trap:
     """The trap for ``exc`` escaping host import ``name`` (python-mapping.md §3).
 
-    A branded trap keeps its code and is named ``host import <name>
-    trapped: <message>``; anything else is ``host import <name> raised
+    A branded trap keeps its code (``unspecified`` when it carries no usable
+    one, as a hand-rolled branded class may not) and is named ``host import
+    <name> trapped: <message>``; anything else is ``host import <name> raised
     <type>: <message>`` with code ``host``. Either chains to ``exc``.
     """
     if is_trap(exc):
@@ -491,7 +492,7 @@ def host_import_trap(name: str, exc: BaseException) -> Trap:
             message = str(exc)
         trap = Trap(
             f"host import {name} trapped: {message}",
-            code=code if isinstance(code, str) and code else "trap",
+            code=code if isinstance(code, str) and code else UNSPECIFIED_TRAP_CODE,
         )
     else:
         trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
