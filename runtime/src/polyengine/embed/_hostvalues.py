@@ -25,7 +25,9 @@ the reader never takes, and lift through :func:`~._pipe.element_lifting`
 
 Known limits: a handle pumped into *another* store (a cross-store hop) comes
 back from that store as a new handle over the pump, not as the original
-object; a producer nested inside a stream element is not site-named.
+object; a producer nested inside a stream element is not site-named; a
+resource element read from one store cannot be pumped into another (a
+resource belongs to its store: the pump fails naming the element).
 """
 
 from __future__ import annotations

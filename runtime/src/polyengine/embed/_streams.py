@@ -83,6 +83,13 @@ class Stream:
     ``n`` elements (an empty chunk is the end); ``read_direct`` is the
     direct form for ``stream<u8>`` (A21); ``drop()`` (or leaving
     ``async with``) releases the end.
+
+    A read takes at most ``n`` elements of what the writer offers, and the
+    writer is told exactly how many were taken (CanonicalABI.md §"Stream
+    State"); a writer that then drops without offering the rest has ended
+    its stream after what was taken. Until the writer resumes, the rest of
+    its offer stays available, so a read right after, in the same task, may
+    still take it.
     """
 
     __polyengine_brand__ = STREAM
