@@ -280,6 +280,23 @@ async def test_coroutine_that_does_not_suspend_settles_at_once(wat: Wat) -> None
 
 
 @aio
+async def test_a_future_already_done_settles_at_once(wat: Wat) -> None:
+    def get(x: int) -> asyncio.Future[int]:
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if x == 13:
+            fut.set_exception(LookupError("unlucky"))
+        else:
+            fut.set_result(x + 7)
+        return fut
+
+    inst = await polyengine.instantiate(wat(ac.HOST_ASYNC), {"get": get})
+    with inst:
+        assert await inst.exports.wait_cb(1) == 1008  # RETURNED inside the call
+        with pytest.raises(Trap, match=r"host import get raised LookupError: unlucky"):
+            await inst.exports.wait_cb(13)
+
+
+@aio
 async def test_eager_step_runs_as_its_own_task_in_its_own_context(wat: Wat) -> None:
     seen: list[Any] = []
     outer = asyncio.current_task()

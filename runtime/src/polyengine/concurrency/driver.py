@@ -390,9 +390,7 @@ class Driver:
             if kind in _PLAIN_RESULTS or not inspect.isawaitable(out):
                 on_resolve([out] if has_result else [])
                 return _no_cancel
-            return _PendingHostCall(
-                spec, asyncio.ensure_future(out), None, on_resolve, caller, args
-            ).cancel
+            return spec.start_awaitable(out, on_resolve, caller, args)
 
         return func_inst
 
@@ -547,13 +545,38 @@ class _HostFuncSpec:
             loop = None
         started = _eager_start(loop, coro, self.name)
         if isinstance(started, _Finished):
-            exc = started.exc
-            if exc is None:
-                on_resolve([started.value] if self.has_result else [])
-                return _no_cancel
-            raise self.fail(caller, exc, args) from exc
+            return self._finished(started, on_resolve, caller, args)
         task, cont = started
         return _PendingHostCall(self, task, cont, on_resolve, caller, args).cancel
+
+    def start_awaitable(
+        self, aw: Any, on_resolve: OnResolve, caller: InstanceState | None, args: list[Any]
+    ) -> OnCancel:
+        """Another awaitable: an asyncio future already done answers at once."""
+        if isinstance(aw, asyncio.Future) and aw.done():
+            if aw.cancelled():
+                failure: BaseException = asyncio.CancelledError(
+                    "the host returned a cancelled future"
+                )
+                return self._finished(_Finished(None, failure), on_resolve, caller, args)
+            failure_or_none = aw.exception()
+            value = aw.result() if failure_or_none is None else None
+            return self._finished(_Finished(value, failure_or_none), on_resolve, caller, args)
+        task = asyncio.ensure_future(aw)
+        return _PendingHostCall(self, task, None, on_resolve, caller, args).cancel
+
+    def _finished(
+        self,
+        done: _Finished,
+        on_resolve: OnResolve,
+        caller: InstanceState | None,
+        args: list[Any],
+    ) -> OnCancel:
+        exc = done.exc
+        if exc is None:
+            on_resolve([done.value] if self.has_result else [])
+            return _no_cancel
+        raise self.fail(caller, exc, args) from exc
 
 
 class _PendingHostCall:
