@@ -901,8 +901,8 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
     )
 
     # P9: the engine's unchecked entry point as the raw floor calls it: a ctypes prototype
-    # without argtypes, its arguments prebuilt ctypes objects. Measured on the generated
-    # export coroutine of a second instance, with those swapped into its globals.
+    # without argtypes (the arguments are already prebuilt ctypes objects). Measured on the
+    # generated export coroutine of a second instance, with the prototype swapped in.
     other = poly.loop.run_until_complete(polyengine.instantiate(poly.component, {"f": identity}))
     rows.append(("P9 await exports.add, entry without argtypes", poly.awaited("add", 1, 2),
                  _untyped_entry(poly.loop, other.exports.add)))  # fmt: skip
@@ -1067,32 +1067,18 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
     )
 
 
-class _UntypedState:
-    """A stand-in for the engine's store state whose ``ctx`` is a prebuilt ``c_void_p``."""
-
-    __slots__ = ("async_required", "ctx")
-
-    def __init__(self, ctx: int) -> None:
-        self.ctx = ctypes.c_void_p(ctx)
-        self.async_required = False
-
-
 def _untyped_entry(loop: asyncio.AbstractEventLoop, export: Any) -> Loop:
-    """``await export(1, 2)`` with its core call made through an argtypes-free prototype."""
+    """``await export(1, 2)`` with its core call made through an argtypes-free prototype.
+
+    The generated export call passes the entry point prebuilt ctypes
+    arguments (``ctx_arg`` ...); only the prototype is swapped.
+    """
     assert loop.run_until_complete(export(1, 2)) == 3  # compiles the call into the globals
     g = export.__globals__
-    p = ctypes.c_void_p
     fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
-    fn.restype = p
-    assert g["state"].ctx and not g["state"].async_required
-    g.update(
-        entry=fn,
-        state=_UntypedState(g["state"].ctx),
-        addr=p(g["addr"]),
-        buf_addr=p(g["buf_addr"]),
-        nslots=ctypes.c_size_t(g["nslots"]),
-        trap_addr=p(g["trap_addr"]),
-    )
+    fn.restype = ctypes.c_void_p
+    assert isinstance(g["ctx_arg"], ctypes.c_void_p)
+    g["entry"] = fn
     assert loop.run_until_complete(export(1, 2)) == 3
 
     async def body(n: int) -> None:

@@ -13,6 +13,7 @@ that is created after the instance importing the trampoline.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,7 +44,7 @@ from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_functype, flatten_type
-from polyengine.types.model import ValType
+from polyengine.types.model import S32, S64, U32, U64, ValType
 from polyengine.validate.abi import needs_pointer
 from polyengine_protocol import Trap
 
@@ -96,6 +97,15 @@ class ResolvedOptions:
         self.opts = opts
         self.compiler = compiler
         self.record = record
+
+
+#: integer types whose 32- or 64-bit slot view range-checks exactly: (view name, format)
+_EXACT_VIEWS: dict[type, tuple[str, str]] = {
+    U32: ("u32", "I"),
+    S32: ("s32", "i"),
+    U64: ("u64", "Q"),
+    S64: ("s64", "q"),
+}
 
 
 class InlineCall(NamedTuple):
@@ -175,20 +185,26 @@ class ExportCall:
         inline = InlineCall(names, [f"return general({args})"], {"general": general})
         scalar = None if post is not None else self._scalar(ro, callee, names)
         if scalar is not None:
-            guard, core, env = scalar
+            guard, stores, core, env = scalar
             env["general"] = general
             entry = [
                 "if rec.poisoned is not None or not ci.may_enter:",
                 "    check_enter(rec, name)",
             ]
-            unpack = []
-            if names:
-                unpack = [f"{''.join(a + ', ' for a in names)}= args"]
-                unpack += [f"if not ({guard}):", "    return general(args)"]
+
+            def checks(fallback: str) -> list[str]:
+                out = [f"if not ({guard}):", f"    return general({fallback})"] if names else []
+                if stores:  # the typed slot views range-check what they store
+                    out += ["try:", *(f"    {line}" for line in stores)]
+                    out += ["except ValueError:", f"    return general({fallback})"]
+                return out
+
+            unpack = [f"{''.join(a + ', ' for a in names)}= args"] if names else []
             count = [f"if len(args) != {len(names)}:", "    return general(args)"]
-            run = make_function("export_call", "args", [*entry, *count, *unpack, *core], env)
-            check = [f"if not ({guard}):", f"    return general({args})"] if names else []
-            inline = InlineCall(names, [*entry, *check, *core], env)
+            run = make_function(
+                "export_call", "args", [*entry, *count, *unpack, *checks("args"), *core], env
+            )
+            inline = InlineCall(names, [*entry, *checks(args), *core], env)
         self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
         self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
@@ -264,17 +280,24 @@ class ExportCall:
 
     def _scalar(
         self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
-    ) -> tuple[str, list[str], dict[str, Any]] | None:
+    ) -> tuple[str, list[str], list[str], dict[str, Any]] | None:
         """The inline call of a scalar-only export, or ``None`` for other signatures.
 
-        ``(guard, body, env)``: when ``guard`` holds for the arguments held
-        in the variables ``names``, ``body`` performs the same steps as
-        :meth:`_general` with nothing to lift from or lower into memory and
-        no handle to borrow (the arguments' conversions inline, the
-        unchecked core call, or ``call_raw`` when the store needs it, the
-        result's conversion), after the caller has done the entry test;
-        when it does not hold, the general call converts or rejects the
+        ``(guard, stores, body, env)`` for arguments held in the variables
+        ``names``: when ``guard`` holds and ``stores`` (which write the
+        arguments into the engine's argument buffer) raise no ``ValueError``,
+        ``body`` performs the same steps as :meth:`_general` with nothing to
+        lift from or lower into memory and no handle to borrow (the entry
+        bookkeeping, the unchecked core call, or ``call_raw`` when the store
+        needs it, the result's conversion), after the caller has done the
+        entry test; otherwise the general call converts or rejects the
         arguments. ``env`` holds the names the statements use.
+
+        With one or two arguments on a little-endian host the values go
+        through typed views of the buffer's slots; a 32- or 64-bit integer
+        goes through the view of its own signedness, whose store refuses
+        exactly the values out of its range (``ValueError``), so its guard is
+        only ``type(v) is int``. More arguments go through one ``pack_into``.
         """
         ft = self.lift.type
         raw = callee.raw_entry()
@@ -292,26 +315,46 @@ class ExportCall:
         liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
         if None in lowerings or None in liftings:
             return None
+        ctx = raw.state.ctx
+        if not ctx:  # the store is closed: the general call says so
+            return None
         n = len(ptypes)
-        guard = scalar_guard(ptypes, names) or "True"
         flats = [v for _, v in filter(None, lowerings)]
         flat = "".join(f + ", " for f in flats)
         views = raw.views
         env: dict[str, Any] = {}
+        stores: list[str] = []
+        guard = scalar_guard(ptypes, names) or "True"
         if views is not None:
             env.update((f"slots_{t}", view) for t, (view, _) in views.items())
-        # A value or two go through the typed slot views; more, through one pack_into.
+            byte_view = memoryview(raw.buf).cast("B")
+            env.update((f"slots_{t}", byte_view.cast(fmt)) for t, fmt in _EXACT_VIEWS.values())
         if views is not None and n <= 2:
-            stores = [
-                f"slots_{t}[{k * views[t][1]}] = {v}"
-                for k, (t, v) in enumerate(zip(core.params, flats, strict=True))
-            ]
+            parts = []
+            for k, (t, v, lowering) in enumerate(zip(ptypes, names, lowerings, strict=True)):
+                assert lowering is not None
+                core_t = core.params[k]
+                slot = k * views[core_t][1]  # the signed view has the same item size
+                exact = _EXACT_VIEWS.get(type(t))
+                if exact is not None:
+                    parts.append(f"type({v}) is int")
+                    stores.append(f"slots_{exact[0]}[{slot}] = {v}")
+                else:
+                    parts.append(lowering[0])
+                    stores.append(f"slots_{core_t}[{slot}] = {lowering[1]}")
+            guard = " and ".join(f"({p})" for p in parts) or "True"
+            puts: list[str] = []
         else:
-            stores = [f"pack_into(buf, 0, {flat})"] if n else []
+            puts = [f"pack_into(buf, 0, {flat})"] if n else []
+        result = liftings[0] if rtypes else "None"
         if not rtypes:
             load = []
         elif views is not None:
-            load = [f"r = slots_{core.results[0]}[0]"]
+            exact = _EXACT_VIEWS.get(type(rtypes[0]))
+            if exact is not None:
+                load, result = [f"r = slots_{exact[0]}[0]"], "r"
+            else:
+                load = [f"r = slots_{core.results[0]}[0]"]
         else:
             load = ["r = unpack_from(buf)[0]"]
         body = [
@@ -322,8 +365,8 @@ class ExportCall:
             "        if not ctx or state.async_required:",
             f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
             "        else:",
-            *(f"            {line}" for line in stores),
-            "            err = entry(ctx, addr, buf_addr, nslots, trap_addr)",
+            *(f"            {line}" for line in puts),
+            "            err = entry(ctx_arg, addr_arg, buf_arg, nslots_arg, trap_arg)",
             "            if err or trap.value:",
             "                fail(err)",
             *(f"            {line}" for line in load),
@@ -338,10 +381,20 @@ class ExportCall:
             "    raise",
             "finally:",
             "    ci.may_enter = True",
-            f"return {liftings[0] if rtypes else 'None'}",
+            f"return {result}",
         ]
         rec = ro.record
         env.update(raw._asdict())
+        # The entry point's arguments as ctypes objects, built once: ctypes passes
+        # them without converting a Python int per argument and call. A store's
+        # context never changes while it is open (``state.ctx`` only drops to 0).
+        env.update(
+            ctx_arg=ctypes.c_void_p(ctx),
+            addr_arg=ctypes.c_void_p(raw.addr),
+            buf_arg=ctypes.c_void_p(raw.buf_addr),
+            nslots_arg=ctypes.c_size_t(raw.nslots),
+            trap_arg=ctypes.c_void_p(raw.trap_addr),
+        )
         env.update(
             NAN=NAN,
             rec=rec,
@@ -353,7 +406,7 @@ class ExportCall:
             as_trap=_as_trap,
             Trap=Trap,
         )
-        return guard, body, env
+        return guard, stores, body, env
 
     @staticmethod
     def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
