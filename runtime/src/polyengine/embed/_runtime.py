@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from polyengine import engine
 from polyengine.abi.bulk import NAN
@@ -100,7 +100,7 @@ class ResolvedOptions:
 
 
 #: integer types whose 32- or 64-bit slot view range-checks exactly: (view name, format)
-_EXACT_VIEWS: dict[type, tuple[str, str]] = {
+_EXACT_VIEWS: dict[type, tuple[str, Literal["I", "i", "Q", "q"]]] = {
     U32: ("u32", "I"),
     S32: ("s32", "i"),
     U64: ("u64", "Q"),
