@@ -84,6 +84,34 @@ async def _as_coro(aw: Any) -> Any:
     return await aw
 
 
+def _blocking_call(
+    loop: asyncio.AbstractEventLoop,
+    export: Callable[..., Any],
+    blocking: Callable[..., Any],
+) -> Callable[..., Any]:
+    """A synchronous-path export's plain form, called as :func:`_drive` runs a coroutine.
+
+    The export never suspends, so the call is made directly, with the
+    private loop made the running loop and in a copy of the caller's context,
+    exactly as its coroutine's one step would run; a closed loop takes the
+    coroutine's path, which says so.
+    """
+
+    def call(*args: Any) -> Any:
+        if _get_running_loop() is not None:
+            _refuse_in_running_loop("call")
+        if loop.is_closed():
+            return _drive(loop, export(*args))
+        context = contextvars.copy_context()
+        _set_running_loop(loop)
+        try:
+            return context.run(blocking, *args)
+        finally:
+            _set_running_loop(None)
+
+    return call
+
+
 class _SyncProxy:
     """Wraps a namespace so coroutine functions become blocking calls on ``loop``.
 
@@ -100,6 +128,9 @@ class _SyncProxy:
         self._items: dict[Any, Any] = {}
 
     def _wrap(self, value: Any) -> Any:
+        blocking = getattr(value, "_polyengine_blocking", None)
+        if callable(blocking) and inspect.isfunction(value):
+            return _blocking_call(self._loop, value, blocking)
         if inspect.iscoroutinefunction(value) or inspect.ismethod(value):
             loop = self._loop
 

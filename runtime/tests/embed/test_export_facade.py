@@ -280,3 +280,40 @@ def test_guest_resource_methods_are_generated_coroutine_functions(wat: Wat) -> N
             await c.get()  # passed as own: the wrapper is spent
 
     run(main())
+
+
+# -- the blocking facade over the generated exports ----------------------------------------
+
+
+def test_the_blocking_facade_calls_sync_path_exports_directly(wat: Wat) -> None:
+    from polyengine.sync import instantiate_sync
+
+    with instantiate_sync(wat(RESULTS), {"check": lambda x: x * 2}) as inst:
+        assert callable(getattr(inst.instance.exports.div, "_polyengine_blocking", None))
+        div = inst.exports.div
+        assert div(9, 3) == 3
+        with pytest.raises(ComponentException) as ei:
+            div(1, 0)
+        assert ei.value.payload == "zero"
+        with pytest.raises(TypeError, match=r"^div takes 2 argument\(s\), got 3$"):
+            div(1, 2, 3)
+        assert inst.exports.via_check(4) == 8
+        assert asyncio._get_running_loop() is None
+
+
+def test_task_model_exports_have_no_blocking_form(wat: Wat) -> None:
+    from polyengine_protocol import suspending
+
+    from . import async_components as ac
+
+    async def sleep(x: int) -> int:
+        return x
+
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(ac.SUSPENDING), {"sleep": suspending(sleep)})
+        nap = inst.exports.nap
+        assert inspect.iscoroutinefunction(nap)
+        assert getattr(nap, "_polyengine_blocking", None) is None
+        assert await nap(5) == 6
+
+    run(main())

@@ -159,8 +159,29 @@ def sync_export_function(
         export.__signature__ = inspect.Signature(
             [inspect.Parameter(snake(p), inspect.Parameter.POSITIONAL_ONLY) for p, _ in ft.params]
         )
+    if not method:
+        export._polyengine_blocking = _blocking(call, n, label, unwrap)
     fn: Callable[..., Any] = export
     return fn
+
+
+def _blocking(
+    call: ExportCall, nparams: int, label: str, unwrap: Callable[[Any], Any] | None
+) -> Callable[..., Any]:
+    """The same export as a plain function, for the blocking facade (``polyengine.sync``).
+
+    A synchronous-path export never suspends, so the facade may make the
+    call itself instead of driving a coroutine; the errors are the
+    coroutine's, raised at the call.
+    """
+
+    def blocking(*args: Any) -> Any:
+        if len(args) != nparams:
+            raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
+        value = call(args)
+        return value if unwrap is None else unwrap(value)
+
+    return blocking
 
 
 class _Namespace:
