@@ -2,7 +2,8 @@
 
 Prints the per-call cost of an ``add(i32, i32) -> i32`` export through
 (a) wasmtime-py's ``Func.__call__``, (b) the raw unchecked C entry point
-driven directly from ctypes, (c) ``CoreFunc.call_raw``; the cost of a
+driven directly from ctypes (wasmtime-py's binding, and (b') an argtypes-free
+prototype with prebuilt arguments, the cheapest), (c) ``CoreFunc.call_raw``; the cost of a
 guest -> host -> guest round trip; and for the suspension seam the cost of
 one park/resume cycle.  Run: ``.venv/bin/python bench/core_floor.py``.
 
@@ -63,7 +64,7 @@ def per_call(fn: Callable[[], object], n: int = N) -> float:
     return best * 1e6
 
 
-def wasmtime_py_paths() -> tuple[float, float, float]:
+def wasmtime_py_paths() -> tuple[float, float, float, float]:
     engine = wasmtime.Engine()
     store = wasmtime.Store(engine)
     module = wasmtime.Module(engine, GUEST)
@@ -94,7 +95,34 @@ def wasmtime_py_paths() -> tuple[float, float, float]:
         return int(vals[0].i32)
 
     assert raw() == 3
-    return normal, per_call(raw), host_rt
+
+    # The cheapest call ctypes makes of the same function (the raw floor of
+    # bench/boundary.py): no argtypes, arguments prebuilt as ctypes objects, the
+    # values written and read through a typed view of the slots.
+    p = ctypes.c_void_p
+    fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
+    fn.restype = p
+    buf = (ctypes.c_ubyte * 32)()
+    trap_cell = p(0)
+    args = (
+        p(ctypes.addressof(ctx.contents)),
+        p(ctypes.addressof(add._func)),
+        p(ctypes.addressof(buf)),
+        ctypes.c_size_t(2),
+        p(ctypes.addressof(trap_cell)),
+    )
+    slots = memoryview(buf).cast("B").cast("I")
+
+    def untyped() -> int:
+        slots[0] = 1
+        slots[4] = 2
+        if fn(*args) or trap_cell.value:
+            raise RuntimeError("trap")
+        result: int = slots[0]
+        return result
+
+    assert untyped() == 3
+    return normal, per_call(raw), per_call(untyped), host_rt
 
 
 class Ready:
@@ -126,7 +154,7 @@ class Ready:
 
 
 def main() -> None:
-    normal, raw, py_host = wasmtime_py_paths()
+    normal, raw, untyped, py_host = wasmtime_py_paths()
 
     store = EngineStore()
     module = compile_module(wasmtime.wat2wasm(GUEST), "bench")
@@ -208,8 +236,12 @@ def main() -> None:
     print("export call add(i32, i32) -> i32:")
     print(f"  (a) wasmtime-py Func.__call__     {normal:8.3f} us")
     print(f"  (b) raw unchecked via ctypes      {raw:8.3f} us")
+    print(f"  (b') argtypes-free, ctypes args   {untyped:8.3f} us  (boundary.py's raw floor)")
     print(f"  (c) CoreFunc.call_raw             {ours:8.3f} us")
-    print(f"      ratios: a/c = {normal / ours:.2f}x, c/b = {ours / raw:.2f}x")
+    print(
+        f"      ratios: a/c = {normal / ours:.2f}x, c/b = {ours / raw:.2f}x, "
+        f"c/b' = {ours / untyped:.2f}x"
+    )
     print("guest -> host -> guest round trip (identity host function):")
     print(f"      wasmtime-py Func host         {py_host:8.3f} us")
     print(f"      polyengine call_raw + host    {ours_host:8.3f} us")
