@@ -289,9 +289,16 @@ def test_the_blocking_facade_calls_sync_path_exports_directly(wat: Wat) -> None:
     from polyengine.sync import instantiate_sync
 
     with instantiate_sync(wat(RESULTS), {"check": lambda x: x * 2}) as inst:
-        assert callable(getattr(inst.instance.exports.div, "_polyengine_blocking", None))
+        export = inst.instance.exports.div
+        blocking = export._polyengine_blocking
+        assert not inspect.iscoroutinefunction(blocking)
+        stubs = (export.__code__, blocking.__code__)
         div = inst.exports.div
+        with pytest.raises(TypeError, match=r"^div takes 2 argument\(s\), got 1$"):
+            div(1)  # the stub's check
         assert div(9, 3) == 3
+        # the first call compiled both forms, the coroutine's too
+        assert export.__code__ is not stubs[0] and blocking.__code__ is not stubs[1]
         with pytest.raises(ComponentException) as ei:
             div(1, 0)
         assert ei.value.payload == "zero"

@@ -125,7 +125,7 @@ def sync_export_function(
         f"    raise arity_error({tup} + rest)",
     ]
     fname = py_name if py_name.isidentifier() else "export"
-    header = f"async def {fname}({', '.join(params)}):"
+    signature = f"{fname}({', '.join(params)}):"
     env: dict[str, Any] = {
         "__name__": __name__,
         "MISSING": _MISSING,
@@ -133,8 +133,8 @@ def sync_export_function(
     }
     filename = f"<polyengine export {label}>"
 
-    def define(body: list[str]) -> Any:
-        src = header + "\n" + "".join(f"    {line}\n" for line in [*head, *body])
+    def define(body: list[str], kind: str) -> Any:
+        src = f"{kind} {signature}\n" + "".join(f"    {line}\n" for line in [*head, *body])
         scope: dict[str, Any] = {}
         exec(compile(src, filename, "exec"), env, scope)
         return scope[fname]
@@ -148,40 +148,29 @@ def sync_export_function(
         else:
             env.update(run=call.__call__, unwrap=unwrap)
             body = [f"return unwrap(run({tup}))"]
-        export.__code__ = define(body).__code__
+        export.__code__ = define(body, "async def").__code__
+        if blocking is not None:
+            blocking.__code__ = define(body, "def").__code__
         value = call(args)
         return value if unwrap is None else unwrap(value)
 
     env["first"] = first
-    export = define([f"return first({tup})"])
+    stub = [f"return first({tup})"]
+    export = define(stub, "async def")
     export.__name__ = export.__qualname__ = py_name
     with contextlib.suppress(ValueError):  # a name that is no identifier: keep the generated
         export.__signature__ = inspect.Signature(
             [inspect.Parameter(snake(p), inspect.Parameter.POSITIONAL_ONLY) for p, _ in ft.params]
         )
-    if not method:
-        export._polyengine_blocking = _blocking(call, n, label, unwrap)
+    # The same call as a plain function, for the blocking facade (polyengine.sync): a
+    # synchronous-path export never suspends, so the facade may make the call itself
+    # instead of driving a coroutine; the errors are the coroutine's, raised at the call.
+    blocking = None if method else define(stub, "def")
+    if blocking is not None:
+        blocking.__name__ = blocking.__qualname__ = py_name
+        export._polyengine_blocking = blocking
     fn: Callable[..., Any] = export
     return fn
-
-
-def _blocking(
-    call: ExportCall, nparams: int, label: str, unwrap: Callable[[Any], Any] | None
-) -> Callable[..., Any]:
-    """The same export as a plain function, for the blocking facade (``polyengine.sync``).
-
-    A synchronous-path export never suspends, so the facade may make the
-    call itself instead of driving a coroutine; the errors are the
-    coroutine's, raised at the call.
-    """
-
-    def blocking(*args: Any) -> Any:
-        if len(args) != nparams:
-            raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
-        value = call(args)
-        return value if unwrap is None else unwrap(value)
-
-    return blocking
 
 
 class _Namespace:
