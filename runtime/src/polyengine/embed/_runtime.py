@@ -111,9 +111,10 @@ _EXACT_VIEWS: dict[type, tuple[str, Literal["I", "i", "Q", "q"]]] = {
 class InlineCall(NamedTuple):
     """An export call as Python statements, for code generated around it.
 
-    ``body`` (lines of one function body, each ending in ``return``) calls
-    the export with the arguments held in the local variables ``names`` and
-    returns the lifted result; ``env`` holds every global name it uses.
+    ``body`` (the lines of one function body, every path of which returns)
+    calls the export with the arguments held in the local variables
+    ``names`` and returns the lifted result; ``env`` holds every global name
+    it uses.
     """
 
     names: list[str]
@@ -136,7 +137,8 @@ class ExportCall:
 
     ``__call__`` is a slot holding the compiled call (before the first call,
     the step that compiles it), so calling the instance enters the compiled
-    call with no Python frame in between.
+    call with no Python frame in between; :meth:`inline` gives the same call
+    as statements, which the exports facade compiles into its coroutines.
     """
 
     __slots__ = (
