@@ -297,8 +297,10 @@ def test_the_blocking_facade_calls_sync_path_exports_directly(wat: Wat) -> None:
         with pytest.raises(TypeError, match=r"^div takes 2 argument\(s\), got 1$"):
             div(1)  # the stub's check
         assert div(9, 3) == 3
-        # the first call compiled both forms, the coroutine's too
-        assert export.__code__ is not stubs[0] and blocking.__code__ is not stubs[1]
+        # the first call compiled the blocking form; the coroutine compiles on its first call
+        assert blocking.__code__ is not stubs[1] and export.__code__ is stubs[0]
+        assert asyncio.run(export(8, 2)) == 4
+        assert export.__code__ is not stubs[0]
         with pytest.raises(ComponentException) as ei:
             div(1, 0)
         assert ei.value.payload == "zero"

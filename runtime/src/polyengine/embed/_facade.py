@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -115,62 +116,92 @@ def sync_export_function(
     label = call.name if label is None else label
     skip = 1 if method else 0
     assert n >= skip, (label, n)
-    names = [f"a{k}" for k in range(n)]
-    tup = "(" + "".join(f"{a}, " for a in names) + ")"
-    params = ["self"] * skip + [f"{a}=MISSING" for a in names[skip:]]
-    params += (["/"] if names else []) + ["*rest"]
-    optional = names[skip:]
-    head = ["a0 = self"] * skip + [
-        f"if rest or {optional[-1]} is MISSING:" if optional else "if rest:",
-        f"    raise arity_error({tup} + rest)",
-    ]
     fname = py_name if py_name.isidentifier() else "export"
-    signature = f"{fname}({', '.join(params)}):"
     env: dict[str, Any] = {
         "__name__": __name__,
         "MISSING": _MISSING,
         "arity_error": functools.partial(_arity_error, label, n, skip),
     }
     filename = f"<polyengine export {label}>"
+    body: list[str] = []
 
-    def define(body: list[str], kind: str) -> Any:
-        src = f"{kind} {signature}\n" + "".join(f"    {line}\n" for line in [*head, *body])
+    def install(target: types.FunctionType, is_async: bool) -> None:
+        """Compile the call into ``target`` (the coroutine function or the blocking form)."""
+        if not body:
+            inline = call.inline()
+            tup = _tuple(n)
+            if unwrap is None:
+                assert inline.names == [f"a{k}" for k in range(n)], inline.names
+                env.update(inline.env)
+                body.extend(inline.body)
+            else:
+                env.update(run=call.__call__, unwrap=unwrap)
+                body.append(f"return unwrap(run({tup}))")
+        src = _source(is_async, fname, n, skip, body)
         scope: dict[str, Any] = {}
         exec(compile(src, filename, "exec"), env, scope)
-        return scope[fname]
+        target.__code__ = scope[fname].__code__
 
-    def first(args: tuple[Any, ...]) -> Any:
-        inline = call.inline()
-        if unwrap is None:
-            assert inline.names == names, (inline.names, names)
-            env.update(inline.env)
-            body = inline.body
-        else:
-            env.update(run=call.__call__, unwrap=unwrap)
-            body = [f"return unwrap(run({tup}))"]
-        export.__code__ = define(body, "async def").__code__
-        if blocking is not None:
-            blocking.__code__ = define(body, "def").__code__
+    def first(args: tuple[Any, ...], is_async: bool) -> Any:
+        install(export if is_async else blocking, is_async)
         value = call(args)
         return value if unwrap is None else unwrap(value)
 
     env["first"] = first
-    stub = [f"return first({tup})"]
-    export = define(stub, "async def")
-    export.__name__ = export.__qualname__ = py_name
+    defaults = (_MISSING,) * (n - skip)
+
+    def stub(is_async: bool) -> types.FunctionType:
+        code = _stub_code(is_async, n, skip).replace(co_name=fname, co_qualname=fname)
+        fn = types.FunctionType(code, env, fname, defaults or None)
+        fn.__qualname__ = py_name
+        return fn
+
+    export = stub(True)
     with contextlib.suppress(ValueError):  # a name that is no identifier: keep the generated
-        export.__signature__ = inspect.Signature(
+        export.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(snake(p), inspect.Parameter.POSITIONAL_ONLY) for p, _ in ft.params]
         )
     # The same call as a plain function, for the blocking facade (polyengine.sync): a
     # synchronous-path export never suspends, so the facade may make the call itself
     # instead of driving a coroutine; the errors are the coroutine's, raised at the call.
-    blocking = None if method else define(stub, "def")
-    if blocking is not None:
-        blocking.__name__ = blocking.__qualname__ = py_name
-        export._polyengine_blocking = blocking
-    fn: Callable[..., Any] = export
-    return fn
+    blocking = stub(False)
+    if not method:
+        export._polyengine_blocking = blocking  # type: ignore[attr-defined]
+    export.__name__ = blocking.__name__ = py_name
+    return export
+
+
+def _tuple(n: int) -> str:
+    return "(" + "".join(f"a{k}, " for k in range(n)) + ")"
+
+
+def _source(is_async: bool, fname: str, n: int, skip: int, body: Sequence[str]) -> str:
+    """``[async] def fname(a0=MISSING, ..., /, *rest):`` with the arity check, then ``body``.
+
+    A method's first parameter is its receiver, ``self``: required, and
+    bound to ``a0`` for the body.
+    """
+    names = [f"a{k}" for k in range(n)]
+    params = ["self"] * skip + [f"{a}=MISSING" for a in names[skip:]]
+    params += (["/"] if names else []) + ["*rest"]
+    optional = names[skip:]
+    head = ["a0 = self"] * skip + [
+        f"if rest or {optional[-1]} is MISSING:" if optional else "if rest:",
+        f"    raise arity_error({_tuple(n)} + rest)",
+    ]
+    kind = "async def" if is_async else "def"
+    lines = [*head, *body]
+    return f"{kind} {fname}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
+
+
+@functools.cache
+def _stub_code(is_async: bool, n: int, skip: int) -> types.CodeType:
+    """The code of an export function before its first call (shared by every export of a shape)."""
+    src = _source(is_async, "export", n, skip, [f"return first({_tuple(n)}, {is_async})"])
+    scope: dict[str, Any] = {}
+    exec(compile(src, "<polyengine export stub>", "exec"), {"MISSING": _MISSING}, scope)
+    code: types.CodeType = scope["export"].__code__
+    return code
 
 
 class _Namespace:
