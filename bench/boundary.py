@@ -846,91 +846,19 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
     from polyengine.abi.trap import TrapCode, trap_if
 
     rows: list[tuple[str, Loop, Loop]] = []
-    rt = poly.runtime
     call = poly.export_call("add")
     assert call((1, 2)) == 3
     ro, callee = call._options, call._callee
     assert ro is not None and callee is not None
-    rec, ci = ro.record, ro.record.ci
-    c: Any = callee
-    state, ffi_call = c._state, effi.func_call_unchecked
-    addr, baddr, nslots, taddr, trap = c._addr, c._buf_addr, c._nslots, c._trap_addr, c._trap
-    pack, unpack, buf = c._params_struct.pack_into, c._results_struct.unpack_from, c._buf
-
-    # P1: a scalar-only export compiled to one closure (no context, no borrow scope,
-    # no generic value loops); arity and u32 range checks kept.
-    def fast_add(args: Sequence[Any]) -> int:
-        if rec.poisoned is not None or not ci.may_enter:
-            rt.check_enter(rec, "add")
-        a, b = args
-        if type(a) is not int or type(b) is not int or not (0 <= a <= 0xFFFFFFFF >= b >= 0):
-            raise TypeError("add expects two u32")
-        ci.may_enter = False
-        try:
-            pack(buf, 0, a, b)
-            if ffi_call(state.ctx, addr, baddr, nslots, taddr) or trap.value:
-                raise RuntimeError("trap")
-            result: int = unpack(buf)[0]
-            return result
-        finally:
-            ci.may_enter = True
-
-    assert fast_add((1, 2)) == 3
-    rows.append(
-        (
-            "P1 ExportCall -> compiled scalar fast path",
-            poly.direct("add", 1, 2),
-            repeat(fast_add, (1, 2)),
-        )
-    )
-
-    # P2: the awaited export over P1: what the coroutine layer adds to the best path.
-    async def export_fast(*args: Any) -> Any:
-        return fast_add(args)
-
-    async def fast_body(n: int) -> None:
-        for _ in range(n):
-            await export_fast(1, 2)
-
-    rows.append(
-        (
-            "P2 await exports.add with P1 inside",
-            poly.awaited("add", 1, 2),
-            run_async(poly.loop, fast_body),
-        )
-    )
+    ci = ro.record.ci
 
     # P9: the engine's unchecked entry point as the raw floor calls it: a ctypes prototype
     # without argtypes (the arguments are already prebuilt ctypes objects). Measured on the
     # generated export coroutine of a second instance, with the prototype swapped in.
     other = poly.loop.run_until_complete(polyengine.instantiate(poly.component, {"f": identity}))
-    rows.append(("P9 await exports.add, entry without argtypes", poly.awaited("add", 1, 2),
-                 _untyped_entry(poly.loop, other.exports.add)))  # fmt: skip
-
-    # P3: the blocking facade drives the coroutine itself (send(None) -> StopIteration)
-    # and only falls back to the event loop when it actually suspends.
-    target = poly.sync.instance.exports.add
-    sync_loop = poly.sync._loop
-
-    def drive(*args: Any) -> Any:
-        coro = target(*args)
-        asyncio._set_running_loop(sync_loop)  # as run_until_complete would
-        try:
-            coro.send(None)
-        except StopIteration as stop:
-            return stop.value
-        finally:
-            asyncio._set_running_loop(None)
-        coro.close()  # a real facade would resume it under a Task (bench/README.md)
-        return sync_loop.run_until_complete(target(*args))
-
-    assert drive(1, 2) == 3
+    p9_loop = _untyped_entry(poly.loop, other.exports.add)
     rows.append(
-        (
-            "P3 sync facade drives the coroutine directly",
-            poly.facade("add", 1, 2),
-            repeat(drive, 1, 2),
-        )
+        ("P9 await exports.add, entry without argtypes", poly.awaited("add", 1, 2), p9_loop)
     )
 
     # P4: CallBorrows.exit with the message built only when it traps.
@@ -1043,10 +971,10 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
             trio = [Case("", a), Case("", b), Case("", raw)]
             measure(trio, s)
             results.append((label, trio[0].best, trio[1].best, trio[2].best))
-        # The native component path against the awaited export over P1.
+        # The native component path against the awaited export with P9.
         native_case = Case("", repeat(native_add, 1, 2))
-        p2_case = Case("", run_async(poly.loop, fast_body))
-        measure([native_case, p2_case], s)
+        p9_case = Case("", p9_loop)
+        measure([native_case, p9_case], s)
     finally:
         store.close()
         other.close()
@@ -1060,10 +988,10 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
             f" raw floor {_fmt_time(raw_floor).strip()}: {now / raw_floor:.2f}x -> "
             f"{new / raw_floor:.2f}x"
         )
-    speedup = native_case.best / p2_case.best
+    speedup = native_case.best / p9_case.best
     print(
-        f"  native component Func {_fmt_time(native_case.best).strip()} / P2 "
-        f"{_fmt_time(p2_case.best).strip()}: {speedup:.1f}x faster with P1"
+        f"  native component Func {_fmt_time(native_case.best).strip()} / P9 "
+        f"{_fmt_time(p9_case.best).strip()}: {speedup:.1f}x faster with P9"
     )
 
 
