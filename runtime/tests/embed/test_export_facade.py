@@ -149,6 +149,17 @@ def test_the_compiled_code_is_installed_on_the_same_function(wat: Wat) -> None:
     run(main())
 
 
+def test_a_synchronous_store_skips_the_async_store_test(wat: Wat) -> None:
+    async def main() -> None:
+        inst = await polyengine.instantiate(wat(BASIC), basic_imports([]))
+        add = inst.exports.add
+        assert await add(1, 2) == 3
+        names = add.__code__.co_names
+        assert "entry" in names and "async_required" not in names  # suspend=False store
+
+    run(main())
+
+
 def test_arguments_the_inline_checks_refuse_take_the_general_path(wat: Wat) -> None:
     async def main() -> None:
         inst = await polyengine.instantiate(wat(BASIC), basic_imports([]))
@@ -178,6 +189,10 @@ def test_traps_and_host_failures_poison_through_the_compiled_path(wat: Wat) -> N
         with pytest.raises(Trap, match="poisoned") as poisoned:
             await inst.exports.add(1, 2)
         assert poisoned.value.code == "instance-poisoned"
+        with pytest.raises(Trap, match="poisoned"):
+            await inst.exports.add(-1, 2)  # refused values meet the entry test too
+        with pytest.raises(TypeError, match="add takes 2 argument"):
+            await inst.exports.add(1)  # the argument count comes first, as before the trap
 
     run(main())
 

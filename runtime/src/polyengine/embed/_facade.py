@@ -125,6 +125,8 @@ def sync_export_function(
     filename = f"<polyengine export {label}>"
     body: list[str] = []
 
+    typed: list[bool] = []
+
     def install(target: types.FunctionType, is_async: bool) -> None:
         """Compile the call into ``target`` (the coroutine function or the blocking form)."""
         if not body:
@@ -134,10 +136,16 @@ def sync_export_function(
                 assert inline.names == [f"a{k}" for k in range(n)], inline.names
                 env.update(inline.env)
                 body.extend(inline.body)
+                if inline.typed:
+                    # A missing argument (MISSING) fails every type test, so the test of
+                    # the head moves to the path of the values the tests refuse.
+                    env["general"] = _checked(inline.env["general"], env["arity_error"])
+                typed.append(inline.typed)
             else:
                 env.update(run=call.__call__, unwrap=unwrap)
                 body.append(f"return unwrap(run({tup}))")
-        src = _source(is_async, fname, n, skip, body)
+                typed.append(False)
+        src = _source(is_async, fname, n, skip, body, check_missing=not typed[0])
         scope: dict[str, Any] = {}
         exec(compile(src, filename, "exec"), env, scope)
         target.__code__ = scope[fname].__code__
@@ -175,16 +183,31 @@ def _tuple(n: int) -> str:
     return "(" + "".join(f"a{k}, " for k in range(n)) + ")"
 
 
-def _source(is_async: bool, fname: str, n: int, skip: int, body: Sequence[str]) -> str:
+def _checked(general: Callable[[tuple[Any, ...]], Any], arity_error: Any) -> Any:
+    """``general`` refusing a call with a missing argument first, as the export's head would."""
+
+    def checked(args: tuple[Any, ...]) -> Any:
+        for a in args:
+            if a is _MISSING:
+                raise arity_error(args)
+        return general(args)
+
+    return checked
+
+
+def _source(
+    is_async: bool, fname: str, n: int, skip: int, body: Sequence[str], *, check_missing: bool
+) -> str:
     """``[async] def fname(a0=MISSING, ..., /, *rest):`` with the arity check, then ``body``.
 
     A method's first parameter is its receiver, ``self``: required, and
-    bound to ``a0`` for the body.
+    bound to ``a0`` for the body. Without ``check_missing`` only extra
+    arguments are refused here (the body refuses missing ones).
     """
     names = [f"a{k}" for k in range(n)]
     params = ["self"] * skip + [f"{a}=MISSING" for a in names[skip:]]
     params += (["/"] if names else []) + ["*rest"]
-    optional = names[skip:]
+    optional = names[skip:] if check_missing else []
     head = ["a0 = self"] * skip + [
         f"if rest or {optional[-1]} is MISSING:" if optional else "if rest:",
         f"    raise arity_error({_tuple(n)} + rest)",
@@ -197,7 +220,8 @@ def _source(is_async: bool, fname: str, n: int, skip: int, body: Sequence[str]) 
 @functools.cache
 def _stub_code(is_async: bool, n: int, skip: int) -> types.CodeType:
     """The code of an export function before its first call (shared by every export of a shape)."""
-    src = _source(is_async, "export", n, skip, [f"return first({_tuple(n)}, {is_async})"])
+    body = [f"return first({_tuple(n)}, {is_async})"]
+    src = _source(is_async, "export", n, skip, body, check_missing=True)
     scope: dict[str, Any] = {}
     exec(compile(src, "<polyengine export stub>", "exec"), {"MISSING": _MISSING}, scope)
     code: types.CodeType = scope["export"].__code__

@@ -120,6 +120,9 @@ class InlineCall(NamedTuple):
     names: list[str]
     body: list[str]
     env: dict[str, Any]
+    #: the body's first step tests every argument's type and hands any value of
+    #: another type to the global ``general`` (the general call), before anything else
+    typed: bool
 
 
 class ExportCall:
@@ -184,7 +187,7 @@ class ExportCall:
         names = [f"a{k}" for k in range(len(self.lift.type.params))]
         args = "(" + "".join(f"{a}, " for a in names) + ")"
         run: Callable[[Sequence[Any]], Any] = general
-        inline = InlineCall(names, [f"return general({args})"], {"general": general})
+        inline = InlineCall(names, [f"return general({args})"], {"general": general}, False)
         scalar = None if post is not None else self._scalar(ro, callee, names)
         if scalar is not None:
             guard, stores, core, env = scalar
@@ -194,19 +197,31 @@ class ExportCall:
                 "    check_enter(rec, name)",
             ]
 
-            def checks(fallback: str) -> list[str]:
-                out = [f"if not ({guard}):", f"    return general({fallback})"] if names else []
-                if stores:  # the typed slot views range-check what they store
-                    out += ["try:", *(f"    {line}" for line in stores)]
-                    out += ["except ValueError:", f"    return general({fallback})"]
-                return out
+            def test(fallback: str) -> list[str]:
+                return [f"if not ({guard}):", f"    return general({fallback})"] if names else []
+
+            def put(fallback: str) -> list[str]:
+                if not stores:
+                    return []
+                # the typed slot views range-check what they store
+                return [
+                    "try:",
+                    *(f"    {line}" for line in stores),
+                    "except ValueError:",
+                    f"    return general({fallback})",
+                ]
 
             unpack = [f"{''.join(a + ', ' for a in names)}= args"] if names else []
             count = [f"if len(args) != {len(names)}:", "    return general(args)"]
             run = make_function(
-                "export_call", "args", [*entry, *count, *unpack, *checks("args"), *core], env
+                "export_call",
+                "args",
+                [*entry, *count, *unpack, *test("args"), *put("args"), *core],
+                env,
             )
-            inline = InlineCall(names, [*entry, *checks(args), *core], env)
+            # The type tests first: a value they refuse reaches ``general`` before anything
+            # else happens (the general call makes the entry test itself).
+            inline = InlineCall(names, [*test(args), *entry, *put(args), *core], env, True)
         self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
         self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
@@ -359,12 +374,15 @@ class ExportCall:
                 load = [f"r = slots_{core.results[0]}[0]"]
         else:
             load = ["r = unpack_from(buf)[0]"]
+        # A store made with suspend=False never defines an async host function,
+        # the one step that makes it async-required (engine.define_async_host_func).
+        ready = "not ctx or state.async_required" if self._rt.store.suspend else "not ctx"
         body = [
             "ci.may_enter = False",
             "try:",
             "    try:",
             "        ctx = state.ctx",
-            "        if not ctx or state.async_required:",
+            f"        if {ready}:",
             f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
             "        else:",
             *(f"            {line}" for line in puts),
