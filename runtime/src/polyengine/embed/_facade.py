@@ -107,9 +107,12 @@ def sync_export_function(
 
     The call is compiled on the first call (the export's canonical options
     are resolved lazily, like :class:`ExportCall`'s): until then the
-    function's code is a stub that compiles the call, installs the compiled
-    code on this same function object (so a reference taken earlier gets the
-    fast path too) and makes the call.
+    function's code is a stub (one code object shared by every export of the
+    same shape) that compiles the call, installs the compiled code on this
+    same function object (so a reference taken earlier gets the fast path
+    too) and makes the call. A function (not a method) also carries, as
+    ``_polyengine_blocking``, the same call as a plain function, compiled the
+    same way on its own first call, which :mod:`polyengine.sync` calls.
     """
     ft = call.lift.type
     n = len(ft.params)
@@ -124,7 +127,6 @@ def sync_export_function(
     }
     filename = f"<polyengine export {label}>"
     body: list[str] = []
-
     typed: list[bool] = []
 
     def install(target: types.FunctionType, is_async: bool) -> None:
