@@ -96,6 +96,7 @@ async def instantiate(
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
     )
+    linker.bind_runtime(runtime)
     return Instance(runtime, build_exports(runtime))
 
 
