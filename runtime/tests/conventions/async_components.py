@@ -70,7 +70,9 @@ _STREAM_WITH = """
       (export "future.drop-r" (func $future.drop-r)) (export "future.drop-w" (func $future.drop-w))
 """
 
-# ``produce(n)``: a stream of the first n bytes of "hello world";
+# ``produce(n)``: a stream of the first n bytes of "hello world", written
+# once (whatever a short read leaves untaken is never offered again);
+# ``produce-all(n)``: the same bytes, written until all are taken;
 # ``produce-then-trap``: writes "hel" and traps; ``consume(s)``: the bytes read;
 # ``make-fut``: a future written with "hello"; ``read-fut(f)``: its string;
 # ``keep-fut(f)``: returns "kept" without ever reading f.
@@ -86,6 +88,19 @@ STREAMS = f"""(component
       (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
       (call $ret-bs (i32.wrap_i64 (local.get $rw)))
       (drop (call $stream.write (local.get $w) (i32.const 16) (local.get $n)))
+      (call $stream.drop-w (local.get $w)))
+    (func (export "produce-all") (param $n i32)
+      (local $rw i64) (local $w i32) (local $off i32) (local $ret i32)
+      (local.set $rw (call $stream.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-bs (i32.wrap_i64 (local.get $rw)))
+      (block $done
+        (loop $more
+          (br_if $done (i32.ge_u (local.get $off) (local.get $n)))
+          (local.set $ret (call $stream.write (local.get $w)
+            (i32.add (i32.const 16) (local.get $off)) (i32.sub (local.get $n) (local.get $off))))
+          (local.set $off (i32.add (local.get $off) (i32.shr_u (local.get $ret) (i32.const 4))))
+          (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15))))))
       (call $stream.drop-w (local.get $w)))
     (func (export "produce-then-trap")
       (local $rw i64) (local $w i32)
@@ -116,6 +131,8 @@ STREAMS = f"""(component
     (with "" (instance {_STREAM_WITH}))))
   (func (export "produce") async (param "n" u32) (result $bs)
     (canon lift (core func $i "produce") async))
+  (func (export "produce-all") async (param "n" u32) (result $bs)
+    (canon lift (core func $i "produce-all") async))
   (func (export "produce-then-trap") async (result $bs)
     (canon lift (core func $i "produce-then-trap") async))
   (func (export "consume") async (param "s" $bs) (result (list u8))

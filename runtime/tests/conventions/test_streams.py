@@ -75,6 +75,12 @@ def test_streams_guest_to_host(wat: Wat) -> None:
         await attempt(
             t, "read(100) in yet another task", asyncio.ensure_future(method(s, "read", 100))
         )
+        s = await attempt(t, "produce_all(11)", x.produce_all(11))
+        await attempt(t, "read(3) in another task", asyncio.ensure_future(method(s, "read", 3)))
+        await attempt(
+            t, "read(100) in yet another task", asyncio.ensure_future(method(s, "read", 100))
+        )
+        await attempt(t, "read(100) at the end", method(s, "read", 100))
         s = await attempt(t, "produce(11)", x.produce(11))
         first = asyncio.ensure_future(method(s, "read", 3))
         second = asyncio.ensure_future(method(s, "read", 3))
