@@ -155,7 +155,7 @@ def test_a_synchronous_store_skips_the_async_store_test(wat: Wat) -> None:
         add = inst.exports.add
         assert await add(1, 2) == 3
         names = add.__code__.co_names
-        assert "entry" in names and "async_required" not in names  # suspend=False store
+        assert "untyped" in names and "async_required" not in names  # suspend=False store
 
     run(main())
 

@@ -13,7 +13,6 @@ that is created after the instance importing the trampoline.
 
 from __future__ import annotations
 
-import ctypes
 import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -332,8 +331,7 @@ class ExportCall:
         liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
         if None in lowerings or None in liftings:
             return None
-        ctx = raw.state.ctx
-        if not ctx:  # the store is closed: the general call says so
+        if not raw.state.ctx:  # the store is closed: the general call says so
             return None
         n = len(ptypes)
         flats = [v for _, v in filter(None, lowerings)]
@@ -386,7 +384,7 @@ class ExportCall:
             f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
             "        else:",
             *(f"            {line}" for line in puts),
-            "            err = entry(ctx_arg, addr_arg, buf_arg, nslots_arg, trap_arg)",
+            "            err = untyped(*call_args)",
             "            if err or trap.value:",
             "                fail(err)",
             *(f"            {line}" for line in load),
@@ -404,17 +402,10 @@ class ExportCall:
             f"return {result}",
         ]
         rec = ro.record
+        # The core call is the entry point without argument types over its prebuilt
+        # ctypes arguments (``untyped(*call_args)``, RawEntry's protocol), made only
+        # after ``state.ctx`` says the store is open.
         env.update(raw._asdict())
-        # The entry point's arguments as ctypes objects, built once: ctypes passes
-        # them without converting a Python int per argument and call. A store's
-        # context never changes while it is open (``state.ctx`` only drops to 0).
-        env.update(
-            ctx_arg=ctypes.c_void_p(ctx),
-            addr_arg=ctypes.c_void_p(raw.addr),
-            buf_arg=ctypes.c_void_p(raw.buf_addr),
-            nslots_arg=ctypes.c_size_t(raw.nslots),
-            trap_arg=ctypes.c_void_p(raw.trap_addr),
-        )
         env.update(
             NAN=NAN,
             rec=rec,
@@ -431,14 +422,8 @@ class ExportCall:
     @staticmethod
     def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
         """``call_raw`` over the parts of :meth:`engine.CoreFunc.raw_entry`, returning the tuple."""
-        state, entry, addr, buf, buf_addr = raw.state, raw.entry, raw.addr, raw.buf, raw.buf_addr
-        nslots, trap, trap_addr, fail, call_raw = (
-            raw.nslots,
-            raw.trap,
-            raw.trap_addr,
-            raw.fail,
-            raw.call_raw,
-        )
+        state, untyped, call_args, buf = raw.state, raw.untyped, raw.call_args, raw.buf
+        trap, fail, call_raw = raw.trap, raw.fail, raw.call_raw
         pack_into, unpack_from = raw.pack_into, raw.unpack_from
 
         def call(flat: Sequence[CoreVal]) -> Sequence[CoreVal]:
@@ -449,7 +434,7 @@ class ExportCall:
                 pack_into(buf, 0, *flat)
             except struct.error:
                 return call_raw(flat)  # it converts what it can and says what it cannot
-            err = entry(ctx, addr, buf_addr, nslots, trap_addr)
+            err = untyped(*call_args)
             if err or trap.value:
                 fail(err)
             return unpack_from(buf)

@@ -125,6 +125,7 @@ class CoreFunc:
         "_addr",
         "_buf",
         "_buf_addr",
+        "_call_args",
         "_call_layout",
         "_func",
         "_nslots",
@@ -151,6 +152,9 @@ class CoreFunc:
     _results_struct: struct.Struct | None
     _trap: ctypes.c_void_p  # wasm_trap_t* out-cell, reset after each trap
     _trap_addr: int
+    #: the unchecked entry point's arguments as ctypes objects, built once (see
+    #: :func:`_call_args`); valid while the store is open
+    _call_args: tuple[Any, ...]
     _call_layout: object  # the call-future layout (see _async.py), built on first use
 
     def __init__(self) -> None:
@@ -182,6 +186,7 @@ class CoreFunc:
         self._results_struct = raw_struct(results) if numeric else None
         self._trap = ctypes.c_void_p(0)
         self._trap_addr = ctypes.addressof(self._trap)
+        self._call_args = _call_args(store._ctx(), self._addr, self._buf, self._nslots, self._trap)
         self._call_layout = None
         return self
 
@@ -224,15 +229,11 @@ class CoreFunc:
         if window:
             state.sync_window += 1
             try:
-                err = ffi.func_call_unchecked(
-                    ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
-                )
+                err = _call_unchecked(*self._call_args)
             finally:
                 state.sync_window -= 1
         else:
-            err = ffi.func_call_unchecked(
-                ctx, self._addr, self._buf_addr, self._nslots, self._trap_addr
-            )
+            err = _call_unchecked(*self._call_args)
         trap = self._trap.value
         if err or trap:
             self._trap.value = 0
@@ -264,6 +265,8 @@ class CoreFunc:
             self._call_failed,
             self.call_raw,
             _slot_views(self._buf),
+            _call_unchecked,
+            self._call_args,
         )
 
     def _call_failed(self, err: int | None) -> NoReturn:
@@ -297,9 +300,20 @@ class RawEntry(NamedTuple):
       ``state.async_required`` is set, use ``call_raw(args)`` instead;
     * ``pack_into(buf, 0, *args)`` (arguments already in range: unsigned
       ints for ``i32``/``i64``, floats for ``f32``/``f64``);
-    * ``err = entry(ctx, addr, buf_addr, nslots, trap_addr)``; if ``err`` or
-      ``trap.value`` is set, call ``fail(err)``, which raises;
+    * ``err = entry(ctx, addr, buf_addr, nslots, trap_addr)``, or, cheaper,
+      ``err = untyped(*call_args)``; if ``err`` or ``trap.value`` is set, call
+      ``fail(err)``, which raises;
     * the results are ``unpack_from(buf)``, a tuple.
+
+    ``untyped`` is the same C entry point declared without argument types,
+    and ``call_args`` the tuple of its arguments (``ctx``, ``addr``,
+    ``buf_addr``, ``nslots``, ``trap_addr``) as ctypes objects built once:
+    ctypes passes them as they are, with no conversion per argument and call.
+    Call ``untyped`` with exactly that tuple and nothing else (a Python
+    ``int`` would reach the C function as a 32-bit ``int``), only after the
+    store test above (the tuple's context is the store's, which never changes
+    while the store is open but is gone once it is closed), and never change
+    the objects in it.
 
     ``views`` (``None`` on a big-endian host) maps each core value type to a
     view of ``buf`` and the number of its items per slot: slot ``k`` as an
@@ -321,6 +335,39 @@ class RawEntry(NamedTuple):
     fail: Callable[[int | None], NoReturn]
     call_raw: Callable[[Sequence[CoreValue]], list[CoreValue]]
     views: Mapping[str, tuple[memoryview[Any], int]] | None
+    untyped: Callable[..., int | None]
+    call_args: tuple[Any, ...]
+
+
+#: ``wasmtime_func_call_unchecked`` without argument types: only ever called as
+#: ``_call_unchecked(*func._call_args)`` (see :func:`_call_args`)
+_call_unchecked: Callable[..., int | None] = ffi.func_call_unchecked_untyped
+
+
+def _call_args(
+    ctx: int, addr: int, buf: ctypes.Array[ctypes.c_ubyte], nslots: int, trap: ctypes.c_void_p
+) -> tuple[Any, ...]:
+    """The arguments of one function's unchecked call as ctypes objects, built once.
+
+    ``(store context, wasmtime_func_t*, slot buffer, slot count, trap out-cell)``:
+    the types ``wasmtime_func_call_unchecked`` declares, so the prototype without
+    argument types passes them exactly as the typed one would. The slot count
+    is checked against the buffer here, once: wasmtime reads and writes that
+    many 16-byte slots.
+    """
+    # Checked even under ``python -O``: either mistake would let wasmtime touch
+    # memory it must not (a null store, slots past the buffer's end).
+    if not ctx or not addr:
+        raise EngineError("a core call needs an open store and a function")
+    if nslots < 1 or ctypes.sizeof(buf) < nslots * ffi.VAL_RAW_SIZE:
+        raise EngineError(f"a buffer of {ctypes.sizeof(buf)} bytes cannot hold {nslots} slots")
+    return (
+        ctypes.c_void_p(ctx),
+        ctypes.c_void_p(addr),
+        ctypes.c_void_p(ctypes.addressof(buf)),
+        ctypes.c_size_t(nslots),
+        ctypes.c_void_p(ctypes.addressof(trap)),
+    )
 
 
 def _slot_views(buf: ctypes.Array[ctypes.c_ubyte]) -> dict[str, tuple[memoryview[Any], int]] | None:

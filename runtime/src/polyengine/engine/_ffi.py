@@ -72,6 +72,18 @@ def _fn(name: str, restype: Any, *argtypes: Any) -> Any:
     return f
 
 
+def _untyped(name: str, restype: Any) -> Any:
+    """A foreign function object for ``name`` that declares no argument types.
+
+    ctypes passes each argument of a call as it is: a ctypes object by its
+    value, a Python ``int`` as a C ``int`` (truncated to 32 bits). Only for
+    calls whose every argument is a prebuilt ctypes object of the right type.
+    """
+    f = dll._FuncPtr((name, dll))
+    f.restype = restype
+    return f
+
+
 P = c_void_p
 
 # Host callbacks.  The unchecked callback returns a ``wasm_trap_t*`` (0 = ok).
@@ -89,6 +101,11 @@ context_set_epoch_deadline = _fn("wasmtime_context_set_epoch_deadline", None, P,
 
 func_new_unchecked = _fn("wasmtime_func_new_unchecked", None, P, P, UNCHECKED_CALLBACK, P, P, P)
 func_call_unchecked = _fn("wasmtime_func_call_unchecked", P, P, P, P, c_size_t, P)
+# The same entry point for the hot path: called only as
+# ``func_call_unchecked_untyped(*args)`` with the tuple of prebuilt ctypes
+# arguments a CoreFunc builds for itself (``CoreFunc._call_args``), which ctypes
+# passes without a conversion or a type check per argument and call.
+func_call_unchecked_untyped = _untyped("wasmtime_func_call_unchecked", P)
 func_type = _fn("wasmtime_func_type", P, P, P)
 func_call_async = _fn("wasmtime_func_call_async", P, P, P, P, c_size_t, P, c_size_t, P, P)
 call_future_poll = _fn("wasmtime_call_future_poll", c_bool, P)
