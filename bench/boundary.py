@@ -661,8 +661,7 @@ def breakdown_export(poly: Poly, s: Settings) -> None:
     flat = lifted.lower_params(cx, args)
     results = callee.call_raw(flat)
     c: Any = callee
-    ffi_call = effi.func_call_unchecked
-    ctx, addr, baddr, nslots, taddr = c._state.ctx, c._addr, c._buf_addr, c._nslots, c._trap_addr
+    ffi_call, call_args = effi.func_call_unchecked_untyped, c._call_args
     ps, rs, buf = c._params_struct, c._results_struct, c._buf
 
     def toggle() -> None:
@@ -686,8 +685,8 @@ def breakdown_export(poly: Poly, s: Settings) -> None:
     inner_steps: list[tuple[str, Callable[[], object]]] = [
         ("struct pack_into(buf, 0, *args)", lambda: ps.pack_into(buf, 0, *flat)),
         (
-            "ffi func_call_unchecked (ctypes call + wasm)",
-            lambda: ffi_call(ctx, addr, baddr, nslots, taddr),
+            "untyped func_call_unchecked(*call_args) (ctypes + wasm)",
+            lambda: ffi_call(*call_args),
         ),
         ("list(results_struct.unpack_from(buf))", lambda: list(rs.unpack_from(buf))),
     ]
@@ -852,15 +851,6 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
     assert ro is not None and callee is not None
     ci = ro.record.ci
 
-    # P9: the engine's unchecked entry point as the raw floor calls it: a ctypes prototype
-    # without argtypes (the arguments are already prebuilt ctypes objects). Measured on the
-    # generated export coroutine of a second instance, with the prototype swapped in.
-    other = poly.loop.run_until_complete(polyengine.instantiate(poly.component, {"f": identity}))
-    p9_loop = _untyped_entry(poly.loop, other.exports.add)
-    rows.append(
-        ("P9 await exports.add, entry without argtypes", poly.awaited("add", 1, 2), p9_loop)
-    )
-
     # P4: CallBorrows.exit with the message built only when it traps.
     borrows = CallBorrows()
 
@@ -971,13 +961,12 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
             trio = [Case("", a), Case("", b), Case("", raw)]
             measure(trio, s)
             results.append((label, trio[0].best, trio[1].best, trio[2].best))
-        # The native component path against the awaited export with P9.
+        # The native component path against the awaited export.
         native_case = Case("", repeat(native_add, 1, 2))
-        p9_case = Case("", p9_loop)
-        measure([native_case, p9_case], s)
+        awaited_case = Case("", poly.awaited("add", 1, 2))
+        measure([native_case, awaited_case], s)
     finally:
         store.close()
-        other.close()
 
     print("-- prototypes of the proposals (current -> prototype; interleaved, fastest repeat) --")
     for label, now, new, raw_floor in results:
@@ -988,32 +977,11 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
             f" raw floor {_fmt_time(raw_floor).strip()}: {now / raw_floor:.2f}x -> "
             f"{new / raw_floor:.2f}x"
         )
-    speedup = native_case.best / p9_case.best
+    speedup = native_case.best / awaited_case.best
     print(
-        f"  native component Func {_fmt_time(native_case.best).strip()} / P9 "
-        f"{_fmt_time(p9_case.best).strip()}: {speedup:.1f}x faster with P9"
+        f"  native component Func {_fmt_time(native_case.best).strip()} / await exports.add "
+        f"{_fmt_time(awaited_case.best).strip()}: {speedup:.1f}x faster"
     )
-
-
-def _untyped_entry(loop: asyncio.AbstractEventLoop, export: Any) -> Loop:
-    """``await export(1, 2)`` with its core call made through an argtypes-free prototype.
-
-    The generated export call passes the entry point prebuilt ctypes
-    arguments (``ctx_arg`` ...); only the prototype is swapped.
-    """
-    assert loop.run_until_complete(export(1, 2)) == 3  # compiles the call into the globals
-    g = export.__globals__
-    fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
-    fn.restype = ctypes.c_void_p
-    assert isinstance(g["ctx_arg"], ctypes.c_void_p)
-    g["entry"] = fn
-    assert loop.run_until_complete(export(1, 2)) == 3
-
-    async def body(n: int) -> None:
-        for _ in range(n):
-            await export(1, 2)
-
-    return run_async(loop, body)
 
 
 def profile_all(
