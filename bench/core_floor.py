@@ -3,7 +3,9 @@
 Prints the per-call cost of an ``add(i32, i32) -> i32`` export through
 (a) wasmtime-py's ``Func.__call__``, (b) the raw unchecked C entry point
 driven directly from ctypes (wasmtime-py's binding, and (b') an argtypes-free
-prototype with prebuilt arguments, the cheapest), (c) ``CoreFunc.call_raw``; the cost of a
+prototype with prebuilt arguments, the cheapest), (c) ``CoreFunc.call_raw`` (the
+same argtypes-free call over its own prebuilt arguments, plus ``struct`` packing
+and the store checks); the cost of a
 guest -> host -> guest round trip; and for the suspension seam the cost of
 one park/resume cycle.  Run: ``.venv/bin/python bench/core_floor.py``.
 
@@ -96,9 +98,10 @@ def wasmtime_py_paths() -> tuple[float, float, float, float]:
 
     assert raw() == 3
 
-    # The cheapest call ctypes makes of the same function (the raw floor of
-    # bench/boundary.py): no argtypes, arguments prebuilt as ctypes objects, the
-    # values written and read through a typed view of the slots.
+    # The cheapest call ctypes makes of the same function (bench/boundary.py's raw
+    # floor passes the same arguments one by one): no argtypes, arguments prebuilt
+    # as ctypes objects in one tuple, the values written and read through a typed
+    # view of the slots.
     p = ctypes.c_void_p
     fn = wffi.dll._FuncPtr(("wasmtime_func_call_unchecked", wffi.dll))
     fn.restype = p
@@ -236,7 +239,7 @@ def main() -> None:
     print("export call add(i32, i32) -> i32:")
     print(f"  (a) wasmtime-py Func.__call__     {normal:8.3f} us")
     print(f"  (b) raw unchecked via ctypes      {raw:8.3f} us")
-    print(f"  (b') argtypes-free, ctypes args   {untyped:8.3f} us  (boundary.py's raw floor)")
+    print(f"  (b') argtypes-free, ctypes args   {untyped:8.3f} us  (as one prebuilt tuple)")
     print(f"  (c) CoreFunc.call_raw             {ours:8.3f} us")
     print(
         f"      ratios: a/c = {normal / ours:.2f}x, c/b = {ours / raw:.2f}x, "
