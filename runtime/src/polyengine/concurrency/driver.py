@@ -26,7 +26,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import contextmanager
 from types import CoroutineType
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from polyengine.types.model import FuncType
 from polyengine_protocol import UNSPECIFIED_TRAP_CODE, is_trap
@@ -591,6 +591,7 @@ class _PendingHostCall:
         "args",
         "caller",
         "cont",
+        "context",
         "counted",
         "discarded",
         "on_resolve",
@@ -621,7 +622,13 @@ class _PendingHostCall:
         self.requested = False
         self.counted = True
         spec.driver.store.begin_host_work()
-        task.add_done_callback(self.done)
+        if cont is None:
+            task.add_done_callback(self.done)
+        else:
+            # the coroutine's value is applied inside the task's last step
+            # (:meth:`finish`); any other ending goes through ``done``
+            cont.pending = self
+            self.context = contextvars.copy_context()
 
     def done(self, t: asyncio.Future[Any]) -> None:
         """The host operation settled: resolve or fail the call, run what it readied."""
@@ -631,6 +638,8 @@ class _PendingHostCall:
                 if not t.cancelled():
                     t.exception()  # consumed: the guest renounced the call, nobody to tell
                 return
+            if self.settled:
+                return  # applied by finish() already
             self.settled = True
             if t.cancelled():
                 if self.requested:
@@ -642,21 +651,60 @@ class _PendingHostCall:
             else:
                 exc = t.exception()
                 if exc is None:
-                    try:
-                        self.on_resolve([t.result()] if spec.has_result else [])
-                    except Exception as failure:  # the result could not be lowered
-                        spec.fail(self.caller, failure, None)
+                    self._resolve(t.result())
                     return
             assert exc is not None
             spec.fail(self.caller, exc, self.args)
         finally:
-            self.args = None
-            if self.counted:
-                self.counted = False
-                store = spec.driver.store
-                assert store.host_pending > 0
-                store.host_pending -= 1
-                spec.driver._run_ready()
+            self._release()
+
+    def _resolve(self, value: Any) -> None:
+        try:
+            self.on_resolve([value] if self.spec.has_result else [])
+        except Exception as failure:  # the result could not be lowered
+            self.spec.fail(self.caller, failure, None)
+
+    def _release(self) -> None:
+        """No longer host work of the store: run the threads the outcome readied."""
+        self.args = None
+        if self.counted:
+            self.counted = False
+            driver = self.spec.driver
+            store = driver.store
+            assert store.host_pending > 0
+            store.host_pending -= 1
+            driver._run_ready()
+
+    def finish(self, value: Any) -> None:
+        """The coroutine returned ``value`` in a step of its task (called from that step).
+
+        Resolves the call and runs the threads it readied right away, in the
+        loop iteration the coroutine finished in (no done-callback hop):
+        with no current task and in the context the call started in, as a
+        done-callback of the task would have.
+        """
+        if self.discarded:
+            return  # the guest renounced the call: the value goes nowhere
+        if self.settled:
+            return
+        self.settled = True
+        task = cast("asyncio.Task[Any]", self.task)  # the coroutine's own task
+        loop = task.get_loop()
+        _leave_task(loop, task)
+        try:
+            self.context.run(self._finish_now, value)
+        finally:
+            _enter_task(loop, task)
+
+    def _finish_now(self, value: Any) -> None:
+        try:
+            self._resolve(value)
+        finally:
+            self._release()
+
+    def watch(self) -> None:
+        """The coroutine ended otherwise (raised, cancelled): ``done`` applies it."""
+        self.task.add_done_callback(self.done, context=self.context)
 
     def cancel(self, _requester: InstanceState | None) -> None:
         """The guest's cancellation request (see :meth:`Driver.host_func_inst`)."""
@@ -708,16 +756,18 @@ class _Continuation:
     The task created for the call awaits this: it hands the task what the
     coroutine yielded (a future to wait on, or ``None`` for a bare yield)
     and forwards what the task sends or throws, so cancellation reaches the
-    host coroutine at its pending ``await``.
+    host coroutine at its pending ``await``. When the coroutine returns, the
+    pending call (``pending``) is settled from inside that same step.
     """
 
-    __slots__ = ("coro", "finished", "first", "started")
+    __slots__ = ("coro", "finished", "first", "pending", "started")
 
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.coro = coro
         self.first: Any = None
         self.finished = False
         self.started = False
+        self.pending: _PendingHostCall | None = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
         self.started = True
@@ -740,7 +790,22 @@ class _Continuation:
                 else:
                     value = coro.send(sent)
         except StopIteration as stop:
+            self.finished = True
+            pending = self.pending
+            if pending is not None:
+                self.pending = None
+                pending.finish(stop.value)
             return stop.value
+        except GeneratorExit:
+            self.finished = True  # the task was dropped unfinished: nothing settles
+            raise
+        except BaseException:
+            self.finished = True
+            pending = self.pending
+            if pending is not None:
+                self.pending = None
+                pending.watch()
+            raise
 
 
 async def _continue(cont: _Continuation) -> Any:
