@@ -374,12 +374,14 @@ class ExportCall:
             load = ["r = unpack_from(buf)[0]"]
         # A store made with suspend=False never defines an async host function,
         # the one step that makes it async-required (engine.define_async_host_func).
-        ready = "not ctx or state.async_required" if self._rt.store.suspend else "not ctx"
+        # (``state.ctx`` is 0 once the store is closed: never call wasmtime then.)
+        ready = (
+            "not state.ctx or state.async_required" if self._rt.store.suspend else "not state.ctx"
+        )
         body = [
             "ci.may_enter = False",
             "try:",
             "    try:",
-            "        ctx = state.ctx",
             f"        if {ready}:",
             f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
             "        else:",
