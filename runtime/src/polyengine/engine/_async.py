@@ -181,12 +181,31 @@ class _FutureCall:
         return list(self.layout.results_struct.unpack_from(buf, self.layout.results_off))
 
 
+_last_depth = 0  # the stack depth the previous _frame_depth() found
+
+
 def _frame_depth() -> int:
+    """The number of Python frames on the stack, this function's own included.
+
+    Polls from one place repeat the same depth, so the previous answer is
+    checked first (one frame lookup done in C) before walking the stack.
+    """
+    global _last_depth
+    guess = _last_depth
+    if guess:
+        try:
+            outermost = sys._getframe(guess - 1)
+        except ValueError:
+            pass  # the stack is shallower now
+        else:
+            if outermost.f_back is None:
+                return guess
     depth = 0
     frame: FrameType | None = sys._getframe()
     while frame is not None:
         depth += 1
         frame = frame.f_back
+    _last_depth = depth
     return depth
 
 
