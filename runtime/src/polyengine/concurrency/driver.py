@@ -753,11 +753,15 @@ class _Finished:
 class _Continuation:
     """Drives a coroutine from where its eager first step left it (3.11, no eager tasks).
 
-    The task created for the call awaits this: it hands the task what the
-    coroutine yielded (a future to wait on, or ``None`` for a bare yield)
-    and forwards what the task sends or throws, so cancellation reaches the
-    host coroutine at its pending ``await``. When the coroutine returns, the
-    pending call (``pending``) is settled from inside that same step.
+    The task created for the call runs this object as its coroutine (it is
+    registered as a :class:`collections.abc.Coroutine`): the first step
+    hands the task what the coroutine yielded in the eager step (a future to
+    wait on), or resumes it at once after a bare yield (``asyncio.sleep(0)``:
+    the loop has turned since); later steps forward what the task sends or
+    throws, so cancellation reaches the host coroutine at its pending
+    ``await``. When the coroutine returns, the pending call (``pending``) is
+    settled from inside that same step; when it raises, the call is settled
+    by a done-callback of the task.
     """
 
     __slots__ = ("coro", "finished", "first", "pending", "started")
@@ -769,47 +773,58 @@ class _Continuation:
         self.started = False
         self.pending: _PendingHostCall | None = None
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        self.started = True
-        if self.finished:
-            return None
-        coro = self.coro
-        value, self.first = self.first, None
+    def send(self, sent: Any) -> Any:
+        if not self.started:
+            self.started = True
+            if self.finished:
+                raise StopIteration(None)
+            first, self.first = self.first, None
+            if first is not None:
+                return first  # the future the eager step waits on
         try:
-            if value is None:
-                # a bare yield (asyncio.sleep(0)): the loop has turned since
-                value = coro.send(None)
-            while True:
-                try:
-                    sent = yield value
-                except GeneratorExit:
-                    coro.close()
-                    raise
-                except BaseException as exc:
-                    value = coro.throw(exc)
-                else:
-                    value = coro.send(sent)
+            return self.coro.send(sent)
         except StopIteration as stop:
-            self.finished = True
-            pending = self.pending
-            if pending is not None:
-                self.pending = None
-                pending.finish(stop.value)
-            return stop.value
-        except GeneratorExit:
-            self.finished = True  # the task was dropped unfinished: nothing settles
+            self._returned(stop.value)
             raise
         except BaseException:
-            self.finished = True
-            pending = self.pending
-            if pending is not None:
-                self.pending = None
-                pending.watch()
+            self._raised()
             raise
 
+    def throw(self, exc: BaseException, *_legacy: Any) -> Any:
+        assert not _legacy, "the task throws exception instances"
+        self.started = True
+        self.first = None
+        try:
+            return self.coro.throw(exc)
+        except StopIteration as stop:
+            self._returned(stop.value)
+            raise
+        except BaseException:
+            self._raised()
+            raise
 
-async def _continue(cont: _Continuation) -> Any:
-    return await cont
+    def close(self) -> None:
+        self.coro.close()
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        raise TypeError("a host call continuation is run by its task, not awaited")
+
+    def _returned(self, value: Any) -> None:
+        self.finished = True
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            pending.finish(value)
+
+    def _raised(self) -> None:
+        self.finished = True
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            pending.watch()
+
+
+Coroutine.register(_Continuation)  # asyncio.Task accepts it as its coroutine
 
 
 def _eager_start(
@@ -846,7 +861,7 @@ def _eager_start(
         return _Finished(None if failure is not None else task.result(), failure)
     cont = _Continuation(coro)
     ctx = contextvars.copy_context()
-    task = asyncio.Task(_continue(cont), loop=loop, name=name, context=ctx)
+    task = asyncio.Task(cast("Coroutine[Any, Any, Any]", cont), loop=loop, name=name, context=ctx)
     outer = _current_task(loop)
     if outer is not None:
         _leave_task(loop, outer)

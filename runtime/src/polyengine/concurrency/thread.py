@@ -64,6 +64,8 @@ class Block:
     switch_to: Thread | None = None
 
 
+_TO_SCHEDULER = Block(None)  # immutable: one instance serves every plain block
+
 Suspends: TypeAlias = Generator[Block, Cancelled, T]
 """An operation that may block: yields :class:`Block`, is sent :class:`Cancelled`."""
 
@@ -332,7 +334,7 @@ class Thread:
 
     def block_internal(self, cancellable: bool) -> Suspends[Cancelled]:
         self.cancellable = cancellable
-        cancelled = yield Block(None)
+        cancelled = yield _TO_SCHEDULER
         assert cancellable or not cancelled
         return cancelled
 

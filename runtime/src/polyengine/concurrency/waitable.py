@@ -111,7 +111,9 @@ class WaitableSet:
 
     def get_pending_event(self, thread: Thread) -> EventTuple:
         assert self.has_pending_event()
-        for w in thread.store.policy.order(self.elems):
+        policy = thread.store.policy
+        # FIFO takes the first pending one in join order: no copy to shuffle
+        for w in self.elems if policy.deterministic else policy.order(self.elems):
             assert w.wset is self
             if w.has_pending_event():
                 return w.get_pending_event()
