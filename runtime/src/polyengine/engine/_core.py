@@ -6,7 +6,9 @@ non-negative ``int`` (the unsigned reading of their bits, as
 expect), ``f32``/``f64`` as ``float``.  Negative ints are accepted on input
 and wrapped.  Calls use wasmtime's unchecked entry points: arguments and
 results are packed into a preallocated ``wasmtime_val_raw_t`` buffer with one
-precompiled ``struct`` per signature.
+precompiled ``struct`` per signature, and the entry point is called through a
+prototype without argument types over arguments each function builds once as
+ctypes objects (``_call_args``), after the test that the store is open.
 """
 
 from __future__ import annotations
