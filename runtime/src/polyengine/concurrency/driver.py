@@ -688,7 +688,7 @@ class _PendingHostCall:
         if self.settled:
             return
         self.settled = True
-        task = cast("asyncio.Task[Any]", self.task)  # the coroutine's own task
+        task: Any = self.task  # the coroutine's own asyncio.Task
         loop = task.get_loop()
         _leave_task(loop, task)
         try:

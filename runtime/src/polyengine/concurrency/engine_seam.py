@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from types import GeneratorType
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from polyengine.engine import (
     CoreFunc,
@@ -351,12 +351,12 @@ def builtin_host_func(
     """
     if kind in NONBLOCKING_KINDS and not defer:
 
-        def plain_entry(args: Sequence[CoreValue]) -> list[CoreVal]:
+        def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
             assert thread is not None, "a built-in was called outside any task"
-            out = fn(thread, list(args))
+            out: Any = fn(thread, list(args))
             assert not isinstance(out, GeneratorType), f"{kind} may block"
-            return cast("list[CoreVal]", out)
+            return out  # list[CoreVal]: a nonblocking kind never returns a generator
 
         return define_host_func(estore, params, results, plain_entry)
 

@@ -375,9 +375,10 @@ class Thread:
         if self.task.deliver_pending_cancel(cancellable):
             return Cancelled.TRUE
         if not (yielding or entering):
-            if ready_func() and self.store.policy.skip_block():
-                return Cancelled.FALSE
-            if not ready_func():
+            if ready_func():
+                if self.store.policy.skip_block():
+                    return Cancelled.FALSE
+            else:
                 self.check_may_block()
         self.start_waiting_internal(ready_func, yielded=yielding)
         return (yield from self.block_internal(cancellable))
