@@ -187,7 +187,10 @@ class ExportCall:
         args = "(" + "".join(f"{a}, " for a in names) + ")"
         run: Callable[[Sequence[Any]], Any] = general
         inline = InlineCall(names, [f"return general({args})"], {"general": general}, False)
-        scalar = None if post is not None else self._scalar(ro, callee, names)
+        # An export lifted in a nested instance enters its ancestors too (only
+        # the general path does that).
+        nested = len(ro.record.ci.entering_set(None)) > 1
+        scalar = None if post is not None or nested else self._scalar(ro, callee, names)
         if scalar is not None:
             guard, stores, core, env = scalar
             env["general"] = general
@@ -292,7 +295,30 @@ class ExportCall:
             finally:
                 ci.may_enter = True
 
-        return call
+        ancestors = tuple(a for a in ci.entering_set(None) if a is not ci)
+        if not ancestors:
+            return call
+
+        def call_nested(args: Sequence[Any]) -> Any:
+            """``call`` for an instance with ancestors: enter them all (``enter_from``)."""
+            if rec.poisoned is not None:
+                check_enter(rec, name)
+            for a in ancestors:
+                if not a.may_enter:
+                    raise Trap(
+                        f"cannot call {name}: component instance {a.name}, an ancestor of "
+                        f"{ci.name}, is already entered",
+                        code="cannot-enter",
+                    )
+            for a in ancestors:
+                a.may_enter = False
+            try:
+                return call(args)
+            finally:
+                for a in ancestors:
+                    a.may_enter = True
+
+        return call_nested
 
     def _scalar(
         self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
