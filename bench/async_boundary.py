@@ -10,6 +10,9 @@ Rows, all in one process on one asyncio loop (architecture.md §4):
   guest's fiber (``RETURNED``, no subtask); a coroutine's first step runs at
   once (eager start), so one that never awaits settles the same way, and
   only one that suspends costs a subtask, a task and a park of the guest.
+  The note gives the event-loop iterations per call (an untimed run with a
+  ticker task): a coroutine that settles after ``sleep(0)`` resumes the
+  guest from its task's last step, so one iteration (the sleep's own).
 * **park/resume**: a sync-lifted export calls a ``suspending()``-marked sync
   import whose coroutine the guest's fiber parks on. Time per guest call.
 * **sync export call**: ``await inst.exports.add(1, 2)`` on an instance that
@@ -261,6 +264,31 @@ async def nap_after_sleep(x: int) -> int:
     return x
 
 
+async def loop_iterations(n: int, call: Callable[[int], Awaitable[object]]) -> float:
+    """Event-loop iterations per guest call while ``call(n)`` runs (an untimed run).
+
+    A ticker task that yields once per iteration counts them (``asyncio.sleep(0)``
+    reschedules it for the next one).
+    """
+    ticks = 0
+    stop = False
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.get_running_loop().create_task(ticker())
+    await asyncio.sleep(0)
+    start = ticks
+    await call(n)
+    spent = ticks - start
+    stop = True
+    await counter
+    return spent / n
+
+
 @dataclass
 class Row:
     section: str
@@ -292,6 +320,7 @@ async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
                 assert await f(n) == expected
 
             t = await best_of(s.repeats, body)
+            iters = await loop_iterations(n, f)
         us = t / n * 1e6
         rows.append(
             Row(
@@ -299,7 +328,8 @@ async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
                 label,
                 us,
                 "us",
-                f"{1 / us * 1e3:7.1f} k/s, {us / ROUND_TRIP_TARGET_US:5.2f}x target",
+                f"{1 / us * 1e3:7.1f} k/s, {us / ROUND_TRIP_TARGET_US:5.2f}x target, "
+                f"{iters:.2f} loop it./call",
             )
         )
     return rows
@@ -321,6 +351,7 @@ async def park_rows(wasm: bytes, s: Settings) -> list[Row]:
                 assert await f(n) == expected
 
             t = await best_of(s.repeats, body)
+            iters = await loop_iterations(n, f)
         us = t / n * 1e6
         rows.append(
             Row(
@@ -328,7 +359,7 @@ async def park_rows(wasm: bytes, s: Settings) -> list[Row]:
                 label,
                 us,
                 "us",
-                f"{1 / us * 1e3:7.1f} k/s",
+                f"{1 / us * 1e3:7.1f} k/s, {iters:.2f} loop it./call",
             )
         )
     return rows
