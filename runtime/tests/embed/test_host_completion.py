@@ -167,3 +167,17 @@ async def test_a_value_that_cannot_be_lowered_after_the_await_traps(wat: Wat) ->
 
     with pytest.raises(Trap):
         await _round_trips(wat, get, 4)
+
+
+@aio
+async def test_the_host_task_shows_the_host_coroutine(wat: Wat) -> None:
+    shown: list[str] = []
+
+    async def get(x: int) -> int:
+        await asyncio.sleep(0)
+        shown.append(repr(asyncio.current_task()))
+        return x
+
+    assert await _round_trips(wat, get, 2) == 1
+    assert len(shown) == 2
+    assert all("name='get'" in r and ".get() running at" in r for r in shown), shown

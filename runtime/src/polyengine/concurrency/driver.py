@@ -809,6 +809,23 @@ class _Continuation:
     def __await__(self) -> Generator[Any, Any, Any]:
         raise TypeError("a host call continuation is run by its task, not awaited")
 
+    # what asyncio's task repr reads: the host coroutine's name, code and frame
+    @property
+    def __name__(self) -> str:
+        return str(getattr(self.coro, "__qualname__", None) or type(self.coro).__name__)
+
+    @property
+    def cr_code(self) -> Any:
+        return getattr(self.coro, "cr_code", None)
+
+    @property
+    def cr_frame(self) -> Any:
+        return getattr(self.coro, "cr_frame", None)
+
+    @property
+    def cr_running(self) -> bool:
+        return bool(getattr(self.coro, "cr_running", False))
+
     def _returned(self, value: Any) -> None:
         self.finished = True
         pending = self.pending
