@@ -90,7 +90,7 @@ BLOCKING_BUILTINS = frozenset(
 
 def get_handle(thread: Thread, i: int, kind: type[Any], what: str) -> Any:
     """``inst.handles.get(i)`` checked to be a ``kind`` (trap naming ``what`` otherwise)."""
-    e = thread.inst.handles.get(i)
+    e = thread.task.inst.ci.handles.get(i)  # thread.inst.handles, without the properties
     if not isinstance(e, kind):
         article = "an" if what[:1] in ("a", "e", "i", "o", "u") else "a"
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not {article} {what}")

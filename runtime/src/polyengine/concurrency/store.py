@@ -142,6 +142,8 @@ class InstanceState:
 
     def check_may_leave(self) -> None:
         """``trap_if(not inst.may_leave)`` at the top of every built-in."""
+        if self.ci.may_leave and self.poisoned is None:
+            return
         ctrap_if(not self.ci.may_leave, TrapCode.CANNOT_LEAVE)
         ctrap_if(self.poisoned is not None, TrapCode.POISONED, "component instance is poisoned")
 

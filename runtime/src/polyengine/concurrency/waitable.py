@@ -135,7 +135,15 @@ class WaitableSet:
         return self.get_pending_event(thread)
 
     def wait_for_event(self, thread: Thread, cancellable: bool) -> Suspends[EventTuple]:
-        return (yield from self.wait_for_event_and(thread, lambda: True, cancellable))
+        # wait_for_event_and with a condition that always holds, inlined
+        self.num_waiting += 1
+        try:
+            cancelled = yield from thread.wait_until(self.has_pending_event, cancellable)
+        finally:
+            self.num_waiting -= 1
+        if cancelled:
+            return (EventCode.TASK_CANCELLED, 0, 0)
+        return self.get_pending_event(thread)
 
     def poll(self, thread: Thread, cancellable: bool) -> EventTuple:
         if thread.task.deliver_pending_cancel(cancellable):
