@@ -66,3 +66,25 @@ def wat2wasm(wasm_tools: str) -> Callable[[str], bytes]:
 def wat2wasm_unchecked(wasm_tools: str) -> Callable[[str], bytes]:
     """Compile component text format to a binary without validating it."""
     return _compiler(wasm_tools, check=False)
+
+
+@pytest.fixture(scope="session")
+def wat(wasm_tools: str) -> Callable[[str], bytes]:
+    """Compile component text to a binary with ``wasm-tools parse`` (cached per text)."""
+    cache: dict[str, bytes] = {}
+
+    def compile_text(text: str) -> bytes:
+        found = cache.get(text)
+        if found is None:
+            proc = subprocess.run(
+                [wasm_tools, "parse", "-", "-o", "/dev/stdout"],
+                input=text.encode(),
+                capture_output=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise AssertionError(proc.stderr.decode())
+            found = cache[text] = proc.stdout
+        return found
+
+    return compile_text
