@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from polyengine_protocol import Trap
+from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap
 
-__all__ = ["Trap", "TrapCode", "trap", "trap_if"]
+__all__ = ["Trap", "TrapCode", "host_trap", "trap", "trap_if"]
 
 
 class TrapCode:
@@ -84,3 +84,23 @@ def range_trap(
             msg = f"{what} pointer/length out of bounds of memory ({detail})"
         trap(TrapCode.OUT_OF_BOUNDS, msg)
     raise AssertionError("range_trap called on a valid range")
+
+
+def host_trap(import_name: str, exc: BaseException) -> Trap:
+    """The trap for a trap ``exc`` that a host import raised (python-mapping.md §3).
+
+    Every trap from a host import names the import: the result is a
+    canonical ``Trap`` with the same code (``"unspecified"`` when ``exc``
+    carries no usable one, as a hand-rolled branded trap may not), the
+    message ``host import <import_name> trapped: <exc's message>``, and
+    ``exc`` as its ``__cause__``.
+    """
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        message = str(exc)
+    code = getattr(exc, "code", None)
+    if not isinstance(code, str) or not code:
+        code = UNSPECIFIED_TRAP_CODE
+    named = Trap(f"host import {import_name} trapped: {message}", code=code)
+    named.__cause__ = exc
+    return named

@@ -28,8 +28,9 @@ from contextlib import contextmanager
 from types import CoroutineType
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
+from polyengine.abi.trap import host_trap
 from polyengine.types.model import FuncType
-from polyengine_protocol import UNSPECIFIED_TRAP_CODE, is_trap
+from polyengine_protocol import is_trap
 
 from .lift import CanonLift, start_task
 from .store import InstanceState, Store
@@ -484,16 +485,8 @@ def host_import_trap(name: str, exc: BaseException) -> Trap:
     <type>: <message>`` with code ``host``. Either chains to ``exc``.
     """
     if is_trap(exc):
-        code = getattr(exc, "code", None)
-        message = getattr(exc, "message", None)
-        if not isinstance(message, str):
-            message = str(exc)
-        trap = Trap(
-            f"host import {name} trapped: {message}",
-            code=code if isinstance(code, str) and code else UNSPECIFIED_TRAP_CODE,
-        )
-    else:
-        trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
+        return host_trap(name, exc)
+    trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
     trap.__cause__ = exc
     return trap
 

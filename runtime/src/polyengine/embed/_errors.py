@@ -17,8 +17,9 @@ Three kinds of failure cross the boundary:
 
 from __future__ import annotations
 
+from polyengine.abi.trap import host_trap
 from polyengine.engine import CoreTrap
-from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap, is_trap, is_wasi_exit
+from polyengine_protocol import Trap, is_trap, is_wasi_exit
 
 __all__ = [
     "HostImportError",
@@ -46,26 +47,6 @@ def host_import_trap(import_name: str, exc: BaseException) -> Trap:
     trap = HostImportError(
         f"host import {import_name} raised {type(exc).__name__}: {exc}", code="host-import"
     )
-    trap.__cause__ = exc
-    return trap
-
-
-def host_trap(import_name: str, exc: BaseException) -> Trap:
-    """The trap for a trap ``exc`` that a host import raised (python-mapping.md §3).
-
-    Every trap from a host import names the import: the result is a
-    canonical ``Trap`` with the same code (``"unspecified"`` when ``exc``
-    carries no usable one, as a hand-rolled branded trap may not), the
-    message ``host import <import_name> trapped: <exc's message>``, and
-    ``exc`` as its ``__cause__``.
-    """
-    message = getattr(exc, "message", None)
-    if not isinstance(message, str):
-        message = str(exc)
-    code = getattr(exc, "code", None)
-    if not isinstance(code, str) or not code:
-        code = UNSPECIFIED_TRAP_CODE
-    trap = Trap(f"host import {import_name} trapped: {message}", code=code)
     trap.__cause__ = exc
     return trap
 
