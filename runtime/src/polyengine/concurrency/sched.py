@@ -26,7 +26,7 @@ files depend on that discipline; the seeded profile therefore keeps these
 rules and shuffles everything else:
 
 1. **No needless block.** A wait whose condition already holds returns
-   without blocking (:meth:`SchedulePolicy.skip_block` is always true).
+   without blocking (``Thread.wait_until`` does not draw the spec's coin).
    ``async/big-interleaving-test`` depends on it: stackful exports call
    ``waitable-set.wait`` with the event already pending and their async
    caller expects RETURNED, not STARTED.
@@ -158,11 +158,3 @@ class SchedulePolicy:
             heads.setdefault(id(t.inst), t)
         firsts = list(heads.values())
         return firsts[self._rng.randrange(len(firsts))]
-
-    def skip_block(self) -> bool:
-        """Whether a wait whose condition already holds returns without blocking.
-
-        Always, in both profiles (rule 1 of the module docs): the spec's
-        ``random.randint(0,1)`` in ``Thread.wait_until`` is not drawn.
-        """
-        return True

@@ -376,10 +376,8 @@ class Thread:
             return Cancelled.TRUE
         if not (yielding or entering):
             if ready_func():
-                if self.store.policy.skip_block():
-                    return Cancelled.FALSE
-            else:
-                self.check_may_block()
+                return Cancelled.FALSE  # never block when ready (rule 1 of .sched)
+            self.check_may_block()
         self.start_waiting_internal(ready_func, yielded=yielding)
         return (yield from self.block_internal(cancellable))
 
