@@ -159,6 +159,14 @@ class DirectSession(DirectBuffer):
     def run_view(self, mv: memoryview) -> int:
         raise NotImplementedError
 
+    def guest_transfer(self, peer: WritableGuestBuffer | ReadableGuestBuffer, n: int) -> None:
+        """Run the callback over ``n`` bytes of the guest buffer ``peer`` in place."""
+        cx = peer.cx
+        cx.refresh()
+        k = self.run_view(cx.mv[peer.ptr : peer.ptr + n])
+        peer.ptr += k
+        peer.progress += k
+
 
 class DirectWriteSession(DirectSession):
     """``write_direct``: the callback fills the reader's landing zone."""
@@ -173,11 +181,7 @@ class DirectWriteSession(DirectSession):
 
     def direct_transfer(self, peer: Any, n: int) -> None:
         if isinstance(peer, WritableGuestBuffer):
-            cx = peer.cx
-            cx.refresh()
-            k = self.run_view(cx.mv[peer.ptr : peer.ptr + n])
-            peer.ptr += k
-            peer.progress += k
+            self.guest_transfer(peer, n)
         else:
             assert isinstance(peer, HostWritableBuffer)
             scratch = bytearray(n)
@@ -201,11 +205,7 @@ class DirectReadSession(DirectSession):
 
     def direct_transfer(self, peer: Any, n: int) -> None:
         if isinstance(peer, ReadableGuestBuffer):
-            cx = peer.cx
-            cx.refresh()
-            k = self.run_view(cx.mv[peer.ptr : peer.ptr + n])
-            peer.ptr += k
-            peer.progress += k
+            self.guest_transfer(peer, n)
         else:
             assert isinstance(peer, HostReadableBuffer) and peer.is_bytes
             start = peer.progress
