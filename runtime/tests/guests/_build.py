@@ -175,27 +175,58 @@ def _wasm_tools_required() -> Path:
 
 _NPM_LOCK = threading.Lock()
 
+#: Written into ``node_modules`` after ``npm ci``: the sha-256 of the lock file it installed.
+LOCK_STAMP = ".polyengine-lock-sha256"
+
+
+def node_dir() -> Path:
+    """Where the JavaScript toolchains are installed.
+
+    ``$POLYENGINE_GUEST_NODE_DIR`` when set (``package.json`` and
+    ``package-lock.json`` are copied there, so CI installs from scratch in a
+    temporary folder), else ``runtime/tests/guests/node``.
+    """
+    configured = os.environ.get("POLYENGINE_GUEST_NODE_DIR")
+    return Path(configured).expanduser() if configured else NODE_DIR
+
+
+def _lock_digest() -> str:
+    return hashlib.sha256((NODE_DIR / "package-lock.json").read_bytes()).hexdigest()
+
 
 def node_modules() -> Path:
-    """``runtime/tests/guests/node/node_modules``, installed from the lock file on first use."""
+    """``node_modules`` of :func:`node_dir`, installed by ``npm ci`` when it is not current."""
     with _NPM_LOCK:
         return _node_modules_locked()
 
 
 def _node_modules_locked() -> Path:
-    modules = NODE_DIR / "node_modules"
-    marker = modules / "componentize-qjs" / "package.json"
-    if marker.is_file() and (modules / "@bytecodealliance" / "jco" / "package.json").is_file():
+    """Run ``npm ci`` unless ``node_modules`` was installed from the current lock file.
+
+    The stamp (:data:`LOCK_STAMP`) makes a ``node_modules`` left by an older
+    lock file, or by a hand-run ``npm install``, count as stale.
+    """
+    target = node_dir()
+    modules = target / "node_modules"
+    stamp = modules / LOCK_STAMP
+    digest = _lock_digest()
+    if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
         return modules
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
         raise ToolchainMissing("node/npm are not installed (needed for the JavaScript toolchains)")
+    if target != NODE_DIR:
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(NODE_DIR / name, target / name)
     try:
-        _run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR)
+        _run([npm, "ci", "--no-audit", "--no-fund"], cwd=target)
     except GuestBuildError as exc:
-        raise ToolchainMissing(f"npm ci in {NODE_DIR} failed (offline?): {exc}") from exc
-    if not marker.is_file():
-        raise ToolchainMissing(f"npm ci in {NODE_DIR} did not install componentize-qjs")
+        raise ToolchainMissing(f"npm ci in {target} failed (offline?): {exc}") from exc
+    for package in ("componentize-qjs", "@bytecodealliance/jco", "@bytecodealliance/componentize-js"):
+        if not (modules / package / "package.json").is_file():
+            raise ToolchainMissing(f"npm ci in {target} did not install {package}")
+    stamp.write_text(digest + "\n", encoding="utf-8")
     return modules
 
 
@@ -461,6 +492,7 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
         versions = [
             _npm_package_version(modules, "@bytecodealliance/componentize-js"),
             _npm_package_version(modules, "@bytecodealliance/wizer"),
+            _npm_package_version(modules, "@bytecodealliance/preview2-shim"),
             _tool_version([node_bin, "--version"]),
             "disable:" + ",".join(spec.disable),
         ]
