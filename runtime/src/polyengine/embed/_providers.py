@@ -70,8 +70,14 @@ class Imports:
     def require_interface(self, name: str, member: str) -> object:
         found = self.interface(name)
         if found is None:
+            hint = ""
+            if name.startswith("wasi:"):
+                hint = (
+                    "; WASI interfaces come from the polyengine-wasi package: pass"
+                    " imports={**polyengine_wasi.wasi(), ...}"
+                )
             raise MissingImportError(
                 f"no provider for interface {name!r} (needed for {name}#{member}); "
-                f"provided interfaces: {sorted(self._interfaces.keys()) or 'none'}"
+                f"provided interfaces: {sorted(self._interfaces.keys()) or 'none'}{hint}"
             )
         return found[1]
