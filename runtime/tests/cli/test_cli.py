@@ -153,6 +153,7 @@ def _cached_guests() -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.toolchain
 @pytest.mark.parametrize(
     "guest",
     _cached_guests()

@@ -673,6 +673,11 @@ def build_guest(name: str) -> Path:
     """pytest helper: the built component for guest ``name``, or ``pytest.skip`` with a reason."""
     import pytest
 
+    if os.environ.get("POLYENGINE_GUEST_BUILDS", "").lower() in ("off", "0", "no"):
+        pytest.fail(
+            f"guest {name} is needed, but POLYENGINE_GUEST_BUILDS=off: a test that uses a real"
+            " guest must carry the `toolchain` marker (`-m 'not toolchain'` deselects it)"
+        )
     try:
         return build(name)
     except ToolchainMissing as exc:

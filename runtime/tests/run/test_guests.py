@@ -10,6 +10,8 @@ import pytest
 
 from .conftest import load_guest_builder
 
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
 Runner = Callable[..., Any]
 
 
