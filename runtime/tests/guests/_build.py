@@ -175,6 +175,14 @@ def _wasm_tools_required() -> Path:
 
 _NPM_LOCK = threading.Lock()
 
+#: What ``npm ci`` must have installed for the JavaScript recipes.
+REQUIRED_NPM_PACKAGES = (
+    "componentize-qjs",
+    "@bytecodealliance/jco",
+    "@bytecodealliance/componentize-js",
+    "@bytecodealliance/preview2-shim",
+)
+
 #: Written into ``node_modules`` after ``npm ci``: the sha-256 of the lock file it installed.
 LOCK_STAMP = ".polyengine-lock-sha256"
 
@@ -223,7 +231,7 @@ def _node_modules_locked() -> Path:
         _run([npm, "ci", "--no-audit", "--no-fund"], cwd=target)
     except GuestBuildError as exc:
         raise ToolchainMissing(f"npm ci in {target} failed (offline?): {exc}") from exc
-    for package in ("componentize-qjs", "@bytecodealliance/jco", "@bytecodealliance/componentize-js"):
+    for package in REQUIRED_NPM_PACKAGES:
         if not (modules / package / "package.json").is_file():
             raise ToolchainMissing(f"npm ci in {target} did not install {package}")
     stamp.write_text(digest + "\n", encoding="utf-8")
