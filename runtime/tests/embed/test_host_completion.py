@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -82,6 +83,12 @@ async def _round_trips(wat: Wat, get: Callable[[int], Any], n: int = N) -> int:
     return result
 
 
+@pytest.mark.xfail(
+    sys.version_info >= (3, 12),
+    strict=True,
+    reason="on Python 3.12 and 3.13 each round trip after an await costs two loop"
+    " iterations (2N+1 measured), not one: the guest resumes one hop late",
+)
 @aio
 async def test_one_loop_iteration_per_round_trip_after_sleep0(wat: Wat) -> None:
     async def get(x: int) -> int:

@@ -62,6 +62,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeToolchain:
     tool = FakeToolchain()
     monkeypatch.setattr(_build, "_tool_fingerprint", tool.fingerprint)
     monkeypatch.setenv("POLYENGINE_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("POLYENGINE_GUEST_BUILDS", raising=False)
     return tool
 
 
@@ -184,3 +185,12 @@ def test_prune_keeps_only_current_artifacts(fake: FakeToolchain, tmp_path: Path)
     assert _build.prune(["fake"]) == [old]
     assert current.is_file()
     assert unrelated.is_file()
+
+
+def test_builds_off_fails_instead_of_building(
+    fake: FakeToolchain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POLYENGINE_GUEST_BUILDS", "off")
+    with pytest.raises(pytest.fail.Exception, match="toolchain` marker"):
+        _build.build_guest("fake")
+    assert fake.builds == 0

@@ -1,0 +1,63 @@
+;; Imports interface `test:demo/store` with a host resource `blob` (constructor, method `size`, static `kind`) and `take`/`give`; exports `run` and `round-trip`.
+;; Compile: wasm-tools parse store.wat -o store.wasm
+(component
+  (core module $libc
+    (memory (export "mem") 1)
+    (global $bump (mut i32) (i32.const 4096))
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
+      (local $r i32)
+      (if (i32.and (i32.ne (local.get 0) (i32.const 0)) (i32.le_u (local.get 3) (local.get 1)))
+        (then (return (local.get 0))))
+      (local.set $r
+        (i32.and
+          (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
+          (i32.sub (i32.const 0) (local.get 2))))
+      (global.set $bump (i32.add (local.get $r) (local.get 3)))
+      (if (i32.ne (local.get 0) (i32.const 0))
+        (then (memory.copy (local.get $r) (local.get 0) (local.get 1))))
+      (local.get $r)))
+  (core instance $libc (instantiate $libc))
+
+  (import "test:demo/store" (instance $s
+    (export "blob" (type $blob (sub resource)))
+    (export "[constructor]blob" (func (param "init" string) (result (own $blob))))
+    (export "[method]blob.size" (func (param "self" (borrow $blob)) (result u32)))
+    (export "[static]blob.kind" (func (result u32)))
+    (export "take" (func (param "b" (own $blob)) (result u32)))
+    (export "give" (func (result (own $blob))))))
+  (alias export $s "blob" (type $blob))
+  (alias export $s "[constructor]blob" (func $ctor))
+  (alias export $s "[method]blob.size" (func $size))
+  (alias export $s "[static]blob.kind" (func $kind))
+  (alias export $s "take" (func $take))
+  (alias export $s "give" (func $give))
+  (core func $drop (canon resource.drop $blob))
+  (core func $ctor (canon lower (func $ctor) (memory (core memory $libc "mem")) (realloc (core func $libc "realloc"))))
+  (core func $size (canon lower (func $size)))
+  (core func $kind (canon lower (func $kind)))
+  (core func $take (canon lower (func $take)))
+  (core func $give (canon lower (func $give)))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "h" "ctor" (func $ctor (param i32 i32) (result i32)))
+    (import "h" "size" (func $size (param i32) (result i32)))
+    (import "h" "kind" (func $kind (result i32)))
+    (import "h" "take" (func $take (param i32) (result i32)))
+    (import "h" "give" (func $give (result i32)))
+    (import "h" "drop" (func $drop (param i32)))
+    (func (export "run") (result i32) (local $h i32) (local $n i32)
+      (local.set $h (call $ctor (i32.const 0) (i32.const 5)))
+      (local.set $n (call $size (local.get $h)))
+      (call $drop (local.get $h))
+      (i32.add (local.get $n) (call $kind)))
+    (func (export "round-trip") (result i32)
+      (call $take (call $give)))
+    (data (i32.const 0) "hello"))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "h" (instance
+      (export "ctor" (func $ctor)) (export "size" (func $size)) (export "kind" (func $kind))
+      (export "take" (func $take)) (export "give" (func $give)) (export "drop" (func $drop))))))
+  (func (export "run") (result u32) (canon lift (core func $i "run")))
+  (func (export "round-trip") (result u32) (canon lift (core func $i "round-trip")))
+)
