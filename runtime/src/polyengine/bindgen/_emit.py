@@ -93,7 +93,7 @@ def _params(ft: FuncType, skip_self: bool) -> list[tuple[str, ValType]]:
     out: list[tuple[str, ValType]] = []
     for wit, t in params:
         py = snake(wit)
-        if py in ("self", "cls"):
+        if py in ("self", "cls", "l", "O", "I"):
             py += "_"
         if py in seen:
             raise NameCollisionError(f"two parameters become the Python name {py!r}")
@@ -373,7 +373,10 @@ class _Generator:
             world_text,
             *tail,
         ]
-        return self._header() + "\n\n".join(b.rstrip("\n") + "\n" for b in blocks)
+        body = "\n\n".join(b.rstrip("\n") + "\n" for b in blocks)
+        # isort's rule: two blank lines after the imports before a class or def, else one.
+        gap = "\n\n" if body.startswith(("class ", "def ", "async def ")) else "\n"
+        return self._header() + gap + body
 
     def _functions(self, world_cls: str) -> list[str]:
         leaves = world_leaves(self.plan)
@@ -471,7 +474,7 @@ class _Generator:
         lines.append("import polyengine")
         for src in sorted(first):
             lines.append(_from_import(src, first[src]))
-        return "\n".join(lines) + "\n\n\n"
+        return "\n".join(lines) + "\n"
 
 
 def _from_import(src: str, names: list[str]) -> str:
