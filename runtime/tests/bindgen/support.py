@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -51,7 +50,9 @@ def build_component(wasm_tools: str, wit: Path | str, world: str | None = None) 
 
 
 def bindings_text(data: bytes, source: str) -> str:
-    return generate(polyengine.translate(data).plan, Options(source, hashlib.sha256(data).hexdigest()))
+    return generate(
+        polyengine.translate(data).plan, Options(source, hashlib.sha256(data).hexdigest())
+    )
 
 
 def load_module(path: Path, name: str) -> ModuleType:

@@ -44,7 +44,7 @@ def test_golden_verifies_against_its_component(
     plan = polyengine.translate(golden_components[name]).plan
     module.verify(plan)
     module.verify(plan, strict=True)
-    assert module.WORLD_DIGEST == world_digest(plan)
+    assert world_digest(plan) == module.WORLD_DIGEST
 
 
 def test_goldens_are_ruff_clean() -> None:

@@ -11,6 +11,7 @@ is ``ruff`` clean as written.
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass, field
 
 from polyengine.bindgen._names import Namespace, pascal, snake
@@ -87,13 +88,18 @@ class _Out:
     used: set[str] = field(default_factory=set)
 
 
+_AVOID = frozenset({"self", "cls", "l", "O", "I", "match", "case", "type", "_"})
+
+
 def _params(ft: FuncType, skip_self: bool) -> list[tuple[str, ValType]]:
     params = list(ft.params[1:] if skip_self else ft.params)
     seen: set[str] = set()
     out: list[tuple[str, ValType]] = []
     for wit, t in params:
-        py = snake(wit)
-        if py in ("self", "cls", "l", "O", "I"):
+        # Parameters are positional-only, so their names are the bindings' own: the
+        # same on every Python version (``type`` is a soft keyword from 3.12 on).
+        py = wit.replace("-", "_")
+        if keyword.iskeyword(py) or py in _AVOID:
             py += "_"
         if py in seen:
             raise NameCollisionError(f"two parameters become the Python name {py!r}")
@@ -139,7 +145,9 @@ class _Generator:
                 self.res_owner[res.rt] = (iface, res)
                 base = pascal(res.wit_name)
                 cls = self.ns.claim(
-                    [base, pascal(iface.short) + base], ("res", res.rt), f"resource {res.wit_name!r}"
+                    [base, pascal(iface.short) + base],
+                    ("res", res.rt),
+                    f"resource {res.wit_name!r}",
                 )
                 self.res_class[res.rt] = cls
                 self.types.resources[res.rt] = self.ns.claim(
@@ -211,7 +219,7 @@ class _Generator:
         members: list[str] = []
         for fn in res.funcs:
             first = None
-            if fn.name.kind == "method" or fn.name.kind == "constructor":
+            if fn.name.kind in ("method", "constructor"):
                 first = "self"
             elif not guest:
                 first = "cls"
@@ -230,6 +238,14 @@ class _Generator:
 
     # -- providers and exports --------------------------------------------------------
 
+    def _resource_property(self, res: Resource) -> str:
+        """The provider (or exports) member holding a resource's class, by PascalCase name."""
+        rtype = self.types.resource(res.rt)
+        return (
+            "    @property\n"
+            f"    def {pascal(res.wit_name)}(self) -> type[{rtype}]: ...  # noqa: N802\n"
+        )
+
     def _interface_protocol(self, iface: Interface, name: str) -> str:
         guest = iface.direction == "export"
         members: list[str] = []
@@ -238,11 +254,7 @@ class _Generator:
                 rtype = self.plan.resources[res.rt] if res.rt < len(self.plan.resources) else None
                 if rtype is not None and rtype.import_path != (iface.key, res.wit_name):
                     continue
-            members.append(
-                "    @property\n"
-                f"    def {pascal(res.wit_name)}(self) -> type[{self.types.resource(res.rt)}]: ...  "
-                "# noqa: N802\n"
-            )
+            members.append(self._resource_property(res))
         for fn in iface.funcs:
             members.append(self._member(fn, guest=guest, first="self", self_rt=None))
         role = "Exports of" if guest else "Provider of"
@@ -273,11 +285,7 @@ class _Generator:
         top = self.world.world_export
         members: list[str] = []
         for res in top.resources:
-            members.append(
-                "    @property\n"
-                f"    def {pascal(res.wit_name)}(self) -> type[{self.types.resource(res.rt)}]: ...  "
-                "# noqa: N802\n"
-            )
+            members.append(self._resource_property(res))
         for fn in top.funcs:
             members.append(self._member(fn, guest=True, first="self", self_rt=None))
         if exported:
@@ -289,9 +297,7 @@ class _Generator:
                     f"    @{ov}\n"
                     + _def("    ", "def __getitem__", ["self", f"key: {lit}", "/"], name, None)
                 )
-            members.append(
-                f"    @{ov}\n    def __getitem__(self, key: str, /) -> object: ...\n"
-            )
+            members.append(f"    @{ov}\n    def __getitem__(self, key: str, /) -> object: ...\n")
             members.append("    def __getitem__(self, key: str, /) -> object: ...\n")
         doc = '    """The component\'s exports (``instance.exports``)."""\n'
         body = "\n".join(members)
@@ -311,13 +317,12 @@ class _Generator:
                 f"        return self.exports[{q(iface.key)}]\n"
             )
         doc = (
-            f'    """An instance of this world: ``exports`` typed, '
-            f'``close()`` and ``with`` release it."""\n'
+            '    """An instance of this world: ``exports`` typed, '
+            '``close()`` and ``with`` release it."""\n'
         )
         body = "\n".join(props)
-        return (
-            f"class {cls}({self.use('WorldInstance')}[Exports]):\n{doc}"
-            + (f"\n{body}" if body else "")
+        return f"class {cls}({self.use('WorldInstance')}[Exports]):\n{doc}" + (
+            f"\n{body}" if body else ""
         )
 
     # -- the module -------------------------------------------------------------------
@@ -405,7 +410,8 @@ class _Generator:
         inst = self.use("Instance")
         bind = (
             f"def bind(instance: {inst}, /) -> {world_cls}:\n"
-            '    """View an instance through these bindings, UNCHECKED (call ``verify`` first)."""\n'
+            '    """View an instance through these bindings, UNCHECKED '
+            '(call ``verify`` first)."""\n'
             f"    return {world_cls}(instance)\n"
         )
         no_imports = not self.world.world_import.has_leaves() and not any(
@@ -421,8 +427,10 @@ class _Generator:
                 "    }\n"
             )
         if merge:
-            merge += "    provided.update(imports or {})\n" if no_imports else (
-                "    provided.update(imports)\n"
+            merge += (
+                "    provided.update(imports or {})\n"
+                if no_imports
+                else ("    provided.update(imports)\n")
             )
             call_imports = "provided"
         else:

@@ -9,7 +9,15 @@ from __future__ import annotations
 from polyengine.embed._names import FuncName, field_key, parse_func_name, pascal, snake
 from polyengine.errors import NameCollisionError
 
-__all__ = ["FuncName", "NameCollisionError", "Namespace", "field_key", "parse_func_name", "pascal", "snake"]
+__all__ = [
+    "FuncName",
+    "NameCollisionError",
+    "Namespace",
+    "field_key",
+    "parse_func_name",
+    "pascal",
+    "snake",
+]
 
 
 class Namespace:

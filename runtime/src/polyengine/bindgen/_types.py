@@ -199,9 +199,12 @@ class TypeSpeller:
                 return self._flags(name, labels)
             case Enum(labels):
                 lit = self.use("Literal")
-                return wrap_items(
-                    f"{name}: {self.use('TypeAlias')} = {lit}[", [q(x) for x in labels], "]"
-                ) + "\n"
+                return (
+                    wrap_items(
+                        f"{name}: {self.use('TypeAlias')} = {lit}[", [q(x) for x in labels], "]"
+                    )
+                    + "\n"
+                )
             case Variant(cases):
                 lit = self.use("Literal")
                 blocks: list[str] = []
@@ -210,10 +213,10 @@ class TypeSpeller:
                     cname = self.ns.claim(
                         [name + pascal(c.label)], ("case", t, c.label), f"case {c.label!r}"
                     )
-                    fields = [("kind", f"{lit}[{q(c.label)}]")]
+                    members = [("kind", f"{lit}[{q(c.label)}]")]
                     if c.t is not None:
-                        fields.append(("value", self.spell(c.t)))
-                    blocks.append(self._typed_dict(cname, fields))
+                        members.append(("value", self.spell(c.t)))
+                    blocks.append(self._typed_dict(cname, members))
                     parts.append(cname)
                 alias = wrap_union(f"{name}: {self.use('TypeAlias')} = ", parts) + "\n"
                 return "\n\n".join([*blocks, alias])
