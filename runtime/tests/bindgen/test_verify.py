@@ -11,8 +11,8 @@ from types import ModuleType
 import pytest
 
 import polyengine
-from polyengine.translate import Plan
 from polyengine.bindings import WorldMismatchError, verify_world, world_digest, world_leaves
+from polyengine.translate import Plan
 
 from .support import EXPECTED, GOLDEN, bindings_text, load_module
 
