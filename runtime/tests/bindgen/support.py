@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 import polyengine
-from polyengine.bindgen import Options, generate
+from polyengine.bindgen import Options, generate, generate_stubs
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -53,6 +53,11 @@ def bindings_text(data: bytes, source: str) -> str:
     return generate(
         polyengine.translate(data).plan, Options(source, hashlib.sha256(data).hexdigest())
     )
+
+
+def stubs_text(data: bytes, source: str, module: str) -> str:
+    plan = polyengine.translate(data).plan
+    return generate_stubs(plan, Options(source, hashlib.sha256(data).hexdigest()), module)
 
 
 def load_module(path: Path, name: str) -> ModuleType:

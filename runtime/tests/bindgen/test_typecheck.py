@@ -1,6 +1,7 @@
 """The goldens and host code written against them, under ``mypy --strict`` and pyright.
 
-Every expected module and every ``hosts/*_host.py`` must pass both checkers;
+Every expected module, its provider skeleton (``--stubs``) and every
+``hosts/*_host.py`` must pass both checkers;
 every ``hosts/bad_*.py`` must be rejected by both, on exactly the lines
 marked ``# expect-error`` (python-mapping.md §7: generated code passes
 ``mypy --strict``; bindgen.md §4: negative type tests).
@@ -16,20 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from .support import EXPECTED, GOLDEN_NAMES, HOSTS, tool
+from .support import EXPECTED, GOLDEN_NAMES, HOSTS, stubs_text, tool
 
 MARK = "# expect-error"
 
 
 @pytest.fixture(scope="module")
-def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, set[int]]]:
+def checked(
+    tmp_path_factory: pytest.TempPathFactory, golden_components: dict[str, bytes]
+) -> dict[str, dict[str, set[int]]]:
     """``{checker: {file name: lines with errors}}`` over one copy of goldens and hosts."""
     mypy, pyright = tool("mypy"), tool("pyright")
     work = tmp_path_factory.mktemp("typecheck")
+    golden = golden_components
     for name in GOLDEN_NAMES:
         shutil.copy(EXPECTED / f"{name}_bindings.py", work)
     for host in HOSTS.glob("*.py"):
         shutil.copy(host, work)
+    for name in GOLDEN_NAMES:
+        stubs = stubs_text(golden[name], f"{name}.wasm", f"{name}_bindings")
+        (work / f"{name}_stubs.py").write_text(stubs)
     files = sorted(p.name for p in work.glob("*.py"))
     python = str(Path(mypy).with_name("python"))
     out: dict[str, dict[str, set[int]]] = {"mypy": {}, "pyright": {}}
@@ -60,7 +67,9 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, set
     return out
 
 
-CLEAN = [f"{n}_bindings.py" for n in GOLDEN_NAMES] + sorted(p.name for p in HOSTS.glob("*_host.py"))
+CLEAN = [f"{n}_{kind}.py" for n in GOLDEN_NAMES for kind in ("bindings", "stubs")] + sorted(
+    p.name for p in HOSTS.glob("*_host.py")
+)
 BAD = sorted(p.name for p in HOSTS.glob("bad_*.py"))
 
 

@@ -134,6 +134,7 @@ class _Generator:
         self.ns = Namespace("the bindings module", _RESERVED)
         self.types = TypeSpeller(self.world, self.ns, self.use)
         self.with_ = dict(opts.with_)
+        self.stub = False
         self.res_class: dict[int, str] = {}
         self.res_owner: dict[int, tuple[Interface, Resource]] = {}
         for iface in self.world.all():
@@ -192,7 +193,11 @@ class _Generator:
         ret, raises = self._result(fn.type, wide=not guest, self_rt=self_rt)
         if not guest and fn.type.is_async:
             ret = f"{self.use('Awaitable')}[{ret}] | {ret}"
-        body = None if raises is None else f'{indent}    """{raises}"""\n{indent}    ...\n'
+        doc = "" if raises is None else f'{indent}    """{raises}"""\n'
+        if self.stub:
+            body: str | None = f"{doc}{indent}    raise NotImplementedError\n"
+        else:
+            body = None if raises is None else f"{doc}{indent}    ...\n"
         if kind == "constructor":
             return _def(indent, "def __init__", ps, "None", body)
         head = ("async def " if guest else "def ") + snake(fn.name.name)
@@ -483,6 +488,121 @@ class _Generator:
         for src in sorted(first):
             lines.append(_from_import(src, first[src]))
         return "\n".join(lines) + "\n"
+
+
+class _Stubs(_Generator):
+    """A provider skeleton: a class per import interface and host resource, typed by
+    the bindings module (imported as ``_b``), every body ``raise NotImplementedError``."""
+
+    def __init__(self, plan: Plan, opts: Options, module: str) -> None:
+        super().__init__(plan, opts)
+        self.module = module
+        self.stub = True
+        sp = self.types
+        sp.reference_only = True
+        for iface in self.world.all():
+            for _, t in iface.types:
+                if t in sp.names:
+                    sp.named(t)
+        sp.names = {t: f"_b.{n}" for t, n in sp.names.items()}
+        sp.resources = {rt: f"_b.{cls}" for rt, cls in self.res_class.items()}
+        self.local = Namespace("the skeleton", ("annotations", "_b", "imports", *_SOURCES))
+
+    def skeleton(self) -> str:
+        blocks: list[str] = []
+        impl: dict[int, str] = {}
+        for rt in sorted(self.res_owner):
+            iface, res = self.res_owner[rt]
+            if iface.direction != "import":
+                continue
+            name = self.local.claim(
+                [f"{pascal(iface.short)}{pascal(res.wit_name)}"], ("res", rt), res.wit_name
+            )
+            impl[rt] = name
+            members = [
+                self._member(
+                    fn,
+                    guest=False,
+                    first="self" if fn.name.kind in ("method", "constructor") else "cls",
+                    self_rt=rt,
+                )
+                for fn in res.funcs
+            ]
+            doc = f'    """Resource ``{res.wit_name}`` of ``{iface.key or "the world"}``."""\n'
+            body = "\n".join(members)
+            blocks.append(f"class {name}:\n{doc}" + (f"\n{body}" if body else ""))
+        entries: list[str] = []
+        for iface in self.world.imports:
+            if iface.key in self.with_ or not iface.has_leaves():
+                continue
+            assert iface.key is not None
+            name = self.local.claim(
+                [pascal(iface.short) + "Provider", pascal(iface.short) + "ImportProvider"],
+                ("provider", iface.key),
+                iface.key,
+            )
+            members = []
+            for res in iface.resources:
+                cls = impl.get(res.rt)
+                rtype = self.plan.resources[res.rt] if res.rt < len(self.plan.resources) else None
+                if (
+                    cls is not None
+                    and rtype is not None
+                    and rtype.import_path
+                    == (
+                        iface.key,
+                        res.wit_name,
+                    )
+                ):
+                    members.append(f"    {pascal(res.wit_name)} = {cls}\n")
+            for fn in iface.funcs:
+                members.append(self._member(fn, guest=False, first="self", self_rt=None))
+            doc = f'    """Provider of ``{iface.key}``."""\n'
+            blocks.append(f"class {name}:\n{doc}\n" + "\n".join(members))
+            entries.append(f"        {q(iface.key)}: {name}(),\n")
+        top = self.world.world_import
+        for res in top.resources:
+            cls = impl.get(res.rt)
+            if cls is not None:
+                entries.append(f"        {q(pascal(res.wit_name))}: {cls},\n")
+        for fn in top.funcs:
+            py = self.local.claim([snake(fn.name.name)], ("func", fn.wit_name), fn.wit_name)
+            blocks.append(self._member(fn, guest=False, first=None, self_rt=None, indent=""))
+            entries.append(f"        {q(snake(fn.name.name))}: {py},\n")
+        doc = '    """The imports mapping for ``instantiate``."""\n'
+        ret = "    return {}\n" if not entries else f"    return {{\n{''.join(entries)}    }}\n"
+        blocks.append(f"def imports() -> _b.Imports:\n{doc}{ret}")
+        head = [
+            f"# Provider skeleton by `polyengine bindgen --stubs` (format {FORMAT}).",
+            f"# Source: {self.opts.source}",
+            f'"""Providers for the imports of {self.opts.source}: fill in the bodies."""',
+            "",
+            "from __future__ import annotations",
+            "",
+        ]
+        stdlib: dict[str, list[str]] = {}
+        first: dict[str, list[str]] = {}
+        for name in sorted(self.out.used):
+            src = _SOURCES[name]
+            (first if src.startswith("polyengine") else stdlib).setdefault(src, []).append(name)
+        for src in sorted(stdlib):
+            head.append(_from_import(src, stdlib[src]))
+        if stdlib:
+            head.append("")
+        tail = [_from_import(src, first[src]) for src in sorted(first)]
+        head.extend(sorted([f"import {self.module} as _b", *tail], key=_isort_key))
+        body = "\n\n".join(b.rstrip("\n") + "\n" for b in blocks)
+        return "\n".join(head) + "\n\n\n" + body
+
+
+def _isort_key(line: str) -> tuple[str, str]:
+    words = line.split()
+    return (words[1].lower(), line)
+
+
+def generate_stubs(plan: Plan, opts: Options, module: str) -> str:
+    """A provider skeleton for ``plan``'s imports, typed by the bindings module ``module``."""
+    return _Stubs(plan, opts, module).skeleton()
 
 
 def _from_import(src: str, names: list[str]) -> str:

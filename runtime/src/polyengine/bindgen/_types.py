@@ -88,6 +88,8 @@ class TypeSpeller:
         self.resources: dict[int, str] = {}
         self.definitions: list[str] = []
         self._done: set[ValType] = set()
+        #: Only spell names, define nothing (a provider skeleton imports the definitions).
+        self.reference_only = False
         self._anon = 0
         for iface in world.all():
             for wit_name, t in iface.types:
@@ -184,7 +186,7 @@ class TypeSpeller:
             self._anon += 1
             name = self.ns.claim([f"Anonymous{self._anon}"], ("type", t), "an unnamed type")
             self.names[t] = name
-        if t not in self._done:
+        if t not in self._done and not self.reference_only:
             self._done.add(t)
             self.definitions.append(self._define(name, t))
         return name
