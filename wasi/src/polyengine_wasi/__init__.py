@@ -39,6 +39,7 @@ from ._udp import OutgoingDatagramStream as OutgoingDatagramStream
 from ._udp import UdpSocket as UdpSocket
 from ._wasi import PreopenSpec as PreopenSpec
 from ._wasi import wasi as wasi
+from ._http import http as http
 
 __version__ = "0.1.0"
 
@@ -64,4 +65,5 @@ __all__ = [
     "is_exit_error",
     "poll",
     "wasi",
+    "http",
 ]
