@@ -350,7 +350,9 @@ class App:
                 if started:
                     raise _Aborted("the request timed out") from None
                 await _error_page(send)
-        except _Aborted:
+            if not call.done() or call.cancelled() or call.exception() is not None:
+                slot.broken = True
+        except BaseException:
             slot.broken = True
             raise
         finally:
@@ -364,7 +366,6 @@ class App:
             failure = call.exception()
             if failure is not None:
                 self._log(f"error: {failure}")
-                _mark_broken(call)
             else:
                 self._log("error: guest never invoked `response-outparam::set` method")
             await _error_page(send)
@@ -456,10 +457,6 @@ class App:
             names = {k for k, _ in self.headers}
             raw = [(k, v) for k, v in raw if k.lower() not in names] + self.headers
         return [(k.decode("latin-1"), bytes(v)) for k, v in raw]
-
-
-def _mark_broken(call: asyncio.Future[Any]) -> None:
-    return None
 
 
 async def call_quietly(call: asyncio.Future[Any]) -> None:
