@@ -26,6 +26,7 @@ from ._exit import ExitError as ExitError
 from ._exit import is_exit_error as is_exit_error
 from ._filesystem import Descriptor as Descriptor
 from ._filesystem import DirectoryEntryStream as DirectoryEntryStream
+from ._http import http as http
 from ._kernel import Pollable as Pollable
 from ._kernel import poll as poll
 from ._net import Network as Network
@@ -39,7 +40,6 @@ from ._udp import OutgoingDatagramStream as OutgoingDatagramStream
 from ._udp import UdpSocket as UdpSocket
 from ._wasi import PreopenSpec as PreopenSpec
 from ._wasi import wasi as wasi
-from ._http import http as http
 
 __version__ = "0.1.0"
 

@@ -140,7 +140,7 @@ class BodyChannel:
         return True
 
     def wait(self) -> Awaitable[None]:
-        if self._failed is not None or self._pending < self._limit:
+        if self._failed is not None or self._pending == 0:
             return _nothing()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_future()
