@@ -243,6 +243,7 @@ class App:
         request_timeout: float | None = None,
         headers: Sequence[tuple[str, str]] = (),
         log: Callable[[str], None] | None = None,
+        max_concurrent_requests: int | None = None,
     ) -> None:
         self._component = component
         self._artifacts: Artifacts | None = None
@@ -259,6 +260,9 @@ class App:
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
         self.requests = 0
+        self._admission = (
+            asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
+        )
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -303,7 +307,11 @@ class App:
         elif kind == "http":
             if self._pool is None:
                 await self.startup()
-            await self._http(scope, receive, send)
+            if self._admission is None:
+                await self._http(scope, receive, send)
+            else:
+                async with self._admission:
+                    await self._http(scope, receive, send)
         else:
             raise ValueError(f"polyengine.asgi.App serves http scopes, not {kind!r}")
 

@@ -15,10 +15,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    from polyengine.cli import _run, _translate
+    from polyengine.cli import _run, _serve, _translate
 
     _run.register(verbs)
     _translate.register(verbs)
+    _serve.register(verbs)
     return parser
 
 
