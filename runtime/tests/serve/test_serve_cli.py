@@ -181,3 +181,45 @@ def test_same_answers_as_wasmtime_serve(tmp_path: Path, guest: Guest, name: str)
         with server(command) as (host, port, _):
             answers.append([_comparable(fetch(host, port, m, p, b)) for m, p, b in requests])
     assert answers[0] == answers[1]
+
+
+def test_log_lines_are_prefixed_per_instance() -> None:
+    import io
+
+    from polyengine.asgi import _PrefixedLog
+
+    target = io.BytesIO()
+    log = _PrefixedLog(b"stdout [3] :: ", lambda: target)
+    log.write(b"one\ntw")
+    log.write(b"o\n\nthree")
+    prefix = b"stdout [3] :: "
+    assert target.getvalue() == prefix + b"one\n" + prefix + b"two\n" + prefix + b"\n" + prefix + b"three"
+
+
+def test_options_parse_headers_env_and_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from polyengine.cli._serve import _options, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    header_file = tmp_path / "headers.txt"
+    header_file.write_text("x-a: 1\n\nx-b:  two\n")
+    monkeypatch.setenv("FROM_HOST", "yes")
+    args = parser.parse_args([
+        "serve", "-H", "x-c: 3", "-H", f"@{header_file}", "--env", "K=V", "--env", "FROM_HOST",
+        "--dir", f"{tmp_path}::/data", "-S", "cli", "--idle-instance-timeout", "250ms",
+        "x.wasm",
+    ])
+    options = _options(args)
+    assert options["headers"] == [("x-c", "3"), ("x-a", "1"), ("x-b", "two")]
+    assert options["env"] == [("K", "V"), ("FROM_HOST", "yes")]
+    assert options["preopens"] == [(str(tmp_path), "/data")]
+    assert options["idle_timeout"] == 0.25
+    assert options["addr"] == ("127.0.0.1", 8080)
+    assert options["network"] is False
+    bad = parser.parse_args(["serve", "-S", "bogus", "x.wasm"])
+    with pytest.raises(ValueError, match="unknown WASI option"):
+        _options(bad)
