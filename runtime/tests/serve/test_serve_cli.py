@@ -193,7 +193,8 @@ def test_log_lines_are_prefixed_per_instance() -> None:
     log.write(b"one\ntw")
     log.write(b"o\n\nthree")
     prefix = b"stdout [3] :: "
-    assert target.getvalue() == prefix + b"one\n" + prefix + b"two\n" + prefix + b"\n" + prefix + b"three"
+    lines = [b"one\n", b"two\n", b"\n", b"three"]
+    assert target.getvalue() == b"".join(prefix + line for line in lines)
 
 
 def test_options_parse_headers_env_and_dirs(
