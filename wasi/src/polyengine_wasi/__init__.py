@@ -26,6 +26,7 @@ from ._exit import ExitError as ExitError
 from ._exit import is_exit_error as is_exit_error
 from ._filesystem import Descriptor as Descriptor
 from ._filesystem import DirectoryEntryStream as DirectoryEntryStream
+from ._http import http as http
 from ._kernel import Pollable as Pollable
 from ._kernel import poll as poll
 from ._net import Network as Network
@@ -64,4 +65,5 @@ __all__ = [
     "is_exit_error",
     "poll",
     "wasi",
+    "http",
 ]

@@ -15,12 +15,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    from polyengine.cli import _bindgen, _run, _translate, _wit
+    from polyengine.cli import _bindgen, _run, _serve, _translate, _wit
 
     _run.register(verbs)
     _translate.register(verbs)
     _bindgen.register(verbs)
     _wit.register(verbs)
+    _serve.register(verbs)
     return parser
 
 

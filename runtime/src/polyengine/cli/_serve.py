@@ -1,0 +1,318 @@
+"""``polyengine serve``: serve a wasi:http proxy component over HTTP/1.1.
+
+Mirrors ``wasmtime serve`` (http-serve.md §6): its reuse, concurrency and
+idle-timeout flags, ``-H``, ``--dir``/``--env``/``-S``, the ``Serving HTTP
+on http://ADDR/`` line on stderr, ``stdout [N] :: `` log prefixes,
+``INSTANCE_ID`` in each instance's environment, and a graceful shutdown on
+ctrl-c or a connection to ``--shutdown-addr``. The default address is
+127.0.0.1:8080 (loopback: the server is not hardened). ``--workers N``
+runs N processes, each with its own SO_REUSEPORT listener (TCP_NODELAY).
+Needs the ``serve`` extra (uvicorn, aiohttp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "serve_command", "parse_duration", "listener"]
+
+INSTALL_HINT = (
+    "polyengine serve needs the serve extra: pip install 'polyengine[serve]' "
+    "(it installs uvicorn and aiohttp)"
+)
+
+_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "μs": 1e-6, "ns": 1e-9}
+
+
+def parse_duration(text: str) -> float:
+    """``1s``, ``500ms``, ``10us``, ``5ns`` or a bare number of seconds."""
+    found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(s|ms|us|μs|ns)?\s*", text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1s, 500ms)")
+    return float(found.group(1)) * _UNITS[found.group(2) or ""]
+
+
+def _addr(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid socket address {text!r} (HOST:PORT)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` verb."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a wasi:http proxy component over HTTP",
+        description="Serve a wasi:http 0.2 proxy component (like wasmtime serve). "
+        f"{INSTALL_HINT}.",
+    )
+    p.add_argument("component", type=Path, help="the component binary (.wasm)")
+    p.add_argument("--addr", type=_addr, default=("127.0.0.1", 8080), metavar="SOCKADDR",
+                   help="address to listen on (default 127.0.0.1:8080)")
+    p.add_argument("--shutdown-addr", type=_addr, default=None, metavar="SOCKADDR",
+                   help="a connection to this address starts a graceful shutdown")
+    p.add_argument("--no-logging-prefix", action="store_true",
+                   help="no 'stdout [N] :: ' prefixes on the guests' output")
+    p.add_argument("--max-instance-reuse-count", type=int, default=None, metavar="N",
+                   help="requests per instance before it is dropped (0.2 default: 1)")
+    p.add_argument("--max-instance-concurrent-reuse-count", type=int, default=None,
+                   metavar="N", help="concurrent requests per instance (no effect on 0.2)")
+    p.add_argument("--idle-instance-timeout", type=parse_duration, default=1.0,
+                   metavar="DURATION", help="how long an idle instance is kept (default 1s)")
+    p.add_argument("-H", "--header", action="append", default=[], metavar="HEADER",
+                   help="'name: value' to set on every request, or @FILE (one per line)")
+    p.add_argument("--max-concurrent-requests", type=int, default=1000, metavar="N")
+    p.add_argument("--max-concurrent-connections", type=int, default=1000, metavar="N")
+    p.add_argument("--dir", action="append", default=[], metavar="HOST[::GUEST]",
+                   help="grant a host directory to the guest")
+    p.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="set (or, without a value, inherit) a guest environment variable")
+    p.add_argument("-S", dest="wasi_options", action="append", default=[], metavar="OPT",
+                   help="WASI options: cli (always on), inherit-network (sockets and "
+                   "outgoing HTTP)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="serving processes, each with its own SO_REUSEPORT listener")
+    p.add_argument("--prewarm", type=int, default=0, metavar="N",
+                   help="instances kept instantiated ahead of requests")
+    p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
+                   help="answer 500 (or cut the response) after this long")
+    p.set_defaults(func=serve_command)
+
+
+def _headers(items: list[str]) -> list[tuple[str, str]]:
+    from polyengine_wasi._http._fields import valid_name, valid_value
+
+    lines: list[str] = []
+    for item in items:
+        if item.startswith("@"):
+            text = Path(item[1:]).read_text()
+            lines.extend(line for line in text.splitlines() if line.strip())
+        else:
+            lines.append(item)
+    out: list[tuple[str, str]] = []
+    for line in lines:
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.lstrip()
+        if not sep:
+            raise ValueError(f"header `{line}` is missing `:`")
+        if not valid_name(name):
+            raise ValueError(f"invalid header name in header `{line}`")
+        if not valid_value(value.encode()):
+            raise ValueError(f"invalid header value in header `{line}`")
+        out.append((name, value))
+    return out
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    network = False
+    for option in args.wasi_options:
+        for item in option.split(","):
+            key, _, value = item.strip().partition("=")
+            enabled = value.lower() not in ("n", "no", "false", "0")
+            if key in ("inherit-network", "network", "http"):
+                network = enabled
+            elif key not in ("cli", "tcp", "udp", "allow-ip-name-lookup", "inherit-env"):
+                raise ValueError(f"unknown WASI option -S {item!r}")
+    env: list[tuple[str, str]] = []
+    for item in args.env:
+        name, eq, value = item.partition("=")
+        if not name:
+            raise ValueError(f"--env {item!r}: expected NAME=VALUE or NAME")
+        if eq:
+            env.append((name, value))
+        elif name in os.environ:
+            env.append((name, os.environ[name]))
+    preopens: list[tuple[str, str]] = []
+    for item in args.dir:
+        host, sep, guest = item.partition("::")
+        guest = guest if sep else host
+        if not os.path.isdir(host):
+            raise ValueError(f"--dir {item!r}: {host} is not a directory")
+        preopens.append((host, guest))
+    return {
+        "component": str(args.component),
+        "addr": args.addr,
+        "shutdown_addr": args.shutdown_addr,
+        "log_prefix": not args.no_logging_prefix,
+        "reuse": args.max_instance_reuse_count,
+        "concurrent_reuse": args.max_instance_concurrent_reuse_count,
+        "idle_timeout": args.idle_instance_timeout,
+        "headers": _headers(args.header),
+        "max_requests": args.max_concurrent_requests,
+        "max_connections": args.max_concurrent_connections,
+        "env": env,
+        "preopens": preopens,
+        "network": network,
+        "workers": max(1, args.workers),
+        "prewarm": max(0, args.prewarm),
+        "request_timeout": args.request_timeout,
+    }
+
+
+def listener(addr: tuple[str, int], *, reuse_port: bool, listen: bool = True) -> socket.socket:
+    """A TCP listener created with ``IPPROTO_TCP``, so asyncio sets TCP_NODELAY."""
+    family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(addr)
+    if listen:
+        sock.listen(100)
+        sock.setblocking(False)
+    return sock
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """``polyengine serve``; returns the exit status."""
+    try:
+        import aiohttp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print(f"error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    try:
+        options = _options(args)
+        data = Path(options["component"]).read_bytes()
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from polyengine import TranslationError, translate
+
+    try:
+        translate(data)
+    except TranslationError as exc:
+        print(f"error: {options['component']}: {exc}", file=sys.stderr)
+        return 1
+    workers = options["workers"]
+    try:
+        sock = listener(options["addr"], reuse_port=workers > 1, listen=workers == 1)
+    except OSError as exc:
+        print(f"error: cannot listen on {options['addr'][0]}:{options['addr'][1]}: {exc}",
+              file=sys.stderr)
+        return 1
+    host, port = sock.getsockname()[:2]
+    options["addr"] = (host, port)
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if workers == 1:
+        print(f"Serving HTTP on http://{shown}/", file=sys.stderr, flush=True)
+        return _serve(options, sock)
+    # The parent holds the port bound (not listening); each worker listens on its own.
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(options,), daemon=False) for _ in range(workers)]
+    for proc in procs:
+        proc.start()
+    print(f"Serving HTTP on http://{shown}/", file=sys.stderr, flush=True)
+    try:
+        for proc in procs:
+            proc.join()
+    except KeyboardInterrupt:
+        for proc in procs:
+            proc.join()
+    finally:
+        sock.close()
+    return max((proc.exitcode or 0) for proc in procs)
+
+
+def _worker(options: dict[str, Any]) -> None:
+    sock = listener(options["addr"], reuse_port=True)
+    raise SystemExit(_serve(options, sock))
+
+
+def _serve(options: dict[str, Any], sock: socket.socket) -> int:
+    import uvicorn
+
+    from polyengine._http_transport import AiohttpTransport
+    from polyengine.asgi import App, default_imports
+
+    transport = AiohttpTransport() if options["network"] else None
+    app = App(
+        Path(options["component"]).read_bytes(),
+        default_imports(
+            transport=transport,
+            env=options["env"],
+            preopens=options["preopens"],
+            network=options["network"],
+            log_prefix=options["log_prefix"],
+        ),
+        reuse=options["reuse"],
+        concurrent_reuse=options["concurrent_reuse"],
+        idle_timeout=options["idle_timeout"],
+        prewarm=options["prewarm"],
+        request_timeout=options["request_timeout"],
+        headers=options["headers"],
+        max_concurrent_requests=options["max_requests"],
+    )
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=options["max_connections"],
+        timeout_graceful_shutdown=None,
+        server_header=False,
+        date_header=True,
+    )
+    server = _Server(config)
+
+    async def main() -> None:
+        watcher = None
+        if options["shutdown_addr"] is not None:
+            watcher = asyncio.ensure_future(_shutdown_listener(options["shutdown_addr"], server))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            if transport is not None:
+                await transport.close()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return 0
+
+
+class _Server:
+    """uvicorn's server, announcing the drain the way wasmtime does."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                if not self.should_exit:
+                    print(
+                        "Waiting for child tasks to exit, ctrl-c again to quit sooner...",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                super().handle_exit(sig, frame)
+
+        return Server(config)
+
+
+async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
+    done = asyncio.Event()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+        done.set()
+
+    listening = await asyncio.start_server(on_connect, addr[0], addr[1])
+    bound = listening.sockets[0].getsockname()
+    print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr, flush=True)
+    async with listening:
+        await done.wait()
+    print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
+          file=sys.stderr, flush=True)
+    server.should_exit = True

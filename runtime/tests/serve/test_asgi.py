@@ -1,0 +1,204 @@
+"""polyengine.asgi.App over the component-text proxy guests, in process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from asgi_client import asgi_call, scope_of
+
+from polyengine.asgi import ERROR_PAGE, App
+
+Guest = Callable[[str], bytes]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def quiet_app(component: bytes, **kw: Any) -> tuple[App, list[str]]:
+    lines: list[str] = []
+    return App(component, log=lines.append, **kw), lines
+
+
+def test_hello(guest: Guest) -> None:
+    app, _ = quiet_app(guest("hello"))
+
+    async def main() -> Any:
+        await app.startup()
+        return await asgi_call(app, scope_of())
+
+    ex = run(main())
+    assert ex.status == 200
+    assert ex.headers == [(b"content-type", b"text/plain")]
+    assert ex.body == b"hello from wasm\n"
+
+
+def test_echo_streams_each_chunk_and_sends_trailers_when_offered(guest: Guest) -> None:
+    app, _ = quiet_app(guest("echo"))
+    chunks = [b"alpha", b"beta" * 3000, b"gamma"]
+
+    async def main() -> Any:
+        await app.startup()
+        return await asgi_call(app, scope_of("POST", trailers=True), chunks)
+
+    ex = run(main())
+    assert ex.status == 200
+    assert ex.header(b"x-echo") == b"1"
+    assert ex.body == b"".join(chunks)
+    assert len(ex.chunks) >= 3
+    assert ex.trailers == [(b"x-trailer", b"done")]
+    start = ex.messages[0]
+    assert start["trailers"] is True
+
+
+def test_echo_without_the_trailers_extension_sends_no_trailers(guest: Guest) -> None:
+    app, _ = quiet_app(guest("echo"))
+    ex = run(asgi_call(app, scope_of("PUT"), [b"x"]))
+    assert ex.body == b"x"
+    assert ex.trailers is None
+    assert all(m["type"] != "http.response.trailers" for m in ex.messages)
+    assert "trailers" not in ex.messages[0]
+
+
+def test_the_request_body_is_read_only_as_the_guest_reads_it(guest: Guest) -> None:
+    """hello never reads its body: at most the request's first message is pulled."""
+    app, _ = quiet_app(guest("hello"))
+    ex = run(asgi_call(app, scope_of("POST"), [b"a", b"b", b"c", b"d"]))
+    assert ex.status == 200
+    assert ex.received == 0
+
+
+def test_a_slow_client_stalls_the_guest_instead_of_buffering(guest: Guest) -> None:
+    """Each chunk is one awaited send: the app never runs far ahead of the client."""
+    app, _ = quiet_app(guest("echo"))
+    chunks = [bytes([65 + i % 26]) * 60_000 for i in range(12)]
+    ex = run(asgi_call(app, scope_of("POST"), chunks, send_delay=0.0005))
+    assert ex.body == b"".join(chunks)
+    # 720 kB went through, but what was pulled from the client never ran more
+    # than the channel budget (64 KiB) plus a read and a chunk ahead of what
+    # the client had taken.
+    assert max(ex.lags) < 256 * 1024
+
+
+@pytest.mark.parametrize("name", ["noreply", "trap"])
+def test_no_response_gives_wasmtimes_500_page(guest: Guest, name: str) -> None:
+    app, lines = quiet_app(guest(name))
+    ex = run(asgi_call(app, scope_of()))
+    assert ex.status == 500
+    assert ex.headers == [
+        (b"content-type", b"text/html; charset=UTF-8"),
+        (b"content-length", str(len(ERROR_PAGE)).encode()),
+    ]
+    assert ex.body == ERROR_PAGE
+    assert any(line.startswith("error:") for line in lines)
+
+
+def test_a_trap_after_the_response_started_aborts_it(guest: Guest) -> None:
+    app, lines = quiet_app(guest("partial"))
+    with pytest.raises(Exception, match="unreachable"):
+        run(asgi_call(app, scope_of()))
+    assert any("unreachable" in line for line in lines)
+
+
+def test_a_trap_discards_only_its_instance(guest: Guest) -> None:
+    app, _ = quiet_app(guest("trap"), reuse=10)
+
+    async def main() -> None:
+        await app.startup()
+        for _ in range(3):
+            ex = await asgi_call(app, scope_of())
+            assert ex.status == 500
+
+    run(main())
+    assert app.pool_stats["discarded"] >= 2
+
+
+def test_reuse_limit_bounds_requests_per_instance(guest: Guest) -> None:
+    def created(reuse: int) -> int:
+        app, _ = quiet_app(guest("hello"), reuse=reuse)
+
+        async def main() -> int:
+            await app.startup()
+            for _ in range(6):
+                assert (await asgi_call(app, scope_of())).status == 200
+            return app.pool_stats["created"]
+
+        return int(run(main()))
+
+    assert created(1) == 6
+    assert created(3) == 2
+    assert created(100) == 1
+
+
+def test_idle_instances_expire(guest: Guest) -> None:
+    app, _ = quiet_app(guest("hello"), reuse=100, idle_timeout=0.05)
+
+    async def main() -> int:
+        await app.startup()
+        await asgi_call(app, scope_of())
+        await asyncio.sleep(0.1)
+        await asgi_call(app, scope_of())
+        return app.pool_stats["created"]
+
+    assert run(main()) == 2
+
+
+def test_client_disconnect_fails_the_guests_read(guest: Guest) -> None:
+    """The echo guest sees a failed read, stops and finishes what it had."""
+    app, _ = quiet_app(guest("echo"))
+    ex = run(asgi_call(app, scope_of("POST", trailers=True), [b"one", b"two"], disconnect_after=1))
+    assert ex.status == 200
+    assert ex.body == b"one"
+
+
+def test_request_timeout_gives_the_500_page_and_drops_the_instance(guest: Guest) -> None:
+    app, lines = quiet_app(guest("hang"), request_timeout=0.2, reuse=5)
+
+    async def main() -> Any:
+        await app.startup()
+        return await asgi_call(app, scope_of())
+
+    ex = run(main())
+    assert ex.status == 500
+    assert "error: request timed out" in lines
+
+
+def test_lifespan_starts_and_stops(guest: Guest) -> None:
+    app, _ = quiet_app(guest("hello"), prewarm=2)
+    sent: list[dict[str, Any]] = []
+    incoming = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "lifespan.startup.complete":
+            assert app.pool_stats["created"] == 2
+
+    run(app({"type": "lifespan"}, receive, send))
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_lifespan_reports_a_component_that_is_not_a_proxy(wat: Callable[[str], bytes]) -> None:
+    app, _ = quiet_app(wat("(component)"))
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "lifespan.startup"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    run(app({"type": "lifespan"}, receive, send))
+    assert sent[0]["type"] == "lifespan.startup.failed"
+    assert "wasi:http/incoming-handler@0.2" in sent[0]["message"]
+
+
+def test_header_injection_replaces_request_headers() -> None:
+    app = App(b"", headers=[("X-Env", "prod")])
+    scope = scope_of(headers=[(b"host", b"h"), (b"x-env", b"dev"), (b"x-env", b"qa")])
+    assert app._request_headers(scope) == [("host", b"h"), ("x-env", b"prod")]
