@@ -36,6 +36,11 @@ from ._module import CoreModule as CoreModule
 from ._module import ImportDesc as ImportDesc
 from ._module import compile_module as compile_module
 from ._module import module_cache_dir as module_cache_dir
+from ._pre import DeferredHost as DeferredHost
+from ._pre import ExportSource as ExportSource
+from ._pre import HostSource as HostSource
+from ._pre import InstancePre as InstancePre
+from ._pre import Linking as Linking
 from ._store import EngineStore as EngineStore
 
 __all__ = [
@@ -54,14 +59,19 @@ __all__ = [
     "CoreTable",
     "CoreTrap",
     "CoreValue",
+    "DeferredHost",
     "Engine",
     "EngineConfig",
     "EngineError",
     "EngineStore",
+    "ExportSource",
     "Extern",
     "GuestMemory",
     "HostFunction",
+    "HostSource",
     "ImportDesc",
+    "InstancePre",
+    "Linking",
     "StoreClosedError",
     "compile_module",
     "define_host_func",

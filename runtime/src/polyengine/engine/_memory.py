@@ -23,6 +23,7 @@ from . import _ffi as ffi
 from ._core import CoreFunc, wrap_extern
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
+from ._values import VALTYPES, normalize
 
 __all__ = ["CoreGlobal", "CoreTable", "GuestMemory", "new_global", "new_memory", "new_table"]
 
@@ -292,8 +293,6 @@ class CoreGlobal:
 
     def set(self, value: int | float) -> None:
         """Set a mutable global; ``EngineError`` if it is immutable."""
-        from ._core import normalize
-
         t = _GLOBAL_KINDS[int(self._read().kind)]
         val = _numeric_val(t, normalize((t,), (value,), "global value")[0])
         err = ffi.global_set(self._ctx(), self._addr, ctypes.addressof(val))
@@ -345,8 +344,6 @@ def new_global(
     store: EngineStore, valtype: str, value: int | float, mutable: bool = True
 ) -> CoreGlobal:
     """A host-created numeric global of ``store``."""
-    from ._core import VALTYPES, normalize
-
     ctx = store._ctx()
     if valtype not in VALTYPES:
         raise ValueError(f"unsupported global type {valtype!r}")

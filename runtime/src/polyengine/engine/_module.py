@@ -41,7 +41,7 @@ class ImportDesc:
 class CoreModule:
     """A compiled core module (obtain via :func:`compile_module`)."""
 
-    __slots__ = ("_imports", "_ptr", "engine", "name", "sha256", "wasmtime_module")
+    __slots__ = ("_exports", "_imports", "_ptr", "engine", "name", "sha256", "wasmtime_module")
 
     engine: Engine
     name: str
@@ -49,6 +49,7 @@ class CoreModule:
     wasmtime_module: wasmtime.Module
     _ptr: int
     _imports: tuple[ImportDesc, ...] | None
+    _exports: dict[str, str] | None
 
     def __init__(self) -> None:
         raise TypeError("use compile_module() to obtain a CoreModule")
@@ -62,24 +63,25 @@ class CoreModule:
         self.name = name
         self._ptr = address(module.ptr())
         self._imports = None
+        self._exports = None
         return self
 
     @property
     def imports(self) -> tuple[ImportDesc, ...]:
         """The module's imports in declaration order."""
         if self._imports is None:
-            out = []
-            for imp in self.wasmtime_module.imports:
-                ty = imp.type
-                kind = {
-                    wasmtime.FuncType: "func",
-                    wasmtime.MemoryType: "memory",
-                    wasmtime.TableType: "table",
-                    wasmtime.GlobalType: "global",
-                }.get(type(ty), "tag")
-                out.append(ImportDesc(imp.module, imp.name or "", kind))
-            self._imports = tuple(out)
+            self._imports = tuple(
+                ImportDesc(imp.module, imp.name or "", _kind(imp.type))
+                for imp in self.wasmtime_module.imports
+            )
         return self._imports
+
+    @property
+    def export_kinds(self) -> dict[str, str]:
+        """The module's exports: name to kind (``"func"``, ``"memory"``, ...)."""
+        if self._exports is None:
+            self._exports = {e.name: _kind(e.type) for e in self.wasmtime_module.exports}
+        return self._exports
 
     @property
     def export_names(self) -> tuple[str, ...]:
@@ -88,6 +90,15 @@ class CoreModule:
 
     def __repr__(self) -> str:
         return f"<CoreModule {self.name} sha256={self.sha256[:12]}>"
+
+
+def _kind(ty: object) -> str:
+    return {
+        wasmtime.FuncType: "func",
+        wasmtime.MemoryType: "memory",
+        wasmtime.TableType: "table",
+        wasmtime.GlobalType: "global",
+    }.get(type(ty), "tag")
 
 
 _memory_cache: dict[tuple[int, str], CoreModule] = {}
