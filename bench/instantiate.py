@@ -94,7 +94,8 @@ SMALL = """(component
   (func (export "add") (param "a" u32) (param "b" u32) (result u32)
     (canon lift (core func $i "add")))
   (func (export "greet") (param "s" string) (result u32)
-    (canon lift (core func $i "greet") (memory (core memory $mi "mem")) (realloc (core func $mi "realloc"))))
+    (canon lift (core func $i "greet")
+      (memory (core memory $mi "mem")) (realloc (core func $mi "realloc"))))
 )"""
 
 
@@ -263,7 +264,8 @@ def main() -> None:
     parser.add_argument("--only", help="measure only this component")
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
-    print(f"polyengine warm-instantiate benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"polyengine warm-instantiate benchmark, {stamp}")
     print(
         f"python {platform.python_version()}, wasmtime-py {wasmtime_version()}, "
         f"median of {repeats} instantiations per host, interleaved"
@@ -310,7 +312,7 @@ def main() -> None:
             f"{name:<{width}}{_ms(nmed)}{_ms(nbest)} {_ms(omed)}{_ms(obest)}"
             f"{omed / nmed:8.1f}x{_ms(close)}  {verdict}"
         )
-    print("(ratio = polyengine median / native median; close = polyengine's close(), untimed above)")
+    print("(ratio = polyengine median / native median; close = polyengine's close(), not timed)")
     for line in skipped:
         print(f"skipped {line}")
     if args.profile:

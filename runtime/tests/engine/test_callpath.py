@@ -87,22 +87,22 @@ def test_call_args_are_the_typed_call_arguments_as_ctypes_objects(wat: Wat, name
         assert ctypes.sizeof(func._buf) >= func._nslots * ffi.VAL_RAW_SIZE
 
 
-CASES: list[tuple[str, str, str, tuple[CoreValue, ...], Any]] = [
-    ("add", "II", "I", (2, 40), 42),
-    ("add", "ii", "i", (-5, 2), -3),
-    ("add", "Ii", "I", (0xFFFF_FFFF, 1), 0),
-    ("neg", "i", "i", (7,), -7),
-    ("neg", "I", "I", (7,), 0xFFFF_FFF9),
-    ("three", "QQq", "Q", (1, 2**63, 2**62), 2**63 + 2**62 + 1),
-    ("three", "qqq", "q", (-1, -2, 3), 0),
-    ("pair", "", "Id", (), (7, 2.5)),
-    ("swap", "qd", "dq", (-(2**40), 1.5), (1.5, -(2**40))),
-    ("half", "f", "f", (3.0,), 1.5),
-    ("nothing", "I", "", (9,), None),
+CASES: list[tuple[str, tuple[str, str], tuple[CoreValue, ...], Any]] = [
+    ("add", ("II", "I"), (2, 40), 42),
+    ("add", ("ii", "i"), (-5, 2), -3),
+    ("add", ("Ii", "I"), (0xFFFF_FFFF, 1), 0),
+    ("neg", ("i", "i"), (7,), -7),
+    ("neg", ("I", "I"), (7,), 0xFFFF_FFF9),
+    ("three", ("QQq", "Q"), (1, 2**63, 2**62), 2**63 + 2**62 + 1),
+    ("three", ("qqq", "q"), (-1, -2, 3), 0),
+    ("pair", ("", "Id"), (), (7, 2.5)),
+    ("swap", ("qd", "dq"), (-(2**40), 1.5), (1.5, -(2**40))),
+    ("half", ("f", "f"), (3.0,), 1.5),
+    ("nothing", ("I", ""), (9,), None),
 ]
 
 
-@pytest.mark.parametrize(("name", "formats", "rformats", "args", "expected"), CASES)
+@pytest.mark.parametrize(("name", ("formats", "rformats"), "args", "expected"), CASES)
 def test_specialize_calls_in_the_chosen_formats(
     wat: Wat, name: str, formats: str, rformats: str, args: tuple[CoreValue, ...], expected: Any
 ) -> None:

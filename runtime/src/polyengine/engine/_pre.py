@@ -229,7 +229,10 @@ class Linking:
                 ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
-            inst: Any = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            found = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            self._instances.append(found._instance)
+            addrs.append(ctypes.addressof(found._instance))
+            return found
         else:
             inst = ffi.InstanceStruct()
             trap = ctypes.c_void_p(0)
@@ -270,13 +273,13 @@ class Linking:
         if isinstance(binding, CoreFunc):
             if binding.store is not store:
                 raise ValueError(f"host function {index} belongs to another store")
-            ctypes.memmove(slot, ctypes.addressof(binding._as_extern()), _EXTERN_SIZE)
+            ext = binding._as_extern()  # alive until copied
+            ctypes.memmove(slot, ctypes.addressof(ext), _EXTERN_SIZE)
             self._host_funcs[index] = binding
         elif isinstance(binding, DeferredHost):
             params = check_valtypes(binding.params, f"host function {index} params")
             results = check_valtypes(binding.results, f"host function {index} results")
-            ext = ffi.Extern.from_address(slot)
-            ext.kind = ffi.EXTERN_FUNC
+            ffi.Extern.from_address(slot).kind = ffi.EXTERN_FUNC
             new_host_func(
                 store._state,
                 ctx,
