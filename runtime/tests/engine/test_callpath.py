@@ -102,13 +102,13 @@ CASES: list[tuple[str, tuple[str, str], tuple[CoreValue, ...], Any]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", ("formats", "rformats"), "args", "expected"), CASES)
+@pytest.mark.parametrize(("name", "formats", "args", "expected"), CASES)
 def test_specialize_calls_in_the_chosen_formats(
-    wat: Wat, name: str, formats: str, rformats: str, args: tuple[CoreValue, ...], expected: Any
+    wat: Wat, name: str, formats: tuple[str, str], args: tuple[CoreValue, ...], expected: Any
 ) -> None:
     with EngineStore() as store:
         func = _func(wat, store, name)
-        call = func.specialize(formats, rformats)
+        call = func.specialize(*formats)
         assert call(*args) == expected
         assert call(*args) == expected  # the slots are reused
 
