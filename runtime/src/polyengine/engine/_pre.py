@@ -22,9 +22,10 @@ the array is used.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from polyengine.errors import LinkError
 
@@ -73,15 +74,40 @@ class DeferredHost:
 HostBinding: TypeAlias = "CoreFunc | DeferredHost"
 
 
+class _Cells:
+    """Prebuilt ctypes arguments shared by a pre's fast fills (one fill at a time)."""
+
+    __slots__ = ("ctx", "instances", "lock")
+
+    def __init__(self, n: int) -> None:
+        self.ctx = ctypes.c_void_p(0)
+        self.instances = [ctypes.c_void_p(0) for _ in range(n)]
+        self.lock = threading.Lock()
+
+
 class _Step:
-    """One core instance of the pre: its module and how to fill its import array."""
+    """One core instance of the pre: its module and how to fill its import array.
 
-    __slots__ = ("array_type", "exports", "hosts", "module", "n")
+    ``scratch`` is an import array filled by the fast path, through ``calls``:
+    one tuple of prebuilt ctypes arguments per export import (the shared
+    context and instance cells, the name, its length, the slot's address),
+    for the prototype without argument types. wasmtime copies the imports
+    before the start function runs, so the array is free again once
+    ``wasmtime_instance_new`` returns.
+    """
 
-    def __init__(self, module: CoreModule, sources: Sequence[Source]) -> None:
+    __slots__ = ("array_type", "calls", "exports", "hosts", "module", "n", "scratch", "users")
+
+    def __init__(self, module: CoreModule, sources: Sequence[Source], cells: _Cells) -> None:
         self.module = module
         self.n = len(sources)
         self.array_type: Any = ffi.Extern * max(self.n, 1)
+        self.scratch: Any = self.array_type()
+        base = ctypes.addressof(self.scratch)
+        #: the earlier instances this one imports from
+        self.users = tuple(
+            sorted({s.instance for s in sources if isinstance(s, ExportSource)})
+        )
         #: (slot offset, exporting instance, encoded name) per export import
         self.exports: tuple[tuple[int, int, bytes], ...] = tuple(
             (k * _EXTERN_SIZE, s.instance, s.name.encode("utf-8"))
@@ -91,6 +117,16 @@ class _Step:
         #: (slot offset, host index) per host import
         self.hosts: tuple[tuple[int, int], ...] = tuple(
             (k * _EXTERN_SIZE, s.index) for k, s in enumerate(sources) if isinstance(s, HostSource)
+        )
+        self.calls: tuple[tuple[Any, ...], ...] = tuple(
+            (
+                cells.ctx,
+                cells.instances[source],
+                ctypes.c_char_p(name),
+                ctypes.c_size_t(len(name)),
+                ctypes.c_void_p(base + off),
+            )
+            for off, source, name in self.exports
         )
 
 
@@ -104,7 +140,7 @@ class InstancePre:
     not exist or comes from a later instance).
     """
 
-    __slots__ = ("engine", "hosts", "modules", "steps")
+    __slots__ = ("_cells", "engine", "hosts", "modules", "steps")
 
     def __init__(
         self,
@@ -120,6 +156,7 @@ class InstancePre:
             if module.engine is not engine:
                 raise ValueError(f"core module {module.name} was compiled for a different engine")
         steps: list[_Step] = []
+        self._cells = cells = _Cells(len(instances))
         for index, (module_index, sources) in enumerate(instances):
             module = self.modules[module_index]
             wanted = module.imports
@@ -149,7 +186,7 @@ class InstancePre:
                     kind = found
                 if kind != desc.kind:
                     raise LinkError(f"{where}: expected a {desc.kind}, got a {kind}")
-            steps.append(_Step(module, sources))
+            steps.append(_Step(module, sources, cells))
         self.steps = tuple(steps)
 
     def link(self, store: EngineStore, host: Callable[[int], HostBinding]) -> Linking:
@@ -209,20 +246,41 @@ class Linking:
             )
         step = self._pre.steps[index]
         store = self.store
-        state = store._state
         for _, h in step.hosts:
             if not self._ready[h]:
                 self._materialize(h)
         ctx = store._ctx()  # after the host callback, which may have run anything
-        arr = step.array_type()
+        cells = self._pre._cells
+        if cells.lock.acquire(blocking=False):
+            try:
+                return self._instantiate(step, ctx, step.scratch, cells)
+            finally:
+                cells.lock.release()
+        # Another fill of the same pre is under way (a start function instantiating the
+        # same component, or another thread): fill an array of its own.
+        return self._instantiate(step, ctx, step.array_type(), None)
+
+    def _instantiate(self, step: _Step, ctx: int, arr: Any, cells: _Cells | None) -> CoreInstance:
+        store = self.store
+        state = store._state
         base = ctypes.addressof(arr)
         addrs = self._inst_addrs
-        get = ffi.instance_export_get
-        for off, source, name in step.exports:
-            if not get(ctx, addrs[source], name, len(name), base + off):
-                raise LinkError(
-                    f"core instance {source} has no export {name.decode('utf-8', 'replace')!r}"
-                )
+        if cells is not None:
+            cells.ctx.value = ctx
+            for j in step.users:
+                cells.instances[j].value = addrs[j]
+            get = ffi.instance_export_get_untyped
+            for args in step.calls:
+                if not get(*args):
+                    self._missing(step, args)
+        else:
+            get_typed = ffi.instance_export_get
+            for off, source, name in step.exports:
+                if not get_typed(ctx, addrs[source], name, len(name), base + off):
+                    raise LinkError(
+                        f"core instance {source} has no export "
+                        f"{name.decode('utf-8', 'replace')!r}"
+                    )
         if step.hosts:
             hosts_base = ctypes.addressof(self._host_exts)
             for off, h in step.hosts:
@@ -233,22 +291,25 @@ class Linking:
             self._instances.append(found._instance)
             addrs.append(ctypes.addressof(found._instance))
             return found
-        else:
-            inst = ffi.InstanceStruct()
-            trap = ctypes.c_void_p(0)
-            err = ffi.instance_new(
-                ctx,
-                module._ptr,
-                base,
-                step.n,
-                ctypes.addressof(inst),
-                ctypes.addressof(trap),
-            )
-            if err or trap.value:
-                instantiation_failure(state, module, trap.value or 0, err or 0)
+        inst = ffi.InstanceStruct()
+        trap = ctypes.c_void_p(0)
+        err = ffi.instance_new(
+            ctx, module._ptr, base, step.n, ctypes.addressof(inst), ctypes.addressof(trap)
+        )
+        if err or trap.value:
+            instantiation_failure(state, module, trap.value or 0, err or 0)
         self._instances.append(inst)
         addrs.append(ctypes.addressof(inst))
         return CoreInstance._wrap(store, inst, module.name)
+
+    @staticmethod
+    def _missing(step: _Step, args: tuple[Any, ...]) -> NoReturn:
+        for (_, source, name), call in zip(step.exports, step.calls, strict=True):
+            if call is args:
+                raise LinkError(
+                    f"core instance {source} has no export {name.decode('utf-8', 'replace')!r}"
+                )
+        raise LinkError(f"core module {step.module.name}: an import is missing")
 
     def host_func(self, index: int) -> CoreFunc:
         """Host function ``index`` of this store as a :class:`CoreFunc` (made on demand)."""
