@@ -22,6 +22,7 @@ import wasmtime
 
 from ._config import Engine, get_engine
 from ._errors import CompileError
+from ._features import explain
 from ._ffi import WASMTIME_VERSION, address
 
 __all__ = ["CoreModule", "ImportDesc", "compile_module", "module_cache_dir"]
@@ -200,7 +201,7 @@ def compile_module(
                 module = wasmtime.Module(eng.wasmtime_engine, raw)
             except wasmtime.WasmtimeError as exc:
                 lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-                raise CompileError(label, "; ".join(lines)) from None
+                raise CompileError(label, explain("; ".join(lines))) from None
             if path is not None:
                 _write_cached(path, module)
         result = CoreModule._create(eng, module, sha, label)
