@@ -149,13 +149,15 @@ def test_the_compiled_code_is_installed_on_the_same_function(wat: Wat) -> None:
     run(main())
 
 
-def test_a_synchronous_store_skips_the_async_store_test(wat: Wat) -> None:
+def test_the_compiled_call_touches_only_the_engine_call_path(wat: Wat) -> None:
     async def main() -> None:
         inst = await polyengine.instantiate(wat(BASIC), basic_imports([]))
         add = inst.exports.add
         assert await add(1, 2) == 3
-        names = add.__code__.co_names
-        assert "untyped" in names and "async_required" not in names  # suspend=False store
+        names = set(add.__code__.co_names)
+        # the engine's specialised core call, and none of its internals
+        assert "core" in names
+        assert not names & {"untyped", "call_args", "state", "trap", "fail", "async_required"}
 
     run(main())
 

@@ -130,3 +130,35 @@ def test_module_imports_are_described(wat: Callable[..., CoreModule]) -> None:
         ("b", "t", "table"),
         ("b", "g", "global"),
     ]
+
+
+#: a core module with a continuation type: the stack-switching proposal, which the engine
+#: (and the validator with its feature set) does not enable
+_NEEDS_STACK_SWITCHING = "(module (type $ft (func)) (type $ct (cont $ft)))"
+
+
+def test_compile_error_names_the_feature_the_module_needs() -> None:
+    with pytest.raises(CompileError, match="needs the WebAssembly feature 'stack switching'"):
+        compile_module(wasmtime.wat2wasm(_NEEDS_STACK_SWITCHING), "m")
+
+
+def test_a_component_whose_module_needs_a_disabled_feature_names_it() -> None:
+    import polyengine
+    from polyengine.errors import TranslationError
+
+    core = wasmtime.wat2wasm(_NEEDS_STACK_SWITCHING)
+    # a component embedding that core module: the component header, one core module section
+    header = b"\x00asm\x0d\x00\x01\x00"
+    size = len(core)
+    leb = bytearray()
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        leb.append(byte | (0x80 if size else 0))
+        if not size:
+            break
+    component = header + b"\x01" + bytes(leb) + core
+    with pytest.raises(TranslationError) as info:
+        polyengine.translate(component)
+    message = str(info.value)
+    assert "needs the WebAssembly feature 'stack switching'" in message
+    assert "core module" in message

@@ -13,9 +13,8 @@ that is created after the instance importing the trampoline.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from polyengine import engine
 from polyengine.abi.bulk import NAN
@@ -24,7 +23,6 @@ from polyengine.abi.compile import AsyncValueHooks, Compiler
 from polyengine.abi.functions import (
     LiftedFunc,
     LoweredFunc,
-    scalar_guard,
     scalar_lifting,
     scalar_lowering,
 )
@@ -49,7 +47,6 @@ from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
     from polyengine.embed._async import TaskModel
-    from polyengine.engine._core import RawEntry
 
 __all__ = ["ComponentRuntime", "ExportCall", "InlineCall"]
 
@@ -98,13 +95,10 @@ class ResolvedOptions:
         self.record = record
 
 
-#: integer types whose 32- or 64-bit slot view range-checks exactly: (view name, format)
-_EXACT_VIEWS: dict[type, tuple[str, Literal["I", "i", "Q", "q"]]] = {
-    U32: ("u32", "I"),
-    S32: ("s32", "i"),
-    U64: ("u64", "Q"),
-    S64: ("s64", "q"),
-}
+#: integer types whose 32- or 64-bit slot format range-checks exactly (engine.CoreFunc.specialize)
+_EXACT_FORMATS: dict[type, str] = {U32: "I", S32: "i", U64: "Q", S64: "q"}
+#: the slot format of each core type's unsigned reading
+_CORE_FORMATS = {"i32": "I", "i64": "Q", "f32": "f", "f64": "d"}
 
 
 class InlineCall(NamedTuple):
@@ -192,7 +186,7 @@ class ExportCall:
         nested = len(ro.record.ci.entering_set(None)) > 1
         scalar = None if post is not None or nested else self._scalar(ro, callee, names)
         if scalar is not None:
-            guard, stores, core, env = scalar
+            guard, core, env = scalar
             env["general"] = general
             entry = [
                 "if rec.poisoned is not None or not ci.may_enter:",
@@ -202,28 +196,17 @@ class ExportCall:
             def test(fallback: str) -> list[str]:
                 return [f"if not ({guard}):", f"    return general({fallback})"] if names else []
 
-            def put(fallback: str) -> list[str]:
-                if not stores:
-                    return []
-                # the typed slot views range-check what they store
-                return [
-                    "try:",
-                    *(f"    {line}" for line in stores),
-                    "except ValueError:",
-                    f"    return general({fallback})",
-                ]
-
             unpack = [f"{''.join(a + ', ' for a in names)}= args"] if names else []
             count = [f"if len(args) != {len(names)}:", "    return general(args)"]
             run = make_function(
                 "export_call",
                 "args",
-                [*entry, *count, *unpack, *test("args"), *put("args"), *core],
+                [*entry, *count, *unpack, *test("args"), *core("args")],
                 env,
             )
             # The type tests first: a value they refuse reaches ``general`` before anything
             # else happens (the general call makes the entry test itself).
-            inline = InlineCall(names, [*test(args), *entry, *put(args), *core], env, True)
+            inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
         self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
         self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
@@ -255,11 +238,7 @@ class ExportCall:
         check_enter = self._rt.check_enter
         lower_params, lift_results = lifted.lower_params, lifted.lift_results
         post_call = None if post is None else post.call_raw
-        raw = callee.raw_entry()
-        if raw is None:
-            call_flat: Callable[[Sequence[CoreVal]], Sequence[CoreVal]] = callee.call_raw
-        else:
-            call_flat = ExportCall._flat_caller(raw)
+        call_flat = callee.flat_call()
 
         def call(args: Sequence[Any]) -> Any:
             if rec.poisoned is not None or not ci.may_enter:
@@ -322,152 +301,105 @@ class ExportCall:
 
     def _scalar(
         self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
-    ) -> tuple[str, list[str], list[str], dict[str, Any]] | None:
+    ) -> tuple[str, Callable[[str], list[str]], dict[str, Any]] | None:
         """The inline call of a scalar-only export, or ``None`` for other signatures.
 
-        ``(guard, stores, body, env)`` for arguments held in the variables
-        ``names``: when ``guard`` holds and ``stores`` (which write the
-        arguments into the engine's argument buffer) raise no ``ValueError``,
-        ``body`` performs the same steps as :meth:`_general` with nothing to
-        lift from or lower into memory and no handle to borrow (the entry
-        bookkeeping, the unchecked core call, or ``call_raw`` when the store
-        needs it, the result's conversion), after the caller has done the
-        entry test; otherwise the general call converts or rejects the
-        arguments. ``env`` holds the names the statements use.
+        ``(guard, body, env)`` for arguments held in the variables ``names``:
+        when ``guard`` holds, the lines ``body(fallback)`` perform the same
+        steps as :meth:`_general` with nothing to lift from or lower into
+        memory and no handle to borrow (the entry bookkeeping, the core call,
+        the result's conversion), after the caller has done the entry test;
+        otherwise the general call converts or rejects the arguments. ``env``
+        holds the names the statements use.
 
-        With one or two arguments on a little-endian host the values go
-        through typed views of the buffer's slots; a 32- or 64-bit integer
-        goes through the view of its own signedness, whose store refuses
-        exactly the values out of its range (``ValueError``), so its guard is
-        only ``type(v) is int``. More arguments go through one ``pack_into``.
+        The core call is the engine's specialised call of the callee
+        (:meth:`engine.CoreFunc.specialize`): a 32- or 64-bit integer goes
+        into its slot in the format of its own signedness, which refuses
+        exactly the values out of its range (``ValueError`` before anything
+        runs, then ``general(fallback)`` converts or rejects them), so its
+        guard is only ``type(v) is int``; a result of such a type comes back
+        in its own format.
         """
         ft = self.lift.type
-        raw = callee.raw_entry()
         ptypes, rtypes = ft.param_types(), ft.result_types()
         core = flatten_functype(ft, "lift")
         if (
-            raw is None
-            or callee.params != tuple(core.params)
+            callee.params != tuple(core.params)
             or callee.results != tuple(core.results)
             or len(core.params) != len(ptypes)
             or len(core.results) != len(rtypes)
+            or any(t not in _CORE_FORMATS for t in (*core.params, *core.results))
         ):
             return None
         lowerings = [scalar_lowering(t, v) for t, v in zip(ptypes, names, strict=True)]
         liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
         if None in lowerings or None in liftings:
             return None
-        if not raw.state.ctx:  # the store is closed: the general call says so
+        if callee.store.closed:  # the general call says so
             return None
-        n = len(ptypes)
-        flats = [v for _, v in filter(None, lowerings)]
-        flat = "".join(f + ", " for f in flats)
-        views = raw.views
-        env: dict[str, Any] = {}
-        stores: list[str] = []
-        guard = scalar_guard(ptypes, names) or "True"
-        if views is not None:
-            env.update((f"slots_{t}", view) for t, (view, _) in views.items())
-            byte_view = memoryview(raw.buf).cast("B")
-            env.update((f"slots_{t}", byte_view.cast(fmt)) for t, fmt in _EXACT_VIEWS.values())
-        if views is not None and n <= 2:
-            parts = []
-            for k, (t, v, lowering) in enumerate(zip(ptypes, names, lowerings, strict=True)):
-                assert lowering is not None
-                core_t = core.params[k]
-                slot = k * views[core_t][1]  # the signed view has the same item size
-                exact = _EXACT_VIEWS.get(type(t))
-                if exact is not None:
-                    parts.append(f"type({v}) is int")
-                    stores.append(f"slots_{exact[0]}[{slot}] = {v}")
-                else:
-                    parts.append(lowering[0])
-                    stores.append(f"slots_{core_t}[{slot}] = {lowering[1]}")
-            guard = " and ".join(f"({p})" for p in parts) or "True"
-            puts: list[str] = []
-        else:
-            puts = [f"pack_into(buf, 0, {flat})"] if n else []
-        result = liftings[0] if rtypes else "None"
-        if not rtypes:
-            load = []
-        elif views is not None:
-            exact = _EXACT_VIEWS.get(type(rtypes[0]))
+        parts: list[str] = []
+        formats: list[str] = []
+        flats: list[str] = []
+        for t, v, lowering, core_t in zip(ptypes, names, lowerings, core.params, strict=True):
+            assert lowering is not None
+            exact = _EXACT_FORMATS.get(type(t))
             if exact is not None:
-                load, result = [f"r = slots_{exact[0]}[0]"], "r"
+                parts.append(f"type({v}) is int")
+                formats.append(exact)
+                flats.append(v)
             else:
-                load = [f"r = slots_{core.results[0]}[0]"]
-        else:
-            load = ["r = unpack_from(buf)[0]"]
-        # A store made with suspend=False never defines an async host function,
-        # the one step that makes it async-required (engine.define_async_host_func).
-        # (``state.ctx`` is 0 once the store is closed: never call wasmtime then.)
-        ready = (
-            "not state.ctx or state.async_required" if self._rt.store.suspend else "not state.ctx"
-        )
-        body = [
-            "ci.may_enter = False",
-            "try:",
-            "    try:",
-            f"        if {ready}:",
-            f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
-            "        else:",
-            *(f"            {line}" for line in puts),
-            "            err = untyped(*call_args)",
-            "            if err or trap.value:",
-            "                fail(err)",
-            *(f"            {line}" for line in load),
-            "    except CoreTrap as exc:",
-            "        raise (f := core_failure(exc)) from f.__cause__",
-            "except BaseException as exc:",
-            "    failure = as_trap(exc)",
-            "    if failure is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):",
-            "        rec.poisoned = failure",
-            "        if failure is not exc:",
-            "            raise failure from exc",
-            "    raise",
-            "finally:",
-            "    ci.may_enter = True",
-            f"return {result}",
-        ]
+                parts.append(lowering[0])
+                formats.append(_CORE_FORMATS[core_t])
+                flats.append(lowering[1])
+        guard = " and ".join(f"({p})" for p in parts) or "True"
+        rformats = ""
+        result = "None"
+        if rtypes:
+            exact = _EXACT_FORMATS.get(type(rtypes[0]))
+            rformats = exact if exact is not None else _CORE_FORMATS[core.results[0]]
+            result = "r" if exact is not None else str(liftings[0])
+        call = f"r = core({', '.join(flats)})" if rtypes else f"core({', '.join(flats)})"
+
+        def body(fallback: str) -> list[str]:
+            return [
+                "ci.may_enter = False",
+                "try:",
+                "    try:",
+                f"        {call}",
+                "    except CoreTrap as exc:",
+                "        raise (f := core_failure(exc)) from f.__cause__",
+                # raised by the core call only before the guest runs: an argument
+                # out of its slot's range (the general call converts or rejects it)
+                "except ValueError:",
+                "    ci.may_enter = True",
+                f"    return general({fallback})",
+                "except BaseException as exc:",
+                "    failure = as_trap(exc)",
+                "    if failure is not exc or isinstance(exc, Trap) "
+                "or not isinstance(exc, Exception):",
+                "        rec.poisoned = failure",
+                "        if failure is not exc:",
+                "            raise failure from exc",
+                "    raise",
+                "finally:",
+                "    ci.may_enter = True",
+                f"return {result}",
+            ]
+
         rec = ro.record
-        # The core call is the entry point without argument types over its prebuilt
-        # ctypes arguments (``untyped(*call_args)``, RawEntry's protocol), made only
-        # after ``state.ctx`` says the store is open.
-        env.update(raw._asdict())
-        env.update(
-            NAN=NAN,
-            rec=rec,
-            ci=rec.ci,
-            name=self.name,
-            check_enter=self._rt.check_enter,
-            CoreTrap=engine.CoreTrap,
-            core_failure=_core_failure,
-            as_trap=_as_trap,
-            Trap=Trap,
-        )
-        return guard, stores, body, env
-
-    @staticmethod
-    def _flat_caller(raw: RawEntry) -> Callable[[Sequence[CoreVal]], Sequence[CoreVal]]:
-        """``call_raw`` over the parts of :meth:`engine.CoreFunc.raw_entry`, returning the tuple."""
-        state, untyped, call_args, buf = raw.state, raw.untyped, raw.call_args, raw.buf
-        trap, fail, call_raw = raw.trap, raw.fail, raw.call_raw
-        pack_into, unpack_from = raw.pack_into, raw.unpack_from
-
-        def call(flat: Sequence[CoreVal]) -> Sequence[CoreVal]:
-            ctx = state.ctx
-            if not ctx or state.async_required:
-                return call_raw(flat)
-            try:
-                pack_into(buf, 0, *flat)
-            except struct.error:
-                return call_raw(flat)  # it converts what it can and says what it cannot
-            err = untyped(*call_args)
-            if err or trap.value:
-                fail(err)
-            return unpack_from(buf)
-
-        return call
+        env: dict[str, Any] = {
+            "core": callee.specialize("".join(formats), rformats),
+            "NAN": NAN,
+            "rec": rec,
+            "ci": rec.ci,
+            "name": self.name,
+            "check_enter": self._rt.check_enter,
+            "CoreTrap": engine.CoreTrap,
+            "core_failure": _core_failure,
+            "as_trap": _as_trap,
+            "Trap": Trap,
+        }
+        return guard, body, env
 
 
 class ComponentRuntime:
@@ -510,7 +442,6 @@ class ComponentRuntime:
             self.resource_types.append(rtype)
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
-        self._trampolines: dict[int, engine.CoreFunc] = {}
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
@@ -522,36 +453,25 @@ class ComponentRuntime:
                 if res.dtor is not None and res.instance is not None:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
-        modules = [
-            engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
-            for i in range(len(plan.modules))
-        ]
+        # The store-independent part (compiled modules, import wiring) is made once per plan.
+        self._linking = _instance_pre(artifacts).link(self.store, self._host_binding)
         for index, core in enumerate(plan.core_instances):
-            if not isinstance(core.module, pln.StaticModule):
-                raise LinkError(
-                    f"core instance {index} instantiates an imported core module "
-                    f"({'/'.join(core.module.path)}), which polyengine does not support"
-                )
-            module = modules[core.module.index]
-            externs = [self.resolve(arg.item) for arg in core.args]
-            self.core_instances.append(self._instantiate_core(module, externs, core))
+            self.core_instances.append(self._instantiate_core(index, core))
         if self.tasks is not None:
             self.tasks.in_start = False
 
-    def _instantiate_core(
-        self, module: engine.CoreModule, externs: list[engine.Extern], core: pln.CoreInstance
-    ) -> engine.CoreInstance:
+    def _instantiate_core(self, index: int, core: pln.CoreInstance) -> engine.CoreInstance:
         tasks = self.tasks
         try:
             if tasks is None:
-                return engine.instantiate(self.store, module, externs)
+                return self._linking.instantiate(index)
             from polyengine.concurrency import sync_scope
 
             tasks.in_start = True
             state = tasks.states[core.component_instance]
             try:
                 with sync_scope(state):
-                    return engine.instantiate(self.store, module, externs)
+                    return self._linking.instantiate(index)
             except BaseException as exc:
                 trap = _as_trap(exc)
                 if trap is not exc:
@@ -661,30 +581,36 @@ class ComponentRuntime:
     # -- trampolines -------------------------------------------------------------------
 
     def trampoline(self, index: int) -> engine.CoreFunc:
-        found = self._trampolines.get(index)
-        if found is not None:
-            return found
+        """Trampoline ``index`` as a core function of the store (made on first use)."""
+        return self._linking.host_func(index)
+
+    def _host_binding(self, index: int) -> engine.CoreFunc | engine.DeferredHost:
+        """What trampoline ``index`` is in this store (called once, before its first use).
+
+        A task-model trampoline is a core function of its own; any other is a
+        plain host function whose body is built on its first call.
+        """
         tr = self.plan.trampolines[index]
         tasks = self.tasks
         if tasks is not None:
             found = self._task_trampoline(tasks, index, tr)
             if found is not None:
-                self._trampolines[index] = found
                 return found
         if isinstance(tr, pln.LowerImport):
-            fn = self._host_trampolines(self, index, tr)
             core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
-        elif isinstance(tr, pln.Adapter):
-            fn = self._adapter(tr)
+
+            def build_import() -> engine.HostFunction:
+                return self._host_trampolines(self, index, tr)
+
+            return engine.DeferredHost(tuple(core.params), tuple(core.results), build_import)
+        if isinstance(tr, pln.Adapter):
             core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
-        else:
-            fn, params, results = self._builtin(tr)
-            func = engine.define_host_func(self.store, params, results, fn)
-            self._trampolines[index] = func
-            return func
-        func = engine.define_host_func(self.store, list(core.params), list(core.results), fn)
-        self._trampolines[index] = func
-        return func
+            adapter = self._adapter(tr)
+            return engine.DeferredHost(
+                tuple(core.params), tuple(core.results), lambda: adapter
+            )
+        fn, params, results = self._builtin(tr)
+        return engine.DeferredHost(tuple(params), tuple(results), lambda: fn)
 
     def _task_trampoline(
         self, tasks: TaskModel, index: int, tr: pln.Trampoline
@@ -805,6 +731,50 @@ class ComponentRuntime:
         if self.tasks is not None:
             self.tasks.close()
         self.store.close()
+
+
+#: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
+_PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
+_PRES_LIMIT = 64
+
+
+def _instance_pre(artifacts: Artifacts) -> engine.InstancePre:
+    """The engine's instance-pre of ``artifacts``' plan (made once per engine and plan)."""
+    eng = engine.get_engine()
+    plan = artifacts.plan
+    key = (id(eng), id(plan), artifacts.sha256)
+    found = _PRES.get(key)
+    if found is not None and found[0] is plan:
+        return found[1]
+    modules = [
+        engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
+        for i in range(len(plan.modules))
+    ]
+    instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []
+    for index, core in enumerate(plan.core_instances):
+        if not isinstance(core.module, pln.StaticModule):
+            raise LinkError(
+                f"core instance {index} instantiates an imported core module "
+                f"({'/'.join(core.module.path)}), which polyengine does not support"
+            )
+        sources: list[engine.ExportSource | engine.HostSource] = []
+        for arg in core.args:
+            item = arg.item
+            if isinstance(item, pln.CoreExport):
+                sources.append(engine.ExportSource(item.instance, item.name))
+            elif isinstance(item, pln.TrampolineRef):
+                sources.append(engine.HostSource(item.index))
+            else:
+                raise LinkError(
+                    f"core item {'/'.join(item.path)} is imported from the host as a core "
+                    f"{item.kind}, which polyengine does not support"
+                )
+        instances.append((core.module.index, sources))
+    pre = engine.InstancePre(eng, modules, instances, len(plan.trampolines))
+    if len(_PRES) >= _PRES_LIMIT:
+        _PRES.pop(next(iter(_PRES)))
+    _PRES[key] = (plan, pre)
+    return pre
 
 
 def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:

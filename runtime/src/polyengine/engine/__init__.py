@@ -3,6 +3,42 @@
 Compile core modules, instantiate them in a store in plan order, define host
 functions, call exports with flat core values, reach memories, tables and
 globals, and park calls on wasmtime fibers (the suspension seam).
+
+Instantiation (architecture.md §5): :class:`InstancePre` takes a
+component's core instances once per (engine, plan), as module indices and
+import sources (:class:`ExportSource`, :class:`HostSource`), and checks the
+wiring; ``pre.link(store, host)`` returns a :class:`Linking` whose
+``instantiate(i)`` fills core instance ``i``'s imports straight into a raw
+extern array and instantiates it. ``host(index)`` supplies each host
+function once: a :class:`CoreFunc` of the store, or a :class:`DeferredHost`
+``(params, results, build)`` whose body ``build()`` makes on its first call.
+
+The call-path interface is the one thing code above the engine (the scalar
+fast path, generated export and import functions) touches to run core code,
+and the seam a compiled accelerator replaces, alone (issue: the compiled
+accelerator). No ctypes object or wasmtime structure crosses it:
+
+* ``CoreFunc.specialize(formats, rformats) -> call`` — the call of one core
+  export for one flat signature: ``call(*args)`` writes argument ``k`` into
+  its slot in the ``struct`` format ``formats[k]`` (``I``/``i`` for an
+  ``i32`` slot read as unsigned or signed, ``Q``/``q`` for ``i64``, ``f``,
+  ``d``) and returns the result in ``rformats`` (one value, ``None``, or a
+  tuple). A value out of its format's range raises ``ValueError`` before
+  anything runs (and a ``ValueError`` is raised for nothing else); a trap
+  raises :class:`CoreTrap`; a closed store ``StoreClosedError``.
+* ``CoreFunc.flat_call() -> call`` — the general call: ``call(flat_args)``
+  returns the tuple of flat results (values ``call_raw`` converts, such as
+  negative ints, are accepted).
+* ``HostFunction`` — ``fn(flat_args: tuple) -> Sequence`` of flat results, the
+  body of a host function (:func:`define_host_func`, :class:`DeferredHost`).
+  The engine calls it from one C callback per core signature, which finds
+  the body and its store from the function's ``env``; an exception from the
+  body becomes a trap that the entering call raises again.
+
+Today these are pure Python over ctypes (``_callpath.py``: typed views of a
+per-function slot buffer and wasmtime's unchecked entry point through a
+prototype without argument types over prebuilt arguments); an accelerator
+provides the same three with C functions.
 """
 
 from ._async import CallCancelled as CallCancelled
@@ -36,6 +72,11 @@ from ._module import CoreModule as CoreModule
 from ._module import ImportDesc as ImportDesc
 from ._module import compile_module as compile_module
 from ._module import module_cache_dir as module_cache_dir
+from ._pre import DeferredHost as DeferredHost
+from ._pre import ExportSource as ExportSource
+from ._pre import HostSource as HostSource
+from ._pre import InstancePre as InstancePre
+from ._pre import Linking as Linking
 from ._store import EngineStore as EngineStore
 
 __all__ = [
@@ -54,14 +95,19 @@ __all__ = [
     "CoreTable",
     "CoreTrap",
     "CoreValue",
+    "DeferredHost",
     "Engine",
     "EngineConfig",
     "EngineError",
     "EngineStore",
+    "ExportSource",
     "Extern",
     "GuestMemory",
     "HostFunction",
+    "HostSource",
     "ImportDesc",
+    "InstancePre",
+    "Linking",
     "StoreClosedError",
     "compile_module",
     "define_host_func",

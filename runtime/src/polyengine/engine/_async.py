@@ -45,17 +45,11 @@ from typing import Any
 from polyengine.errors import LinkError
 
 from . import _ffi as ffi
-from ._core import (
-    CoreFunc,
-    CoreInstance,
-    CoreValue,
-    instantiation_failure,
-    normalize,
-    val_struct,
-)
+from ._core import CoreFunc, CoreInstance, instantiation_failure
 from ._errors import CoreTrap, EngineError
 from ._module import CoreModule
 from ._store import EngineStore, _StoreState, raise_call_failure
+from ._values import KIND, CoreValue, normalize, val_struct
 
 __all__ = ["CallCancelled", "ParkableCall", "start", "wait"]
 
@@ -91,12 +85,10 @@ class _CallLayout:
     )
 
     def __init__(self, func: CoreFunc) -> None:
-        from ._core import _KIND
-
         if func._params_struct is None:
             func._not_callable()
         n, m = len(func.params), len(func.results)
-        self.kinds = [_KIND[t] for t in func.params]
+        self.kinds = [KIND[t] for t in func.params]
         self.args_struct = val_struct(func.params, with_kind=True)
         self.results_struct = val_struct(func.results, with_kind=False)
         self.nresults = m

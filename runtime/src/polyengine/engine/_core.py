@@ -1,40 +1,42 @@
 """Core functions and instances: the synchronous call path.
 
-Flat core values cross this seam as Python numbers: ``i32``/``i64`` as
-non-negative ``int`` (the unsigned reading of their bits, as
-``CanonicalABI.md`` §"Flattening" and ``definitions.py``'s ``CoreValueIter``
-expect), ``f32``/``f64`` as ``float``.  Negative ints are accepted on input
-and wrapped.  Calls use wasmtime's unchecked entry points: arguments and
-results are packed into a preallocated ``wasmtime_val_raw_t`` buffer with one
-precompiled ``struct`` per signature, and the entry point is called through a
-prototype without argument types over arguments each function builds once as
-ctypes objects (``_call_args``), after the test that the store is open.
+Flat core values cross this seam as Python numbers (``_values.py``).  Calls
+use wasmtime's unchecked entry points: arguments and results are packed into
+a preallocated ``wasmtime_val_raw_t`` buffer with one precompiled ``struct``
+per signature, and the entry point is called through a prototype without
+argument types over arguments each function builds once as ctypes objects
+(``_call_args``), after the test that the store is open.  What layers above
+call is the call-path interface of ``_callpath.py`` (``CoreFunc.specialize``,
+``CoreFunc.flat_call``); host functions share one C callback per signature.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
 
 from polyengine.errors import LinkError
 
+from . import _callpath
 from . import _ffi as ffi
 from ._errors import CoreTrap, EngineError
 from ._module import CoreModule
 from ._store import (
     _HOST_ERROR_RE,
+    HOST_ENTRIES,
     EngineStore,
     _StoreState,
+    new_host_env,
     raise_call_failure,
     raise_from_message,
     trap_summary,
 )
+from ._values import VALTYPES, CoreValue, check_valtypes, functype, normalize, raw_struct
 
 if TYPE_CHECKING:
     from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
@@ -45,74 +47,12 @@ __all__ = [
     "CoreValue",
     "Extern",
     "HostFunction",
-    "RawEntry",
     "define_host_func",
     "instantiate",
 ]
 
-CoreValue: TypeAlias = int | float
 _T = TypeVar("_T")
 HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
-
-VALTYPES = ("i32", "i64", "f32", "f64")
-_RAW_SLOT = {"i32": "I12x", "i64": "Q8x", "f32": "f12x", "f64": "d8x"}
-_VAL_SLOT = {"i32": "I20x", "i64": "Q16x", "f32": "f20x", "f64": "d16x"}
-_KIND = {"i32": ffi.KIND_I32, "i64": ffi.KIND_I64, "f32": ffi.KIND_F32, "f64": ffi.KIND_F64}
-_BOUNDS = {"i32": 32, "i64": 64}
-
-
-def check_valtypes(types: Sequence[str], what: str) -> tuple[str, ...]:
-    out = tuple(types)
-    for t in out:
-        if t not in VALTYPES:
-            raise ValueError(
-                f"{what}: unsupported core value type {t!r} (expected one of {VALTYPES})"
-            )
-    return out
-
-
-def raw_struct(types: Sequence[str]) -> struct.Struct:
-    """Layout of ``types`` in consecutive ``wasmtime_val_raw_t`` slots."""
-    return struct.Struct("<" + "".join(_RAW_SLOT[t] for t in types))
-
-
-def val_struct(types: Sequence[str], with_kind: bool) -> struct.Struct:
-    """Layout of ``types`` in consecutive ``wasmtime_val_t`` (kind, then payload)."""
-    if with_kind:
-        return struct.Struct("<" + "".join("B7x" + _VAL_SLOT[t] for t in types))
-    return struct.Struct("<" + "".join("8x" + _VAL_SLOT[t] for t in types))
-
-
-def normalize(types: Sequence[str], values: Sequence[object], what: str) -> list[CoreValue]:
-    """Check ``values`` against ``types``; wrap negative ints (the slow path)."""
-    if len(values) != len(types):
-        raise TypeError(f"{what}: expected {len(types)} values, got {len(values)}")
-    out: list[CoreValue] = []
-    for i, (t, v) in enumerate(zip(types, values, strict=True)):
-        if t in _BOUNDS:
-            bits = _BOUNDS[t]
-            if not isinstance(v, int):
-                raise TypeError(f"{what}: value {i} must be an int for {t}, got {type(v).__name__}")
-            if not -(1 << (bits - 1)) <= v < (1 << bits):
-                raise ValueError(f"{what}: value {i} = {v} does not fit {t}")
-            out.append(v & ((1 << bits) - 1))
-        else:
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
-                raise TypeError(
-                    f"{what}: value {i} must be a float for {t}, got {type(v).__name__}"
-                )
-            out.append(float(v))
-    return out
-
-
-def _functype(params: Sequence[str], results: Sequence[str]) -> wasmtime.FuncType:
-    make = {
-        "i32": wasmtime.ValType.i32,
-        "i64": wasmtime.ValType.i64,
-        "f32": wasmtime.ValType.f32,
-        "f64": wasmtime.ValType.f64,
-    }
-    return wasmtime.FuncType([make[t]() for t in params], [make[t]() for t in results])
 
 
 class CoreFunc:
@@ -244,32 +184,23 @@ class CoreFunc:
         assert rs is not None
         return list(rs.unpack_from(buf))
 
-    def raw_entry(self) -> RawEntry | None:
-        """``call_raw``'s fast path taken apart, for callers that compile their own calls.
+    def specialize(self, formats: str, rformats: str) -> Callable[..., Any]:
+        """The call for one flat signature: ``call(*args)`` in ``formats``, result in ``rformats``.
 
-        ``None`` when the function is not callable from Python. See
-        :class:`RawEntry` for the protocol the caller must follow.
+        The call-path interface (see ``_callpath.export_caller``): each
+        argument is written into its slot in the ``struct`` format the
+        caller chose (``I``/``i``, ``Q``/``q``, ``f``, ``d``); a value out of
+        its format's range raises ``ValueError`` before anything runs.  One
+        result comes back as the value, none as ``None``, several as a
+        tuple.  Traps raise :class:`CoreTrap`.
         """
-        ps, rs = self._params_struct, self._results_struct
-        if ps is None or rs is None:
-            return None
-        return RawEntry(
-            self._state,
-            ffi.func_call_unchecked,
-            self._addr,
-            self._buf,
-            self._buf_addr,
-            self._nslots,
-            self._trap,
-            self._trap_addr,
-            ps.pack_into,
-            rs.unpack_from,
-            self._call_failed,
-            self.call_raw,
-            _slot_views(self._buf),
-            _call_unchecked,
-            self._call_args,
-        )
+        if self._params_struct is None:
+            self._not_callable()
+        return _callpath.export_caller(self, formats, rformats)
+
+    def flat_call(self) -> Callable[[Sequence[CoreValue]], Sequence[CoreValue]]:
+        """The general call: ``call(flat_args)`` returns the tuple of flat results."""
+        return _callpath.flat_caller(self)
 
     def _call_failed(self, err: int | None) -> NoReturn:
         """Raise for a call whose entry point returned ``err`` or left a trap in the out-cell."""
@@ -291,54 +222,6 @@ class CoreFunc:
 
 
 Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal | CoreTag"
-
-
-class RawEntry(NamedTuple):
-    """The parts of one :class:`CoreFunc`'s unchecked call (:meth:`CoreFunc.raw_entry`).
-
-    A call that follows this protocol is exactly ``call_raw``'s common path:
-
-    * read ``ctx = state.ctx``; if it is ``0`` (the store is closed) or
-      ``state.async_required`` is set, use ``call_raw(args)`` instead;
-    * ``pack_into(buf, 0, *args)`` (arguments already in range: unsigned
-      ints for ``i32``/``i64``, floats for ``f32``/``f64``);
-    * ``err = entry(ctx, addr, buf_addr, nslots, trap_addr)``, or, cheaper,
-      ``err = untyped(*call_args)``; if ``err`` or ``trap.value`` is set, call
-      ``fail(err)``, which raises;
-    * the results are ``unpack_from(buf)``, a tuple.
-
-    ``untyped`` is the same C entry point declared without argument types,
-    and ``call_args`` the tuple of its arguments (``ctx``, ``addr``,
-    ``buf_addr``, ``nslots``, ``trap_addr``) as ctypes objects built once:
-    ctypes passes them as they are, with no conversion per argument and call.
-    Call ``untyped`` with exactly that tuple and nothing else (a Python
-    ``int`` would reach the C function as a 32-bit ``int``), only after the
-    store test above (the tuple's context is the store's, which never changes
-    while the store is open but is gone once it is closed), and never change
-    the objects in it.
-
-    ``views`` (``None`` on a big-endian host) maps each core value type to a
-    view of ``buf`` and the number of its items per slot: slot ``k`` as an
-    ``i32`` is ``views["i32"][0][k * 4]``. Writing a slot through its view
-    instead of ``pack_into`` (and reading a result the same way) is cheaper
-    for a call with few values; a written value must fit its type.
-    """
-
-    state: _StoreState
-    entry: Callable[[int, int, int, int, int], int | None]
-    addr: int
-    buf: ctypes.Array[ctypes.c_ubyte]
-    buf_addr: int
-    nslots: int
-    trap: ctypes.c_void_p
-    trap_addr: int
-    pack_into: Callable[..., None]
-    unpack_from: Callable[[ctypes.Array[ctypes.c_ubyte]], tuple[Any, ...]]
-    fail: Callable[[int | None], NoReturn]
-    call_raw: Callable[[Sequence[CoreValue]], list[CoreValue]]
-    views: Mapping[str, tuple[memoryview[Any], int]] | None
-    untyped: Callable[..., int | None]
-    call_args: tuple[Any, ...]
 
 
 #: ``wasmtime_func_call_unchecked`` without argument types: only ever called as
@@ -372,55 +255,6 @@ def _call_args(
     )
 
 
-def _slot_views(buf: ctypes.Array[ctypes.c_ubyte]) -> dict[str, tuple[memoryview[Any], int]] | None:
-    """Typed views of a ``wasmtime_val_raw_t`` buffer (slots hold little-endian values)."""
-    if sys.byteorder != "little":
-        return None
-    raw = memoryview(buf).cast("B")
-    views: tuple[memoryview[Any], ...] = (
-        raw.cast("I"),
-        raw.cast("Q"),
-        raw.cast("f"),
-        raw.cast("d"),
-    )
-    return {
-        t: (view, ffi.VAL_RAW_SIZE // view.itemsize)
-        for t, view in zip(VALTYPES, views, strict=True)
-    }
-
-
-def _make_trampoline(
-    state: _StoreState,
-    params: tuple[str, ...],
-    results: tuple[str, ...],
-    fn: HostFunction,
-) -> Callable[[int | None, int | None, int | None, int], int]:
-    ps, rs = raw_struct(params), raw_struct(results)
-    buf_type = ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * max(len(params), len(results), 1))
-    from_address = buf_type.from_address
-
-    def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
-        # Every path returns an int: 0 for success, else an owned trap.
-        state.host_depth += 1
-        try:
-            buf = from_address(addr or 0)
-            out = fn(ps.unpack_from(buf))
-            try:
-                rs.pack_into(buf, 0, *out)
-            except (struct.error, TypeError):
-                rs.pack_into(buf, 0, *normalize(results, list(out), "host function result"))
-            return 0
-        except BaseException as exc:
-            try:
-                return state.record_host_error(exc)
-            except BaseException:
-                return ffi.new_trap("host function failed")
-        finally:
-            state.host_depth -= 1
-
-    return trampoline
-
-
 def define_host_func(
     store: EngineStore,
     params: Sequence[str],
@@ -436,14 +270,38 @@ def define_host_func(
     """
     p = check_valtypes(params, "define_host_func params")
     r = check_valtypes(results, "define_host_func results")
-    state = store._state
     ctx = store._ctx()
-    cb = ffi.UNCHECKED_CALLBACK(_make_trampoline(state, p, r, fn))
-    ty = _functype(p, r)
     func = ffi.FuncStruct()
-    ffi.func_new_unchecked(ctx, ffi.address(ty.ptr()), cb, None, None, ctypes.addressof(func))
-    state.keepalive.append(cb)
+    new_host_func(store._state, ctx, p, r, fn, out_addr=ctypes.addressof(func))
     return CoreFunc._wrap(store, func)
+
+
+def new_host_func(
+    state: _StoreState,
+    ctx: int,
+    params: tuple[str, ...],
+    results: tuple[str, ...],
+    fn: HostFunction | None,
+    *,
+    out_addr: int,
+    build: Callable[[], HostFunction] | None = None,
+) -> None:
+    """Create a host function of the store ``ctx`` in the ``wasmtime_func_t`` at ``out_addr``.
+
+    It runs ``fn``, or, when ``fn`` is ``None``, the body ``build()`` makes
+    on the first call.  No callback is made per function: the signature's
+    shared trampoline finds the body from the function's ``env``.
+    """
+    if not ctx or not out_addr:
+        raise EngineError("a host function needs an open store and a place to go")
+    cb = _callpath.host_trampoline(params, results)
+    ty = functype(state.engine._ptr, params, results)
+    env = new_host_env(state, fn)
+    if fn is None:
+        if build is None:
+            raise EngineError("a host function needs a body or a way to build one")
+        HOST_ENTRIES[env] = (state, _callpath.deferred_body(env, build))
+    ffi.func_new_unchecked(ctx, ffi.address(ty.ptr()), cb, env, None, out_addr)
 
 
 def wrap_extern(store: EngineStore, ext: Any) -> Extern:

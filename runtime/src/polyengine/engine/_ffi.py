@@ -84,6 +84,16 @@ def _untyped(name: str, restype: Any) -> Any:
     return f
 
 
+def _untyped_holding_gil(name: str, restype: Any) -> Any:
+    """:func:`_untyped`, but the GIL stays held for the call (for short calls
+    that never call back into Python: releasing and retaking the GIL would
+    cost more than the call)."""
+    lib = ctypes.PyDLL(dll._name, handle=dll._handle)
+    f = lib._FuncPtr((name, lib))
+    f.restype = restype
+    return f
+
+
 P = c_void_p
 
 # Host callbacks.  The unchecked callback returns a ``wasm_trap_t*`` (0 = ok).
@@ -113,6 +123,9 @@ call_future_delete = _fn("wasmtime_call_future_delete", None, P)
 
 instance_new = _fn("wasmtime_instance_new", P, P, P, P, c_size_t, P, P)
 instance_export_get = _fn("wasmtime_instance_export_get", c_bool, P, P, c_char_p, c_size_t, P)
+# The same entry point for filling import vectors (``_pre.py``): called only
+# with tuples of prebuilt ctypes arguments of exactly the declared types.
+instance_export_get_untyped = _untyped_holding_gil("wasmtime_instance_export_get", c_bool)
 
 linker_new = _fn("wasmtime_linker_new", P, P)
 linker_delete = _fn("wasmtime_linker_delete", None, P)

@@ -22,17 +22,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from . import _ffi as ffi
-from ._core import (
-    CoreFunc,
-    CoreValue,
-    _functype,
-    check_valtypes,
-    normalize,
-    val_struct,
-    wrap_extern,
-)
+from ._core import CoreFunc, wrap_extern
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
+from ._values import KIND, CoreValue, check_valtypes, functype, normalize, val_struct
 
 if TYPE_CHECKING:
     from ._async import ParkableCall
@@ -189,13 +182,11 @@ class _Signature:
     __slots__ = ("buf_type", "kinds", "params", "params_struct", "results", "results_struct")
 
     def __init__(self, params: tuple[str, ...], results: tuple[str, ...]) -> None:
-        from ._core import _KIND
-
         self.params = params
         self.results = results
         self.params_struct = val_struct(params, with_kind=False)
         self.results_struct = val_struct(results, with_kind=True)
-        self.kinds = tuple(_KIND[t] for t in results)
+        self.kinds = tuple(KIND[t] for t in results)
         size = ffi.VAL_SIZE * max(len(params), len(results), 1)
         self.buf_type = ctypes.c_ubyte * size
 
@@ -312,7 +303,7 @@ def define_async_host_func(
     cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn))
     state.keepalive.append(cb)
     name = f"async-host-{state.token()}".encode()
-    ty = _functype(p, r)
+    ty = functype(store.engine._ptr, p, r)
     err = ffi.linker_define_async_func(
         state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, None, None
     )
@@ -321,7 +312,7 @@ def define_async_host_func(
     ext = ffi.Extern()
     if not ffi.linker_get(state.async_linker, ctx, b"", 0, name, len(name), ctypes.addressof(ext)):
         raise EngineError("cannot materialize async host function")
-    state.async_required = True
+    state.require_async()
     found = wrap_extern(store, ext)
     assert isinstance(found, CoreFunc)
     return found

@@ -15,7 +15,7 @@ Accesses through ``read``/``write``/``check`` are bounds-checked and trap
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import wasmtime
 
@@ -23,6 +23,7 @@ from . import _ffi as ffi
 from ._core import CoreFunc, wrap_extern
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
+from ._values import VALTYPES, normalize
 
 __all__ = ["CoreGlobal", "CoreTable", "GuestMemory", "new_global", "new_memory", "new_table"]
 
@@ -34,30 +35,67 @@ def _out_of_bounds(ptr: int, n: int, size: int) -> CoreTrap:
     )
 
 
-class GuestMemory:
-    """A core linear memory of one store."""
+class _StoreItem:
+    """What every memory, table, global and tag of a store shares.
 
-    __slots__ = ("__weakref__", "_addr", "_mem", "_state", "_view", "_view_size", "store")
+    ``_item`` is our own copy of the C structure (``_STRUCT``) naming the item
+    in its store, ``_addr`` its address; ``_as_extern`` hands it to an
+    instantiation as the extern of kind ``_KIND`` (field ``_FIELD``).
+    """
+
+    __slots__ = ("_addr", "_item", "_state", "store")
+
+    _STRUCT: ClassVar[Any]
+    _KIND: ClassVar[int]
+    _FIELD: ClassVar[str]
 
     store: EngineStore
     _state: _StoreState
-    _mem: Any  # wasmtime_memory_t
+    _item: Any
     _addr: int
-    _view: memoryview | None  # cached view, valid for _view_size bytes
-    _view_size: int
 
     def __init__(self) -> None:
-        raise TypeError("GuestMemory objects come from instance exports")
+        raise TypeError(f"{type(self).__name__} objects come from instance exports")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, mem: Any) -> GuestMemory:
+    def _wrap(cls, store: EngineStore, raw: Any) -> Self:
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
-        m = ffi.MemoryStruct()
-        ctypes.pointer(m)[0] = mem
-        self._mem = m
-        self._addr = ctypes.addressof(m)
+        item = cls._STRUCT()
+        ctypes.pointer(item)[0] = raw
+        self._item = item
+        self._addr = ctypes.addressof(item)
+        return self
+
+    def _ctx(self) -> int:
+        ctx = self._state.ctx
+        if not ctx:
+            self._state.raise_closed()
+        return ctx
+
+    def _as_extern(self) -> Any:
+        ext = ffi.Extern()
+        ext.kind = self._KIND
+        setattr(ext.of, self._FIELD, self._item)
+        return ext
+
+
+class GuestMemory(_StoreItem):
+    """A core linear memory of one store."""
+
+    __slots__ = ("__weakref__", "_view", "_view_size")
+
+    _STRUCT = ffi.MemoryStruct
+    _KIND = ffi.EXTERN_MEMORY
+    _FIELD = "memory"
+
+    _view: memoryview | None  # cached view, valid for _view_size bytes
+    _view_size: int
+
+    @classmethod
+    def _wrap(cls, store: EngineStore, raw: Any) -> Self:
+        self = super()._wrap(store, raw)
         self._view = None
         self._view_size = -1
         store._state.memories.add(self)
@@ -127,12 +165,6 @@ class GuestMemory:
             return -1
         return int(prev.value)
 
-    def _as_extern(self) -> Any:
-        ext = ffi.Extern()
-        ext.kind = ffi.EXTERN_MEMORY
-        ext.of.memory = self._mem
-        return ext
-
     def __repr__(self) -> str:
         return "<GuestMemory>" if self.store.closed else f"<GuestMemory {self.size()} bytes>"
 
@@ -140,35 +172,14 @@ class GuestMemory:
 _FUNCREF = 5  # WASMTIME_FUNCREF
 
 
-class CoreTable:
+class CoreTable(_StoreItem):
     """A core ``funcref`` table of one store (for the canonical ABI's indirect trampolines)."""
 
-    __slots__ = ("_addr", "_state", "_table", "store")
+    __slots__ = ()
 
-    store: EngineStore
-    _state: _StoreState
-    _table: Any  # wasmtime_table_t
-    _addr: int
-
-    def __init__(self) -> None:
-        raise TypeError("CoreTable objects come from instance exports")
-
-    @classmethod
-    def _wrap(cls, store: EngineStore, table: Any) -> CoreTable:
-        self = object.__new__(cls)
-        self.store = store
-        self._state = store._state
-        t = ffi.TableStruct()
-        ctypes.pointer(t)[0] = table
-        self._table = t
-        self._addr = ctypes.addressof(t)
-        return self
-
-    def _ctx(self) -> int:
-        ctx = self._state.ctx
-        if not ctx:
-            self._state.raise_closed()
-        return ctx
+    _STRUCT = ffi.TableStruct
+    _KIND = ffi.EXTERN_TABLE
+    _FIELD = "table"
 
     def size(self) -> int:
         return int(ffi.table_size(self._ctx(), self._addr))
@@ -227,45 +238,18 @@ class CoreTable:
             return -1
         return int(prev.value)
 
-    def _as_extern(self) -> Any:
-        ext = ffi.Extern()
-        ext.kind = ffi.EXTERN_TABLE
-        ext.of.table = self._table
-        return ext
-
 
 _GLOBAL_KINDS = {ffi.KIND_I32: "i32", ffi.KIND_I64: "i64", ffi.KIND_F32: "f32", ffi.KIND_F64: "f64"}
 
 
-class CoreGlobal:
+class CoreGlobal(_StoreItem):
     """A core global of a numeric type, read and written as a flat core value."""
 
-    __slots__ = ("_addr", "_global", "_state", "store")
+    __slots__ = ()
 
-    store: EngineStore
-    _state: _StoreState
-    _global: Any  # wasmtime_global_t
-    _addr: int
-
-    def __init__(self) -> None:
-        raise TypeError("CoreGlobal objects come from instance exports")
-
-    @classmethod
-    def _wrap(cls, store: EngineStore, glob: Any) -> CoreGlobal:
-        self = object.__new__(cls)
-        self.store = store
-        self._state = store._state
-        g = ffi.GlobalStruct()
-        ctypes.pointer(g)[0] = glob
-        self._global = g
-        self._addr = ctypes.addressof(g)
-        return self
-
-    def _ctx(self) -> int:
-        ctx = self._state.ctx
-        if not ctx:
-            self._state.raise_closed()
-        return ctx
+    _STRUCT = ffi.GlobalStruct
+    _KIND = ffi.EXTERN_GLOBAL
+    _FIELD = "global_"
 
     def _read(self) -> Any:
         val = ffi.Val()
@@ -292,19 +276,11 @@ class CoreGlobal:
 
     def set(self, value: int | float) -> None:
         """Set a mutable global; ``EngineError`` if it is immutable."""
-        from ._core import normalize
-
         t = _GLOBAL_KINDS[int(self._read().kind)]
         val = _numeric_val(t, normalize((t,), (value,), "global value")[0])
         err = ffi.global_set(self._ctx(), self._addr, ctypes.addressof(val))
         if err:
             raise EngineError(f"cannot set global: {ffi.take_error_message(err)}")
-
-    def _as_extern(self) -> Any:
-        ext = ffi.Extern()
-        ext.kind = ffi.EXTERN_GLOBAL
-        ext.of.global_ = self._global
-        return ext
 
 
 def new_memory(store: EngineStore, min_pages: int, max_pages: int | None = None) -> GuestMemory:
@@ -345,8 +321,6 @@ def new_global(
     store: EngineStore, valtype: str, value: int | float, mutable: bool = True
 ) -> CoreGlobal:
     """A host-created numeric global of ``store``."""
-    from ._core import VALTYPES, normalize
-
     ctx = store._ctx()
     if valtype not in VALTYPES:
         raise ValueError(f"unsupported global type {valtype!r}")
@@ -376,33 +350,14 @@ def _numeric_val(valtype: str, v: int | float) -> Any:
     return val
 
 
-class CoreTag:
+class CoreTag(_StoreItem):
     """A core exception tag: passed between instances, never called or read."""
 
-    __slots__ = ("_state", "_tag", "store")
+    __slots__ = ()
 
-    store: EngineStore
-    _state: _StoreState
-    _tag: Any  # wasmtime_tag_t
-
-    def __init__(self) -> None:
-        raise TypeError("CoreTag objects come from instance exports")
-
-    @classmethod
-    def _wrap(cls, store: EngineStore, tag: Any) -> CoreTag:
-        self = object.__new__(cls)
-        self.store = store
-        self._state = store._state
-        t = ffi.TagStruct()
-        ctypes.pointer(t)[0] = tag
-        self._tag = t
-        return self
-
-    def _as_extern(self) -> Any:
-        ext = ffi.Extern()
-        ext.kind = ffi.EXTERN_TAG
-        ext.of.tag = self._tag
-        return ext
+    _STRUCT = ffi.TagStruct
+    _KIND = ffi.EXTERN_TAG
+    _FIELD = "tag"
 
     def __repr__(self) -> str:
         return "<CoreTag>"

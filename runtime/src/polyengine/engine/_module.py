@@ -22,6 +22,7 @@ import wasmtime
 
 from ._config import Engine, get_engine
 from ._errors import CompileError
+from ._features import explain
 from ._ffi import WASMTIME_VERSION, address
 
 __all__ = ["CoreModule", "ImportDesc", "compile_module", "module_cache_dir"]
@@ -41,7 +42,7 @@ class ImportDesc:
 class CoreModule:
     """A compiled core module (obtain via :func:`compile_module`)."""
 
-    __slots__ = ("_imports", "_ptr", "engine", "name", "sha256", "wasmtime_module")
+    __slots__ = ("_exports", "_imports", "_ptr", "engine", "name", "sha256", "wasmtime_module")
 
     engine: Engine
     name: str
@@ -49,6 +50,7 @@ class CoreModule:
     wasmtime_module: wasmtime.Module
     _ptr: int
     _imports: tuple[ImportDesc, ...] | None
+    _exports: dict[str, str] | None
 
     def __init__(self) -> None:
         raise TypeError("use compile_module() to obtain a CoreModule")
@@ -62,24 +64,25 @@ class CoreModule:
         self.name = name
         self._ptr = address(module.ptr())
         self._imports = None
+        self._exports = None
         return self
 
     @property
     def imports(self) -> tuple[ImportDesc, ...]:
         """The module's imports in declaration order."""
         if self._imports is None:
-            out = []
-            for imp in self.wasmtime_module.imports:
-                ty = imp.type
-                kind = {
-                    wasmtime.FuncType: "func",
-                    wasmtime.MemoryType: "memory",
-                    wasmtime.TableType: "table",
-                    wasmtime.GlobalType: "global",
-                }.get(type(ty), "tag")
-                out.append(ImportDesc(imp.module, imp.name or "", kind))
-            self._imports = tuple(out)
+            self._imports = tuple(
+                ImportDesc(imp.module, imp.name or "", _kind(imp.type))
+                for imp in self.wasmtime_module.imports
+            )
         return self._imports
+
+    @property
+    def export_kinds(self) -> dict[str, str]:
+        """The module's exports: name to kind (``"func"``, ``"memory"``, ...)."""
+        if self._exports is None:
+            self._exports = {e.name: _kind(e.type) for e in self.wasmtime_module.exports}
+        return self._exports
 
     @property
     def export_names(self) -> tuple[str, ...]:
@@ -88,6 +91,15 @@ class CoreModule:
 
     def __repr__(self) -> str:
         return f"<CoreModule {self.name} sha256={self.sha256[:12]}>"
+
+
+def _kind(ty: object) -> str:
+    return {
+        wasmtime.FuncType: "func",
+        wasmtime.MemoryType: "memory",
+        wasmtime.TableType: "table",
+        wasmtime.GlobalType: "global",
+    }.get(type(ty), "tag")
 
 
 _memory_cache: dict[tuple[int, str], CoreModule] = {}
@@ -189,7 +201,7 @@ def compile_module(
                 module = wasmtime.Module(eng.wasmtime_engine, raw)
             except wasmtime.WasmtimeError as exc:
                 lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-                raise CompileError(label, "; ".join(lines)) from None
+                raise CompileError(label, explain("; ".join(lines))) from None
             if path is not None:
                 _write_cached(path, module)
         result = CoreModule._create(eng, module, sha, label)

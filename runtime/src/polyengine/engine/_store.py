@@ -11,6 +11,7 @@ store it runs in.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import re
 import threading
 import weakref
@@ -34,11 +35,27 @@ _HOST_ERROR_TAG = "polyengine-host-error"
 _BYTES_PER_LEVEL = 4096
 _HOST_ERROR_RE = re.compile(r"\[" + _HOST_ERROR_TAG + r" (\d+)\]")
 
+#: what each host function's ``env`` stands for: ``env -> (store state, body)``.
+#: The C callbacks are shared by every host function of one core signature
+#: (``_callpath.host_trampoline``); the entry of a function is removed when
+#: its store is closed, after which no guest of that store can run.
+HOST_ENTRIES: dict[int, tuple[_StoreState, Any]] = {}
+_host_env_ids = itertools.count(1)
+
+
+def new_host_env(state: _StoreState, body: Any) -> int:
+    """A fresh ``env`` for a host function of ``state``'s store running ``body``."""
+    env = next(_host_env_ids)
+    HOST_ENTRIES[env] = (state, body)
+    state.host_envs.append(env)
+    return env
+
 
 class _StoreState:
     """Everything that must live exactly as long as the raw store.
 
-    Invariants: ``ctx`` is 0 iff the store is closed; every future in
+    Invariants: ``ctx`` is 0 iff the store is closed; ``direct`` is true iff
+    ``ctx`` is set and ``async_required`` is not; every future in
     ``futures`` is a live ``wasmtime_call_future_t*`` of this store, deleted
     before the store is; ``keepalive`` holds the ctypes callbacks wasmtime
     may still call until the store is deleted.
@@ -52,10 +69,12 @@ class _StoreState:
         "ctx",
         "current_call",
         "depth",
+        "direct",
         "engine",
         "fiber_budget",
         "futures",
         "host_depth",
+        "host_envs",
         "host_errors",
         "keepalive",
         "memories",
@@ -72,7 +91,12 @@ class _StoreState:
         if not self.store_ptr:
             raise EngineError("wasmtime_store_new failed")
         self.ctx: int = ffi.store_context(self.store_ptr) or 0
+        #: the store is open and not async-required: a call may take the plain
+        #: unchecked entry point (the one test of the call path's fast case)
+        self.direct = True
         self.keepalive: list[object] = []
+        #: the ``env`` of every host function of this store (see HOST_ENTRIES)
+        self.host_envs: list[int] = []
         self.host_errors: dict[int, BaseException] = {}
         self.next_token = 1
         self.async_linker = 0
@@ -105,6 +129,11 @@ class _StoreState:
         self.views: list[weakref.ref[object]] = []
         # Memories whose cached view is dropped on close.
         self.memories: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def require_async(self) -> None:
+        """From now on every entry into the guest runs on a call future (``_async.py``)."""
+        self.async_required = True
+        self.direct = False
 
     def token(self) -> int:
         t = self.next_token
@@ -140,7 +169,11 @@ class _StoreState:
         for fut in reversed(futures):
             ffi.call_future_delete(fut)
         self.ctx = 0
+        self.direct = False
         self.host_errors.clear()
+        for env in self.host_envs:
+            HOST_ENTRIES.pop(env, None)
+        self.host_envs.clear()
         for memory in list(self.memories):
             memory._view = None
         live = [b for b in (r() for r in self.views) if b is not None]

@@ -30,6 +30,7 @@ from wasmtime import _ffi as wffi
 from polyengine.errors import TranslationError
 
 from ._config import get_engine
+from ._features import explain
 from ._ffi import WASMTIME_VERSION
 from ._module import module_cache_dir
 
@@ -145,7 +146,9 @@ def validate_core_module(
     except wasmtime.WasmtimeError as exc:
         message = str(exc).strip().splitlines()
         summary = "; ".join(line.strip() for line in message if line.strip())
-        raise TranslationError(f"invalid core module: {summary}", offset, "core module") from None
+        raise TranslationError(
+            f"invalid core module: {explain(summary)}", offset, "core module"
+        ) from None
     _remember(digest)
     if marker is not None:
         _write_marker(marker)

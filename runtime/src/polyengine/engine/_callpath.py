@@ -1,0 +1,294 @@
+"""The call path: the one part of the engine a compiled accelerator replaces.
+
+architecture.md §5.  Everything above the engine calls core code and is
+called by it through three things only, all built here:
+
+* :func:`export_caller` — the specialised call of one core function for one
+  flat signature: ``call(a0, a1, ...)`` takes each argument in the format
+  the caller chose for its slot and returns the result in the format chosen
+  for it (the fast path of a scalar export);
+* :func:`flat_caller` — the general call of one core function:
+  ``call(flat_args) -> tuple`` (every other export, adapters, realloc);
+* :func:`host_trampoline` — the C callback shared by every host function of
+  one core signature; it finds the function's body and store from the
+  ``env`` wasmtime passes (:data:`~._store.HOST_ENTRIES`), so defining a host
+  function in a store makes no callback of its own.
+
+Slot formats are ``struct`` codes: ``I``/``i`` (an ``i32`` slot read or
+written as unsigned or signed), ``Q``/``q`` (``i64``), ``f`` (``f32``),
+``d`` (``f64``).  A value outside its format's range raises ``ValueError``
+before anything runs (the caller may then take its general path); nothing
+else a call raises is a ``ValueError``: a trap is a
+:class:`~polyengine.engine.CoreTrap`, a host function's
+``KeyboardInterrupt``/``SystemExit`` is itself.
+
+Calls use wasmtime's unchecked entry point over a per-function buffer of
+``wasmtime_val_raw_t`` slots, through a prototype without argument types
+called with the function's prebuilt ctypes arguments (``CoreFunc._call_args``),
+only while the store is open and not async-required (``state.direct``);
+otherwise the call goes through ``CoreFunc.call_raw``, which takes the
+store's other paths or raises ``StoreClosedError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from . import _ffi as ffi
+from ._store import HOST_ENTRIES
+from ._values import CoreValue, normalize, raw_struct
+
+if TYPE_CHECKING:
+    from ._core import CoreFunc
+
+__all__ = ["SLOT_FORMATS", "export_caller", "flat_caller", "host_trampoline"]
+
+HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
+
+#: the slot formats each core value type accepts
+SLOT_FORMATS: dict[str, str] = {"i32": "Ii", "i64": "Qq", "f32": "f", "f64": "d"}
+_WIDTH = {"I": 32, "i": 32, "Q": 64, "q": 64}
+_LITTLE = sys.byteorder == "little"
+
+
+def check_formats(types: Sequence[str], formats: str, what: str) -> None:
+    """``ValueError`` unless ``formats`` gives one accepted slot format per type."""
+    if len(formats) != len(types) or any(
+        f not in SLOT_FORMATS.get(t, "") for t, f in zip(types, formats, strict=False)
+    ):
+        raise ValueError(
+            f"{what} formats {formats!r} do not fit the core types ({', '.join(types)})"
+        )
+
+
+def _to_format(fmt: str, value: CoreValue) -> CoreValue:
+    """A result read as unsigned bits (``call_raw``'s reading) in the format ``fmt``."""
+    bits = _WIDTH.get(fmt)
+    if fmt in "iq" and bits is not None and int(value) >= 1 << (bits - 1):
+        return int(value) - (1 << bits)
+    return value
+
+
+def _slow_caller(func: CoreFunc, formats: str, rformats: str) -> Callable[..., Any]:
+    """The specialised call through ``call_raw`` (closed or async-required store)."""
+    check = struct.Struct("<" + formats)
+    nresults = len(rformats)
+
+    def slow(*args: CoreValue) -> Any:
+        try:
+            check.pack(*args)
+        except struct.error as exc:
+            raise ValueError(f"an argument does not fit its slot: {exc}") from None
+        out = func.call_raw(list(args))
+        if nresults == 0:
+            return None
+        if nresults == 1:
+            return _to_format(rformats, out[0])
+        return tuple(_to_format(f, v) for f, v in zip(rformats, out, strict=True))
+
+    return slow
+
+
+def export_caller(func: CoreFunc, formats: str, rformats: str) -> Callable[..., Any]:
+    """The specialised call of ``func``: ``call(*args)`` with ``formats`` in, ``rformats`` out.
+
+    One result is returned as the value, none as ``None``, several as a
+    tuple.  ``ValueError`` if the formats do not fit ``func``'s core type.
+    """
+    check_formats(func.params, formats, "parameter")
+    check_formats(func.results, rformats, "result")
+    slow = _slow_caller(func, formats, rformats)
+    state = func._state
+    untyped = ffi.func_call_unchecked_untyped
+    call_args = func._call_args
+    trap = func._trap
+    fail = func._call_failed
+    raw: Any = memoryview(func._buf).cast("B")
+    n, m = len(formats), len(rformats)
+    if not _LITTLE or n > 2 or m > 1:
+        pack = struct.Struct("<" + "".join(f + ("12x" if f in "Iif" else "8x") for f in formats))
+        unpack = struct.Struct("<" + "".join(f + ("12x" if f in "Iif" else "8x") for f in rformats))
+        pack_into, unpack_from = pack.pack_into, unpack.unpack_from
+        buf = func._buf
+
+        def call_n(*args: CoreValue) -> Any:
+            if not state.direct:
+                return slow(*args)
+            try:
+                pack_into(buf, 0, *args)
+            except struct.error as exc:
+                raise ValueError(f"an argument does not fit its slot: {exc}") from None
+            err = untyped(*call_args)
+            if err or trap.value:
+                fail(err)
+            if m == 1:
+                return unpack_from(buf)[0]
+            return unpack_from(buf) if m else None
+
+        return call_n
+
+    # One or two arguments and at most one result: typed views of the slots;
+    # storing through a view checks the value's range (``ValueError``).
+    def slot(fmt: str, k: int) -> tuple[memoryview[Any], int]:
+        view = raw.cast(fmt)
+        return view, k * (ffi.VAL_RAW_SIZE // view.itemsize)
+
+    out = raw.cast(rformats) if m else raw
+    if n == 0:
+
+        def call0() -> Any:
+            if not state.direct:
+                return slow()
+            err = untyped(*call_args)
+            if err or trap.value:
+                fail(err)
+            return out[0] if m else None
+
+        return call0
+    va, ia = slot(formats[0], 0)
+    if n == 1:
+        if m:
+
+            def call1(a: CoreValue) -> Any:
+                if not state.direct:
+                    return slow(a)
+                va[ia] = a
+                err = untyped(*call_args)
+                if err or trap.value:
+                    fail(err)
+                return out[0]
+
+            return call1
+
+        def call1_none(a: CoreValue) -> Any:
+            if not state.direct:
+                return slow(a)
+            va[ia] = a
+            err = untyped(*call_args)
+            if err or trap.value:
+                fail(err)
+            return None
+
+        return call1_none
+    vb, ib = slot(formats[1], 1)
+    if m:
+
+        def call2(a: CoreValue, b: CoreValue) -> Any:
+            if not state.direct:
+                return slow(a, b)
+            va[ia] = a
+            vb[ib] = b
+            err = untyped(*call_args)
+            if err or trap.value:
+                fail(err)
+            return out[0]
+
+        return call2
+
+    def call2_none(a: CoreValue, b: CoreValue) -> Any:
+        if not state.direct:
+            return slow(a, b)
+        va[ia] = a
+        vb[ib] = b
+        err = untyped(*call_args)
+        if err or trap.value:
+            fail(err)
+        return None
+
+    return call2_none
+
+
+def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[CoreValue]]:
+    """The general call of ``func``: flat arguments in, the tuple of flat results out.
+
+    Arguments ``call_raw`` would convert (negative ints, ints for floats) or
+    reject are handed to it; a function that is not callable from Python
+    raises ``EngineError`` when called.
+    """
+    call_raw = func.call_raw
+    ps, rs = func._params_struct, func._results_struct
+    if ps is None or rs is None:
+        return call_raw
+    state = func._state
+    untyped = ffi.func_call_unchecked_untyped
+    call_args = func._call_args
+    trap, fail, buf = func._trap, func._call_failed, func._buf
+    pack_into, unpack_from = ps.pack_into, rs.unpack_from
+
+    def call(flat: Sequence[CoreValue]) -> Sequence[CoreValue]:
+        if not state.direct:
+            return call_raw(flat)
+        try:
+            pack_into(buf, 0, *flat)
+        except struct.error:
+            return call_raw(flat)  # it converts what it can and says what it cannot
+        err = untyped(*call_args)
+        if err or trap.value:
+            fail(err)
+        return unpack_from(buf)
+
+    return call
+
+
+_trampolines: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
+
+
+def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
+    """The C callback of every host function with core type ``params -> results``.
+
+    wasmtime calls it with the function's ``env``; :data:`HOST_ENTRIES` maps
+    that to the store's state and the Python body (``fn(args) -> results``).
+    Every path returns an int: 0 for success, else an owned trap (a body's
+    exception is kept by the store and re-raised by the caller's call).
+    Built once per signature and kept for the life of the process.
+    """
+    key = (params, results)
+    found = _trampolines.get(key)
+    if found is not None:
+        return found
+    ps, rs = raw_struct(params), raw_struct(results)
+    buf_type = ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * max(len(params), len(results), 1))
+    from_address = buf_type.from_address
+    entries = HOST_ENTRIES
+    new_trap = ffi.new_trap
+
+    def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
+        try:
+            state, fn = entries[env or 0]
+        except BaseException:
+            return new_trap("a host function of a closed store was called")
+        state.host_depth += 1
+        try:
+            buf = from_address(addr or 0)
+            out = fn(ps.unpack_from(buf))
+            try:
+                rs.pack_into(buf, 0, *out)
+            except (struct.error, TypeError):
+                rs.pack_into(buf, 0, *normalize(results, list(out), "host function result"))
+            return 0
+        except BaseException as exc:
+            try:
+                return state.record_host_error(exc)
+            except BaseException:
+                return new_trap("host function failed")
+        finally:
+            state.host_depth -= 1
+
+    found = _trampolines[key] = ffi.UNCHECKED_CALLBACK(trampoline)
+    return found
+
+
+def deferred_body(env: int, build: Callable[[], HostFunction]) -> HostFunction:
+    """A body that builds the real one on the first call and puts it in its place."""
+
+    def first(args: Sequence[CoreValue]) -> Sequence[CoreValue]:
+        state, _ = HOST_ENTRIES[env]
+        fn = build()
+        HOST_ENTRIES[env] = (state, fn)
+        return fn(args)
+
+    return first

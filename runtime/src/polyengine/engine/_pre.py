@@ -1,0 +1,358 @@
+"""Instance-pre: instantiating core modules in order, prepared once (architecture.md §5).
+
+A component's core instances are instantiated in plan order, each with
+imports that are exports of earlier instances or host functions
+(Explainer.md §"Instance definitions").  :class:`InstancePre` takes that
+wiring once per (engine, plan) and prepares everything that does not depend
+on a store: the compiled modules, every import checked against what will be
+given (kind, exporter, order), the export names encoded.  Per store only the
+store-bound work remains (:meth:`InstancePre.link`): each import vector is
+filled straight into a raw ``wasmtime_extern_t`` array (one
+``wasmtime_instance_export_get`` per import, no Python object per extern),
+host functions are created without a callback of their own (the shared
+trampolines of ``_callpath.py``), and the module is instantiated from the
+array.  Python wrappers (:class:`~polyengine.engine.CoreFunc`, memories...)
+are made only for what the caller asks :class:`CoreInstance.get` for.
+
+Nothing wasmtime could abort on reaches it: every extern of an array comes
+from the linking's own store, and every slot of an array is written before
+the array is used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeAlias
+
+from polyengine.errors import LinkError
+
+from . import _ffi as ffi
+from ._async import instantiate_blocking
+from ._config import Engine
+from ._core import CoreFunc, CoreInstance, HostFunction, instantiation_failure, new_host_func
+from ._errors import EngineError
+from ._module import CoreModule
+from ._store import EngineStore
+from ._values import check_valtypes
+
+__all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking"]
+
+_EXTERN_SIZE = ctypes.sizeof(ffi.Extern)
+_OF_OFFSET: int = ffi.Extern.of.offset
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSource:
+    """An import given the export ``name`` of the earlier core instance ``instance``."""
+
+    instance: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostSource:
+    """An import given host function ``index`` (supplied per store by :meth:`InstancePre.link`)."""
+
+    index: int
+
+
+Source: TypeAlias = ExportSource | HostSource
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredHost:
+    """A host function ``params -> results`` whose body ``build()`` makes on its first call."""
+
+    params: tuple[str, ...]
+    results: tuple[str, ...]
+    build: Callable[[], HostFunction]
+
+
+HostBinding: TypeAlias = "CoreFunc | DeferredHost"
+
+
+class _Cells:
+    """Prebuilt ctypes arguments shared by a pre's fast fills (one fill at a time)."""
+
+    __slots__ = ("ctx", "instances", "lock")
+
+    def __init__(self, n: int) -> None:
+        self.ctx = ctypes.c_void_p(0)
+        self.instances = [ctypes.c_void_p(0) for _ in range(n)]
+        self.lock = threading.Lock()
+
+
+class _Step:
+    """One core instance of the pre: its module and how to fill its import array.
+
+    ``scratch`` is an import array filled by the fast path, through ``calls``:
+    one tuple of prebuilt ctypes arguments per export import (the shared
+    context and instance cells, the name, its length, the slot's address),
+    for the prototype without argument types. wasmtime copies the imports
+    before the start function runs, so the array is free again once
+    ``wasmtime_instance_new`` returns.
+    """
+
+    __slots__ = ("array_type", "calls", "exports", "hosts", "module", "n", "scratch", "users")
+
+    def __init__(self, module: CoreModule, sources: Sequence[Source], cells: _Cells) -> None:
+        self.module = module
+        self.n = len(sources)
+        self.array_type: Any = ffi.Extern * max(self.n, 1)
+        self.scratch: Any = self.array_type()
+        base = ctypes.addressof(self.scratch)
+        #: the earlier instances this one imports from
+        self.users = tuple(
+            sorted({s.instance for s in sources if isinstance(s, ExportSource)})
+        )
+        #: (slot offset, exporting instance, encoded name) per export import
+        self.exports: tuple[tuple[int, int, bytes], ...] = tuple(
+            (k * _EXTERN_SIZE, s.instance, s.name.encode("utf-8"))
+            for k, s in enumerate(sources)
+            if isinstance(s, ExportSource)
+        )
+        #: (slot offset, host index) per host import
+        self.hosts: tuple[tuple[int, int], ...] = tuple(
+            (k * _EXTERN_SIZE, s.index) for k, s in enumerate(sources) if isinstance(s, HostSource)
+        )
+        self.calls: tuple[tuple[Any, ...], ...] = tuple(
+            (
+                cells.ctx,
+                cells.instances[source],
+                ctypes.c_char_p(name),
+                ctypes.c_size_t(len(name)),
+                ctypes.c_void_p(base + off),
+            )
+            for off, source, name in self.exports
+        )
+
+
+class InstancePre:
+    """The store-independent part of instantiating ``modules`` as ``instances`` in order.
+
+    ``instances[i]`` is ``(module index, sources)`` with one source per
+    import of that module, in the module's import order.  ``hosts`` is the
+    number of host functions sources may name.  Raises :class:`LinkError`
+    for wiring that cannot work (a wrong count or kind, an export that does
+    not exist or comes from a later instance).
+    """
+
+    __slots__ = ("_cells", "engine", "hosts", "modules", "steps")
+
+    def __init__(
+        self,
+        engine: Engine,
+        modules: Sequence[CoreModule],
+        instances: Sequence[tuple[int, Sequence[Source]]],
+        hosts: int,
+    ) -> None:
+        self.engine = engine
+        self.modules = tuple(modules)
+        self.hosts = hosts
+        for module in self.modules:
+            if module.engine is not engine:
+                raise ValueError(f"core module {module.name} was compiled for a different engine")
+        steps: list[_Step] = []
+        self._cells = cells = _Cells(len(instances))
+        for index, (module_index, sources) in enumerate(instances):
+            module = self.modules[module_index]
+            wanted = module.imports
+            if len(sources) != len(wanted):
+                raise LinkError(
+                    f"core module {module.name} has {len(wanted)} imports, "
+                    f"{len(sources)} were given"
+                )
+            for desc, source in zip(wanted, sources, strict=True):
+                where = f"import {desc.module!r} {desc.name!r} of {module.name}"
+                if isinstance(source, HostSource):
+                    if not 0 <= source.index < hosts:
+                        raise LinkError(f"{where}: there is no host function {source.index}")
+                    kind = "func"
+                else:
+                    if not 0 <= source.instance < index:
+                        raise LinkError(
+                            f"{where}: core instance {source.instance} is not instantiated "
+                            f"before core instance {index}"
+                        )
+                    exporter = self.modules[instances[source.instance][0]]
+                    found = exporter.export_kinds.get(source.name)
+                    if found is None:
+                        raise LinkError(
+                            f"core instance {source.instance} has no export {source.name!r}"
+                        )
+                    kind = found
+                if kind != desc.kind:
+                    raise LinkError(f"{where}: expected a {desc.kind}, got a {kind}")
+            steps.append(_Step(module, sources, cells))
+        self.steps = tuple(steps)
+
+    def link(self, store: EngineStore, host: Callable[[int], HostBinding]) -> Linking:
+        """Begin instantiating in ``store``; ``host(index)`` supplies host function ``index``.
+
+        ``host`` is called once per host function, just before the first
+        instance that imports it: a :class:`CoreFunc` of ``store`` is used
+        as it is; a :class:`DeferredHost` becomes a host function of the
+        store whose body is built on its first call.
+        """
+        if store.engine is not self.engine:
+            raise ValueError("the store belongs to a different engine than the instance-pre")
+        return Linking(self, store, host)
+
+
+class Linking:
+    """One store's instantiation of an :class:`InstancePre` (see :meth:`InstancePre.link`)."""
+
+    __slots__ = (
+        "_host",
+        "_host_exts",
+        "_host_funcs",
+        "_inst_addrs",
+        "_instances",
+        "_pre",
+        "_ready",
+        "store",
+    )
+
+    def __init__(self, pre: InstancePre, store: EngineStore, host: Callable[[int], Any]) -> None:
+        self._pre = pre
+        self.store = store
+        self._host = host
+        self._inst_addrs: list[int] = []
+        #: the ``wasmtime_instance_t`` of each instance made so far (kept alive here)
+        self._instances: list[Any] = []
+        #: the materialized host functions, one ``wasmtime_extern_t`` each
+        self._host_exts: Any = (ffi.Extern * max(pre.hosts, 1))()
+        self._ready = bytearray(pre.hosts)
+        self._host_funcs: dict[int, CoreFunc] = {}
+
+    @property
+    def next_index(self) -> int:
+        """The index of the core instance :meth:`instantiate` makes next."""
+        return len(self._inst_addrs)
+
+    def instantiate(self, index: int) -> CoreInstance:
+        """Instantiate core instance ``index`` (in order: 0, 1, ...).
+
+        Raises :class:`LinkError` if wasmtime refuses the imports (a type
+        that does not match), :class:`CoreTrap` if the start function traps.
+        """
+        if index != len(self._inst_addrs) or index >= len(self._pre.steps):
+            raise EngineError(
+                f"core instances are instantiated in order: expected {len(self._inst_addrs)}, "
+                f"got {index}"
+            )
+        step = self._pre.steps[index]
+        store = self.store
+        for _, h in step.hosts:
+            if not self._ready[h]:
+                self._materialize(h)
+        ctx = store._ctx()  # after the host callback, which may have run anything
+        cells = self._pre._cells
+        if cells.lock.acquire(blocking=False):
+            try:
+                return self._instantiate(step, ctx, step.scratch, cells)
+            finally:
+                cells.lock.release()
+        # Another fill of the same pre is under way (a start function instantiating the
+        # same component, or another thread): fill an array of its own.
+        return self._instantiate(step, ctx, step.array_type(), None)
+
+    def _instantiate(self, step: _Step, ctx: int, arr: Any, cells: _Cells | None) -> CoreInstance:
+        store = self.store
+        state = store._state
+        base = ctypes.addressof(arr)
+        addrs = self._inst_addrs
+        if cells is not None:
+            cells.ctx.value = ctx
+            for j in step.users:
+                cells.instances[j].value = addrs[j]
+            get = ffi.instance_export_get_untyped
+            for args in step.calls:
+                if not get(*args):
+                    self._missing(step, args)
+        else:
+            get_typed = ffi.instance_export_get
+            for off, source, name in step.exports:
+                if not get_typed(ctx, addrs[source], name, len(name), base + off):
+                    raise LinkError(
+                        f"core instance {source} has no export "
+                        f"{name.decode('utf-8', 'replace')!r}"
+                    )
+        if step.hosts:
+            hosts_base = ctypes.addressof(self._host_exts)
+            for off, h in step.hosts:
+                ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
+        module = step.module
+        if state.async_required:
+            found = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            self._instances.append(found._instance)
+            addrs.append(ctypes.addressof(found._instance))
+            return found
+        inst = ffi.InstanceStruct()
+        trap = ctypes.c_void_p(0)
+        err = ffi.instance_new(
+            ctx, module._ptr, base, step.n, ctypes.addressof(inst), ctypes.addressof(trap)
+        )
+        if err or trap.value:
+            instantiation_failure(state, module, trap.value or 0, err or 0)
+        self._instances.append(inst)
+        addrs.append(ctypes.addressof(inst))
+        return CoreInstance._wrap(store, inst, module.name)
+
+    @staticmethod
+    def _missing(step: _Step, args: tuple[Any, ...]) -> NoReturn:
+        for (_, source, name), call in zip(step.exports, step.calls, strict=True):
+            if call is args:
+                raise LinkError(
+                    f"core instance {source} has no export {name.decode('utf-8', 'replace')!r}"
+                )
+        raise LinkError(f"core module {step.module.name}: an import is missing")
+
+    def host_func(self, index: int) -> CoreFunc:
+        """Host function ``index`` of this store as a :class:`CoreFunc` (made on demand)."""
+        found = self._host_funcs.get(index)
+        if found is not None:
+            return found
+        if not self._ready[index]:
+            self._materialize(index)
+        found = self._host_funcs.get(index)
+        if found is None:
+            ext = self._host_exts[index]
+            func = ffi.FuncStruct()
+            ctypes.pointer(func)[0] = ext.of.func
+            found = self._host_funcs[index] = CoreFunc._wrap(self.store, func)
+        return found
+
+    def _materialize(self, index: int) -> None:
+        binding = self._host(index)
+        store = self.store
+        ctx = store._ctx()
+        slot = ctypes.addressof(self._host_exts) + index * _EXTERN_SIZE
+        if isinstance(binding, CoreFunc):
+            if binding.store is not store:
+                raise ValueError(f"host function {index} belongs to another store")
+            ext = binding._as_extern()  # alive until copied
+            ctypes.memmove(slot, ctypes.addressof(ext), _EXTERN_SIZE)
+            self._host_funcs[index] = binding
+        elif isinstance(binding, DeferredHost):
+            params = check_valtypes(binding.params, f"host function {index} params")
+            results = check_valtypes(binding.results, f"host function {index} results")
+            ffi.Extern.from_address(slot).kind = ffi.EXTERN_FUNC
+            new_host_func(
+                store._state,
+                ctx,
+                params,
+                results,
+                None,
+                out_addr=slot + _OF_OFFSET,
+                build=binding.build,
+            )
+        else:
+            raise TypeError(
+                f"host function {index}: expected a CoreFunc or a DeferredHost, "
+                f"got {type(binding).__name__}"
+            )
+        self._ready[index] = 1
