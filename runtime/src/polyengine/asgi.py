@@ -1,5 +1,9 @@
 """``polyengine.asgi.App``: a wasi:http component as an ASGI 3 application.
 
+Both tracks: a 0.2 ``proxy`` (``incoming-handler.handle`` with a
+response outparam) and a 0.3 ``service`` (``handler.handle`` as an async
+call returning the response; several run concurrently on one instance).
+
 http-serve.md §4 and §6. The app translates the component at lifespan
 startup (or at the first request under a server without lifespan), keeps a
 pool of instances with ``wasmtime serve``'s defaults (0.2 ``proxy``: one
@@ -241,14 +245,15 @@ class _Aborted(Exception):
 
 
 class App:
-    """An ASGI 3 application serving a wasi:http 0.2 ``proxy`` component.
+    """An ASGI 3 application serving a wasi:http 0.2 proxy or 0.3 service component.
 
     ``component`` is the binary (``bytes``), a path to it, or translation
     ``Artifacts``. ``imports_factory(instance_id)`` gives each new instance
     its imports (default: all of ``polyengine_wasi`` plus ``wasi:http``
     with outgoing requests denied, log lines prefixed ``stdout [N] :: ``).
     ``reuse`` is how many requests an instance serves before it is dropped
-    (default 1, wasmtime's for 0.2), ``idle_timeout`` how long an idle one
+    (default: wasmtime's, 1 for 0.2 and 128 for 0.3), ``concurrent_reuse``
+    how many run at once on a 0.3 instance (default 16), ``idle_timeout`` how long an idle one
     is kept (seconds), ``prewarm`` how many instances are kept ready,
     ``request_timeout`` bounds each request (seconds), ``headers`` replace
     or add request headers (wasmtime's ``-H``).
