@@ -134,11 +134,11 @@ def main() -> int:
         if args.guest is None:
             guest.write_bytes(compile_component(_hello_text()))
         policies = [
-            ("no reuse (0.2 default)", []),
+            ("defaults (0.2: 1, 0.3: 128)", []),
             ("reuse 1000", ["--max-instance-reuse-count", "1000"]),
         ]
         print(f"guest: {guest.name}; {args.requests} requests per row; 127.0.0.1")
-        print(f"{'policy':24} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} | "
+        print(f"{'policy':26} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} | "
               f"{'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | ratio")
         for label, flags in policies:
             ours = Server([sys.executable, "-m", "polyengine", "serve", "--addr", "127.0.0.1:0",
@@ -153,7 +153,7 @@ def main() -> int:
                     b = _row(theirs.host, theirs.port, c, args.requests) if theirs else None
                     other = (f"{b[0]:14.0f} {b[1]:7.2f} {b[2]:7.2f} | {a[0] / b[0]:5.2f}"
                              if b else f"{'-':>14} {'-':>7} {'-':>7} |     -")
-                    print(f"{label:24} {c:3d} | {a[0]:16.0f} {a[1]:7.2f} {a[2]:7.2f} | {other}",
+                    print(f"{label:26} {c:3d} | {a[0]:16.0f} {a[1]:7.2f} {a[2]:7.2f} | {other}",
                           flush=True)
             finally:
                 ours.stop()

@@ -1,5 +1,9 @@
 """``polyengine.asgi.App``: a wasi:http component as an ASGI 3 application.
 
+Both tracks: a 0.2 ``proxy`` (``incoming-handler.handle`` with a
+response outparam) and a 0.3 ``service`` (``handler.handle`` as an async
+call returning the response; several run concurrently on one instance).
+
 http-serve.md §4 and §6. The app translates the component at lifespan
 startup (or at the first request under a server without lifespan), keeps a
 pool of instances with ``wasmtime serve``'s defaults (0.2 ``proxy``: one
@@ -129,6 +133,7 @@ class _Slot:
     active: int = 0
     idle_since: float = field(default_factory=time.monotonic)
     broken: bool = False
+    p3: bool = False
 
 
 class _Pool:
@@ -137,6 +142,8 @@ class _Pool:
     def __init__(self, app: App) -> None:
         self._app = app
         self._idle: deque[_Slot] = deque()
+        #: 0.3 instances serving requests, shared up to the concurrency limit
+        self._shared: list[_Slot] = []
         self._warming: set[asyncio.Task[None]] = set()
         self._ids = itertools.count()
         self.created = 0
@@ -147,19 +154,17 @@ class _Pool:
         imports = self._app.imports_factory(instance_id)
         instance = await instantiate(self._app.artifacts(), imports)
         names = list(instance.exports)
-        found = [n for n in names if n.startswith(P2_HANDLER)]
-        if not found:
+        p2 = [n for n in names if n.startswith(P2_HANDLER)]
+        p3 = [n for n in names if n.startswith(P3_HANDLER)]
+        if not p2 and not p3:
             instance.close()
             raise TypeError(
-                "the component exports no wasi:http/incoming-handler@0.2.x (a wasi:http "
-                f"0.2 proxy); it exports {names or 'no interface'}"
-                + ("; wasi:http 0.3 services are not served yet"
-                   if any(n.startswith(P3_HANDLER) for n in names) else "")
+                "the component exports no wasi:http/incoming-handler@0.2.x (a 0.2 proxy) "
+                f"or wasi:http/handler@0.3.x (a 0.3 service); it exports {names or 'nothing'}"
             )
-        handler = instance.exports[found[0]]
+        handler = instance.exports[(p2 or p3)[0]]
         self.created += 1
-        return _Slot(instance, handler, instance_id)
-
+        return _Slot(instance, handler, instance_id, p3=not p2)
     def _expired(self, slot: _Slot, now: float) -> bool:
         return now - slot.idle_since > self._app.idle_timeout
 
@@ -169,6 +174,15 @@ class _Pool:
 
     async def acquire(self) -> _Slot:
         now = time.monotonic()
+        for shared in self._shared:
+            if (
+                not shared.broken
+                and shared.uses < self._app.reuse_for(shared)
+                and shared.active < self._app.concurrent_for(shared)
+            ):
+                shared.uses += 1
+                shared.active += 1
+                return shared
         while self._idle:
             slot = self._idle.popleft()
             if self._expired(slot, now) and slot.uses > 0:
@@ -179,14 +193,24 @@ class _Pool:
             slot = await self._new()
         slot.uses += 1
         slot.active += 1
+        if slot.p3:
+            self._shared.append(slot)
         self._refill()
         return slot
 
     def release(self, slot: _Slot) -> None:
         slot.active -= 1
-        if slot.broken or slot.uses >= self._app.reuse:
+        if slot.broken or slot.uses >= self._app.reuse_for(slot):
             if slot.active == 0:
+                if slot in self._shared:
+                    self._shared.remove(slot)
                 self._close(slot)
+            return
+        if slot.p3:
+            if slot.active == 0:
+                self._shared.remove(slot)
+                slot.idle_since = time.monotonic()
+                self._idle.append(slot)
             return
         slot.idle_since = time.monotonic()
         self._idle.append(slot)
@@ -211,6 +235,9 @@ class _Pool:
             task.cancel()
         while self._idle:
             self._close(self._idle.popleft())
+        for slot in self._shared:
+            self._close(slot)
+        self._shared.clear()
 
 
 class _Aborted(Exception):
@@ -218,14 +245,15 @@ class _Aborted(Exception):
 
 
 class App:
-    """An ASGI 3 application serving a wasi:http 0.2 ``proxy`` component.
+    """An ASGI 3 application serving a wasi:http 0.2 proxy or 0.3 service component.
 
     ``component`` is the binary (``bytes``), a path to it, or translation
     ``Artifacts``. ``imports_factory(instance_id)`` gives each new instance
     its imports (default: all of ``polyengine_wasi`` plus ``wasi:http``
     with outgoing requests denied, log lines prefixed ``stdout [N] :: ``).
     ``reuse`` is how many requests an instance serves before it is dropped
-    (default 1, wasmtime's for 0.2), ``idle_timeout`` how long an idle one
+    (default: wasmtime's, 1 for 0.2 and 128 for 0.3), ``concurrent_reuse``
+    how many run at once on a 0.3 instance (default 16), ``idle_timeout`` how long an idle one
     is kept (seconds), ``prewarm`` how many instances are kept ready,
     ``request_timeout`` bounds each request (seconds), ``headers`` replace
     or add request headers (wasmtime's ``-H``).
@@ -248,9 +276,9 @@ class App:
         self._component = component
         self._artifacts: Artifacts | None = None
         self.imports_factory: ImportsFactory = imports_factory or default_imports()
-        self.reuse = 1 if reuse is None else reuse
-        self.concurrent_reuse = 1 if concurrent_reuse is None else concurrent_reuse
-        if self.reuse < 1 or self.concurrent_reuse < 1:
+        self.reuse = reuse
+        self.concurrent_reuse = concurrent_reuse
+        if min(reuse or 1, concurrent_reuse or 1) < 1:
             raise ValueError("reuse and concurrent_reuse must be at least 1")
         self.idle_timeout = idle_timeout
         self.prewarm = prewarm
@@ -263,6 +291,16 @@ class App:
         self._admission = (
             asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
         )
+
+    def reuse_for(self, slot: _Slot) -> int:
+        """Requests per instance: ``reuse``, else wasmtime's default (0.2: 1, 0.3: 128)."""
+        return self.reuse if self.reuse is not None else (128 if slot.p3 else 1)
+
+    def concurrent_for(self, slot: _Slot) -> int:
+        """Concurrent requests per instance (0.2: always 1; 0.3 default 16)."""
+        if not slot.p3:
+            return 1
+        return self.concurrent_reuse if self.concurrent_reuse is not None else 16
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -336,6 +374,15 @@ class App:
         assert self._pool is not None
         self.requests += 1
         slot = await self._pool.acquire()
+        if slot.p3:
+            try:
+                await self._http_p3(slot, scope, receive, send)
+            except BaseException:
+                slot.broken = True
+                raise
+            finally:
+                self._pool.release(slot)
+            return
         started = False
         try:
             request = IncomingRequest(
@@ -459,12 +506,90 @@ class App:
             )
         await call_quietly(call)
 
+    async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
+        """0.3: ``handler.handle(request)`` returns the response; stream its body."""
+        from polyengine_protocol import is_component_exception
+        from polyengine_wasi._http import Request
+
+        request = Request.incoming(
+            scope["method"],
+            _path_with_query(scope),
+            scheme=scope.get("scheme", "http"),
+            authority=_authority(scope),
+            headers=self._request_headers(scope),
+            body=_request_body(receive),
+        )
+        started = False
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                try:
+                    response = await slot.handler.handle(request)
+                except Exception as exc:
+                    if not is_component_exception(exc):
+                        slot.broken = True
+                    self._log(f"error: {exc}")
+                    await _error_page(send)
+                    return
+                trailers_ok = "http.response.trailers" in (scope.get("extensions") or {})
+                start: dict[str, Any] = {
+                    "type": "http.response.start",
+                    "status": response.get_status_code(),
+                    "headers": [(k.encode(), v) for k, v in response.host_headers()],
+                }
+                if trailers_ok:
+                    start["trailers"] = True
+                await send(start)
+                started = True
+                contents, trailers = _consume_response(response)
+                try:
+                    if contents is not None:
+                        async for chunk in contents:
+                            if chunk:
+                                await send(
+                                    {"type": "http.response.body", "body": bytes(chunk),
+                                     "more_body": True}
+                                )
+                    sent = await trailers
+                except OSError as exc:
+                    response.finished({"kind": "err", "value": {"kind": "connection-terminated"}})
+                    self._log(f"error: the client disconnected: {exc}")
+                    return
+                except Exception as exc:
+                    response.finished(
+                        {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
+                    )
+                    raise _Aborted(str(exc)) from exc
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                fields = sent.get("value") if isinstance(sent, dict) else None
+                if trailers_ok:
+                    items = fields.items() if fields is not None else []
+                    await send(
+                        {
+                            "type": "http.response.trailers",
+                            "headers": [(k.encode(), v) for k, v in items],
+                            "more_trailers": False,
+                        }
+                    )
+                response.finished({"kind": "ok"})
+        except TimeoutError:
+            slot.broken = True
+            self._log("error: request timed out")
+            if started:
+                raise _Aborted("the request timed out") from None
+            await _error_page(send)
+
     def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
         raw: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         if self.headers:
             names = {k for k, _ in self.headers}
             raw = [(k, v) for k, v in raw if k.lower() not in names] + self.headers
         return [(k.decode("latin-1"), bytes(v)) for k, v in raw]
+
+
+def _consume_response(response: Any) -> tuple[Any, Any]:
+    """The guest response's body stream and trailers future (host side)."""
+    response._consumed = True
+    return response.contents, response.trailers
 
 
 async def call_quietly(call: asyncio.Future[Any]) -> None:

@@ -35,7 +35,7 @@ def payload(exc: pytest.ExceptionInfo[ComponentException[Any]]) -> Any:
 
 def test_http_registers_the_two_interfaces_on_the_02_track() -> None:
     imports = http()
-    assert set(imports) == {TYPES, HANDLER}
+    assert {TYPES, HANDLER, "wasi:http/types@0.3", "wasi:http/client@0.3"} == set(imports)
     types = imports[TYPES]
     for name in (
         "Fields",

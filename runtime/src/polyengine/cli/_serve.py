@@ -1,4 +1,4 @@
-"""``polyengine serve``: serve a wasi:http proxy component over HTTP/1.1.
+"""``polyengine serve``: serve a wasi:http component (0.2 proxy, 0.3 service) over HTTP/1.1.
 
 Mirrors ``wasmtime serve`` (http-serve.md §6): its reuse, concurrency and
 idle-timeout flags, ``-H``, ``--dir``/``--env``/``-S``, the ``Serving HTTP
@@ -52,8 +52,9 @@ def register(subparsers: Any) -> None:
     """Add the ``serve`` verb."""
     p = subparsers.add_parser(
         "serve",
-        help="serve a wasi:http proxy component over HTTP",
-        description="Serve a wasi:http 0.2 proxy component (like wasmtime serve). "
+        help="serve a wasi:http component over HTTP",
+        description="Serve a wasi:http 0.2 proxy or 0.3 service component "
+        "(like wasmtime serve). "
         f"{INSTALL_HINT}.",
     )
     p.add_argument("component", type=Path, help="the component binary (.wasm)")
@@ -64,9 +65,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-logging-prefix", action="store_true",
                    help="no 'stdout [N] :: ' prefixes on the guests' output")
     p.add_argument("--max-instance-reuse-count", type=int, default=None, metavar="N",
-                   help="requests per instance before it is dropped (0.2 default: 1)")
+                   help="requests per instance before it is dropped (default 0.2: 1, 0.3: 128)")
     p.add_argument("--max-instance-concurrent-reuse-count", type=int, default=None,
-                   metavar="N", help="concurrent requests per instance (no effect on 0.2)")
+                   metavar="N", help="concurrent requests per instance (0.3 default 16; 0.2: 1)")
     p.add_argument("--idle-instance-timeout", type=parse_duration, default=1.0,
                    metavar="DURATION", help="how long an idle instance is kept (default 1s)")
     p.add_argument("-H", "--header", action="append", default=[], metavar="HEADER",

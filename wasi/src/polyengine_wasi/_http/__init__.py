@@ -29,6 +29,9 @@ from ._p2 import ResponseOutparam as ResponseOutparam
 from ._p2 import http_error_code as http_error_code
 from ._p2 import method_value as method_value
 from ._p2 import outgoing_handler_provider, types_provider
+from ._p3 import Request as Request
+from ._p3 import Response as Response
+from ._p3 import client_provider, types_provider_p3
 from ._transport import BodyChannel as BodyChannel
 from ._transport import BodyError as BodyError
 from ._transport import DeniedTransport as DeniedTransport
@@ -55,7 +58,9 @@ __all__ = [
     "OutgoingMessage",
     "OutgoingRequest",
     "OutgoingResponse",
+    "Request",
     "RequestOptions",
+    "Response",
     "ResponseOutparam",
     "Transport",
     "http",
@@ -65,7 +70,7 @@ __all__ = [
 
 
 def http(*, transport: Transport | None = None) -> dict[str, object]:
-    """The wasi:http imports of one instance (0.2 track).
+    """The wasi:http imports of one instance (0.2 and 0.3 tracks).
 
     ``transport`` sends the guest's outgoing requests; ``None`` denies them
     (``HTTP-request-denied``).
@@ -73,4 +78,6 @@ def http(*, transport: Transport | None = None) -> dict[str, object]:
     return {
         "wasi:http/types@0.2": types_provider(),
         "wasi:http/outgoing-handler@0.2": outgoing_handler_provider(transport),
+        "wasi:http/types@0.3": types_provider_p3(),
+        "wasi:http/client@0.3": client_provider(transport),
     }
