@@ -14,6 +14,7 @@ from polyengine.engine import (
     CoreValue,
     EngineStore,
     StoreClosedError,
+    define_async_host_func,
     define_host_func,
     instantiate,
 )
@@ -279,11 +280,13 @@ def test_fuel_limits_a_runaway_guest(wat: Wat) -> None:
         assert info.value.code == "out_of_fuel"
 
 
-def test_store_methods_mirror_the_module_functions(wat: Wat) -> None:
+def test_an_async_host_function_makes_the_store_async_required(wat: Wat) -> None:
     with EngineStore() as store:
-        host = store.define_host_func(["i32", "i32"], ["i32"], lambda a: [a[0] - a[1]])
-        inst = store.instantiate(wat(HOSTED), [host])
+        host = define_host_func(store, ["i32", "i32"], ["i32"], lambda a: [a[0] - a[1]])
+        inst = instantiate(store, wat(HOSTED), [host])
         assert inst.func("callf").call_raw([10, 3]) == [7]
-        parked = store.define_async_host_func(["i32", "i32"], ["i32"], lambda a: [a[0] + a[1]])
+        assert not store.async_required
+        parked = define_async_host_func(store, ["i32", "i32"], ["i32"], lambda a: [a[0] + a[1]])
         assert store.async_required
-        assert store.instantiate(wat(HOSTED), [parked]).func("callf").call_raw([10, 3]) == [13]
+        assert instantiate(store, wat(HOSTED), [parked]).func("callf").call_raw([10, 3]) == [13]
+        assert inst.func("callf").call_raw([10, 3]) == [7]  # now on a call future

@@ -49,12 +49,9 @@ from ._config import Engine as Engine
 from ._config import EngineConfig as EngineConfig
 from ._config import get_engine as get_engine
 from ._core import CoreFunc as CoreFunc
-from ._core import CoreInstance as CoreInstance
 from ._core import CoreValue as CoreValue
-from ._core import Extern as Extern
 from ._core import HostFunction as HostFunction
 from ._core import define_host_func as define_host_func
-from ._core import instantiate as instantiate
 from ._errors import CompileError as CompileError
 from ._errors import CoreTrap as CoreTrap
 from ._errors import EngineError as EngineError
@@ -62,6 +59,9 @@ from ._errors import StoreClosedError as StoreClosedError
 from ._hostasync import AsyncHostFunction as AsyncHostFunction
 from ._hostasync import HostPending as HostPending
 from ._hostasync import define_async_host_func as define_async_host_func
+from ._instance import CoreInstance as CoreInstance
+from ._instance import Extern as Extern
+from ._instance import instantiate as instantiate
 from ._memory import CoreGlobal as CoreGlobal
 from ._memory import CoreTable as CoreTable
 from ._memory import GuestMemory as GuestMemory

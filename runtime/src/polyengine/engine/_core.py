@@ -16,40 +16,24 @@ import ctypes
 import struct
 from collections.abc import Callable, Sequence
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
 
-from polyengine.errors import LinkError
-
 from . import _callpath
 from . import _ffi as ffi
-from ._errors import CoreTrap, EngineError
-from ._module import CoreModule
+from ._errors import EngineError
+from ._fiber import call_blocking
 from ._store import (
-    _HOST_ERROR_RE,
     HOST_ENTRIES,
     EngineStore,
     _StoreState,
     new_host_env,
     raise_call_failure,
-    raise_from_message,
-    trap_summary,
 )
 from ._values import VALTYPES, CoreValue, check_valtypes, functype, normalize, raw_struct
 
-if TYPE_CHECKING:
-    from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
-
-__all__ = [
-    "CoreFunc",
-    "CoreInstance",
-    "CoreValue",
-    "Extern",
-    "HostFunction",
-    "define_host_func",
-    "instantiate",
-]
+__all__ = ["CoreFunc", "CoreValue", "HostFunction", "define_host_func", "new_host_func"]
 
 _T = TypeVar("_T")
 HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
@@ -154,8 +138,6 @@ class CoreFunc:
                 or not state.host_depth
                 or (get_ident() != state.owner_thread)
             ):
-                from ._async import call_blocking
-
                 return call_blocking(self, args)
             # Inside a synchronous host function on a fiber: the fiber can run
             # this call in place, as long as nothing parks meanwhile.
@@ -219,9 +201,6 @@ class CoreFunc:
         ext.kind = ffi.EXTERN_FUNC
         ext.of.func = self._func
         return ext
-
-
-Extern: TypeAlias = "CoreFunc | GuestMemory | CoreTable | CoreGlobal | CoreTag"
 
 
 #: ``wasmtime_func_call_unchecked`` without argument types: only ever called as
@@ -302,178 +281,3 @@ def new_host_func(
             raise EngineError("a host function needs a body or a way to build one")
         HOST_ENTRIES[env] = (state, _callpath.deferred_body(env, build))
     ffi.func_new_unchecked(ctx, ffi.address(ty.ptr()), cb, env, None, out_addr)
-
-
-def wrap_extern(store: EngineStore, ext: Any) -> Extern:
-    from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
-
-    kind = int(ext.kind)
-    if kind == ffi.EXTERN_FUNC:
-        func = ffi.FuncStruct()
-        ctypes.pointer(func)[0] = ext.of.func
-        return CoreFunc._wrap(store, func)
-    if kind == ffi.EXTERN_MEMORY:
-        return GuestMemory._wrap(store, ext.of.memory)
-    if kind == ffi.EXTERN_TABLE:
-        return CoreTable._wrap(store, ext.of.table)
-    if kind == ffi.EXTERN_GLOBAL:
-        return CoreGlobal._wrap(store, ext.of.global_)
-    if kind == ffi.EXTERN_TAG:
-        return CoreTag._wrap(store, ext.of.tag)
-    raise EngineError(f"unsupported export kind {kind}")
-
-
-class CoreInstance:
-    """An instance of a core module in one store."""
-
-    __slots__ = ("_cache", "_instance", "module_name", "store")
-
-    store: EngineStore
-    module_name: str
-    _instance: Any  # wasmtime_instance_t
-    _cache: dict[str, Extern]
-
-    def __init__(self) -> None:
-        raise TypeError("use instantiate() to create a CoreInstance")
-
-    @classmethod
-    def _wrap(cls, store: EngineStore, instance: Any, name: str) -> CoreInstance:
-        self = object.__new__(cls)
-        self.store = store
-        self._instance = instance
-        self.module_name = name
-        self._cache = {}
-        return self
-
-    def get(self, name: str) -> Extern | None:
-        """The export called ``name``, or ``None``."""
-        found = self._cache.get(name)
-        if found is not None:
-            return found
-        ctx = self.store._ctx()
-        ext = ffi.Extern()
-        data = name.encode("utf-8")
-        if not ffi.instance_export_get(
-            ctx, ctypes.addressof(self._instance), data, len(data), ctypes.addressof(ext)
-        ):
-            return None
-        found = wrap_extern(self.store, ext)
-        self._cache[name] = found
-        return found
-
-    def export(self, name: str) -> Extern:
-        """The export called ``name``; ``KeyError`` if there is none."""
-        found = self.get(name)
-        if found is None:
-            raise KeyError(f"core module {self.module_name} has no export {name!r}")
-        return found
-
-    def func(self, name: str) -> CoreFunc:
-        return _expect(self, name, CoreFunc)
-
-    def memory(self, name: str) -> GuestMemory:
-        from ._memory import GuestMemory
-
-        return _expect(self, name, GuestMemory)
-
-    def table(self, name: str) -> CoreTable:
-        from ._memory import CoreTable
-
-        return _expect(self, name, CoreTable)
-
-    def global_(self, name: str) -> CoreGlobal:
-        from ._memory import CoreGlobal
-
-        return _expect(self, name, CoreGlobal)
-
-    def __repr__(self) -> str:
-        return f"<CoreInstance of {self.module_name}>"
-
-
-def _expect(instance: CoreInstance, name: str, cls: type[_T]) -> _T:
-    found = instance.export(name)
-    if not isinstance(found, cls):
-        raise TypeError(
-            f"export {name!r} of {instance.module_name} is a {type(found).__name__}, "
-            f"not a {cls.__name__}"
-        )
-    return found
-
-
-_EXTERN_KIND_NAMES = {
-    ffi.EXTERN_TAG: "tag",
-    ffi.EXTERN_FUNC: "func",
-    ffi.EXTERN_MEMORY: "memory",
-    ffi.EXTERN_TABLE: "table",
-    ffi.EXTERN_GLOBAL: "global",
-}
-
-
-def check_imports(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> list[Any]:
-    """The ``wasmtime_extern_t`` of each import, after checking store and kinds."""
-    if module.engine is not store.engine:
-        raise ValueError(f"core module {module.name} was compiled for a different engine")
-    wanted = module.imports
-    if len(imports) != len(wanted):
-        raise LinkError(
-            f"core module {module.name} has {len(wanted)} imports, {len(imports)} were given"
-        )
-    out = []
-    for imp, desc in zip(imports, wanted, strict=True):
-        as_extern = getattr(imp, "_as_extern", None)
-        if as_extern is None:
-            raise TypeError(
-                f"import {desc.module!r} {desc.name!r} of {module.name}: "
-                f"expected a core extern, got {type(imp).__name__}"
-            )
-        if getattr(imp, "store", None) is not store:
-            raise ValueError(
-                f"import {desc.module!r} {desc.name!r} of {module.name} belongs to another store"
-            )
-        ext = as_extern()
-        kind = _EXTERN_KIND_NAMES.get(int(ext.kind), "?")
-        if kind != desc.kind:
-            raise LinkError(
-                f"import {desc.module!r} {desc.name!r} of {module.name}: "
-                f"expected a {desc.kind}, got a {kind}"
-            )
-        out.append(ext)
-    return out
-
-
-def instantiation_failure(state: _StoreState, module: CoreModule, trap: int, err: int) -> NoReturn:
-    """Raise for a failed instantiation: a trap in the start function, else a link error."""
-    if trap:
-        raise_call_failure(state, trap, err)
-    message = ffi.take_error_message(err)
-    if _HOST_ERROR_RE.search(message):
-        raise_from_message(state, message, None)
-    if "wasm trap" in message or "wasm backtrace" in message:
-        raise CoreTrap(trap_summary(message), None, details=message)
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    raise LinkError(f"cannot instantiate core module {module.name}: {'; '.join(lines)}")
-
-
-def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern]) -> CoreInstance:
-    """Instantiate ``module`` in ``store`` with ``imports`` in the module's import order.
-
-    Raises :class:`LinkError` if an import does not fit, :class:`CoreTrap` if
-    the start function traps.
-    """
-    ctx = store._ctx()
-    exts = check_imports(store, module, imports)
-    state = store._state
-    if state.async_required:
-        from ._async import instantiate_blocking
-
-        return instantiate_blocking(store, module, exts)
-    n = len(exts)
-    arr = (ffi.Extern * max(n, 1))(*exts)
-    inst = ffi.InstanceStruct()
-    trap = ctypes.c_void_p(0)
-    err = ffi.instance_new(
-        ctx, module._ptr, ctypes.addressof(arr), n, ctypes.addressof(inst), ctypes.addressof(trap)
-    )
-    if err or trap.value:
-        instantiation_failure(state, module, trap.value or 0, err or 0)
-    return CoreInstance._wrap(store, inst, module.name)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from . import _ffi as ffi
-from ._core import CoreFunc, wrap_extern
+from ._core import CoreFunc
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
 from ._values import KIND, CoreValue, check_valtypes, functype, normalize, val_struct
@@ -313,6 +313,6 @@ def define_async_host_func(
     if not ffi.linker_get(state.async_linker, ctx, b"", 0, name, len(name), ctypes.addressof(ext)):
         raise EngineError("cannot materialize async host function")
     state.require_async()
-    found = wrap_extern(store, ext)
-    assert isinstance(found, CoreFunc)
-    return found
+    func = ffi.FuncStruct()
+    ctypes.pointer(func)[0] = ext.of.func
+    return CoreFunc._wrap(store, func)

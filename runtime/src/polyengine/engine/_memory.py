@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self
 import wasmtime
 
 from . import _ffi as ffi
-from ._core import CoreFunc, wrap_extern
+from ._core import CoreFunc
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
 from ._values import VALTYPES, normalize
@@ -207,12 +207,9 @@ class CoreTable(_StoreItem):
             raise EngineError("only funcref tables are supported")
         if val.of.funcref.store_id == 0:
             return None
-        ext = ffi.Extern()
-        ext.kind = ffi.EXTERN_FUNC
-        ext.of.func = val.of.funcref
-        found = wrap_extern(self.store, ext)
-        assert isinstance(found, CoreFunc)
-        return found
+        func = ffi.FuncStruct()
+        ctypes.pointer(func)[0] = val.of.funcref
+        return CoreFunc._wrap(self.store, func)
 
     def set(self, index: int, func: CoreFunc | None) -> None:
         """Store ``func`` (or null) at ``index``; trap if out of bounds."""

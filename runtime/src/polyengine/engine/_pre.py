@@ -30,12 +30,13 @@ from typing import Any, NoReturn, TypeAlias
 from polyengine.errors import LinkError
 
 from . import _ffi as ffi
-from ._async import instantiate_blocking
 from ._config import Engine
-from ._core import CoreFunc, CoreInstance, HostFunction, instantiation_failure, new_host_func
+from ._core import CoreFunc, HostFunction, new_host_func
 from ._errors import EngineError
+from ._fiber import instantiate_blocking
+from ._instance import CoreInstance
 from ._module import CoreModule
-from ._store import EngineStore
+from ._store import EngineStore, instantiation_failure
 from ._values import check_valtypes
 
 __all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking"]
@@ -287,10 +288,10 @@ class Linking:
                 ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
-            found = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
-            self._instances.append(found._instance)
-            addrs.append(ctypes.addressof(found._instance))
-            return found
+            raw = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            self._instances.append(raw)
+            addrs.append(ctypes.addressof(raw))
+            return CoreInstance._wrap(store, raw, module.name)
         inst = ffi.InstanceStruct()
         trap = ctypes.c_void_p(0)
         err = ffi.instance_new(

@@ -15,16 +15,15 @@ import itertools
 import re
 import threading
 import weakref
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from polyengine.errors import LinkError
 
 from . import _ffi as ffi
 from ._config import Engine, get_engine
 from ._errors import CoreTrap, EngineError, StoreClosedError
 
 if TYPE_CHECKING:
-    from ._core import CoreFunc, CoreInstance, Extern, HostFunction
-    from ._hostasync import AsyncHostFunction
     from ._module import CoreModule
 
 __all__ = ["EngineStore"]
@@ -258,6 +257,19 @@ def raise_from_message(state: _StoreState, message: str, code: str | None) -> No
     raise CoreTrap(summary, code, details=message)
 
 
+def instantiation_failure(state: _StoreState, module: CoreModule, trap: int, err: int) -> NoReturn:
+    """Raise for a failed instantiation: a trap in the start function, else a link error."""
+    if trap:
+        raise_call_failure(state, trap, err)
+    message = ffi.take_error_message(err)
+    if _HOST_ERROR_RE.search(message):
+        raise_from_message(state, message, None)
+    if "wasm trap" in message or "wasm backtrace" in message:
+        raise CoreTrap(trap_summary(message), None, details=message)
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    raise LinkError(f"cannot instantiate core module {module.name}: {'; '.join(lines)}")
+
+
 class EngineStore:
     """One wasmtime store: instances, host functions and parked calls live here.
 
@@ -310,28 +322,6 @@ class EngineStore:
         if not ctx:
             self._state.raise_closed()
         return ctx
-
-    def instantiate(self, module: CoreModule, imports: Sequence[Extern]) -> CoreInstance:
-        """Instantiate ``module`` here (see :func:`polyengine.engine.instantiate`)."""
-        from ._core import instantiate
-
-        return instantiate(self, module, imports)
-
-    def define_host_func(
-        self, params: Sequence[str], results: Sequence[str], fn: HostFunction
-    ) -> CoreFunc:
-        """A host function of this store (see :func:`polyengine.engine.define_host_func`)."""
-        from ._core import define_host_func
-
-        return define_host_func(self, params, results, fn)
-
-    def define_async_host_func(
-        self, params: Sequence[str], results: Sequence[str], fn: AsyncHostFunction
-    ) -> CoreFunc:
-        """A parking host function (see :func:`polyengine.engine.define_async_host_func`)."""
-        from ._hostasync import define_async_host_func
-
-        return define_async_host_func(self, params, results, fn)
 
     def set_fuel(self, fuel: int) -> None:
         """Set the remaining fuel (needs ``EngineConfig.consume_fuel``)."""
