@@ -12,6 +12,7 @@ segfault).
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -221,6 +222,12 @@ asyncio.run(main())
     )
 
 
+@pytest.mark.xfail(
+    sys.version_info >= (3, 13),
+    strict=True,
+    reason="on Python 3.13 the process aborts (signal 6): execution on async fiber has"
+    " overflowed its stack",
+)
 def test_host_python_cannot_overflow_a_fiber_stack(run_isolated: Run) -> None:
     check(
         run_isolated,
