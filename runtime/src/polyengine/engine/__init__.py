@@ -37,6 +37,7 @@ from ._module import ImportDesc as ImportDesc
 from ._module import compile_module as compile_module
 from ._module import module_cache_dir as module_cache_dir
 from ._store import EngineStore as EngineStore
+from ._validate import validate_core_module as validate_core_module
 
 __all__ = [
     "AsyncHostFunction",
@@ -71,4 +72,5 @@ __all__ = [
     "new_global",
     "new_memory",
     "new_table",
+    "validate_core_module",
 ]

@@ -14,7 +14,7 @@ a changed translator never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
 
 The signatures of large valid core modules (their imports and exports with
-types, see :mod:`polyengine.validate._core`) are kept the same way under
+types, see :func:`polyengine.validate.read_module_signature`) are kept the same way under
 ``<module cache>/signatures/``: components built by one toolchain share
 their runtime's modules, so a new component often finds them there.
 """
