@@ -5,20 +5,35 @@ The application surface (python-mapping.md §7): :func:`translate`,
 the named errors, and the submodules :mod:`polyengine.sync` (the blocking
 facade) and :mod:`polyengine.testing` (the conformance runner). Host modules
 import :mod:`polyengine_protocol`, never this package.
+
+Importing the package is cheap: the names that need the embedder and the
+engine (and through them wasmtime and asyncio) are imported on first use
+(PEP 562 module ``__getattr__``).
 """
 
-from polyengine.embed._instantiate import ImportLeaf as ImportLeaf
-from polyengine.embed._instantiate import Instance as Instance
-from polyengine.embed._instantiate import instantiate as instantiate
-from polyengine.embed._instantiate import required_imports as required_imports
-from polyengine.embed._providers import MissingImportError as MissingImportError
-from polyengine.embed._streams import create_stream as create_stream
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from polyengine.errors import LinkError as LinkError
 from polyengine.errors import NameCollisionError as NameCollisionError
 from polyengine.errors import TranslationError as TranslationError
-from polyengine.translate import Artifacts as Artifacts
-from polyengine.translate import artifacts_from_envelope as artifacts_from_envelope
+
+# ``translate`` the function shadows the subpackage of the same name: bind it
+# here, before anything else imports the subpackage and sets the attribute to
+# the module. The face of polyengine.translate imports nothing until used.
 from polyengine.translate import translate as translate
+
+if TYPE_CHECKING:
+    from polyengine.embed._instantiate import ImportLeaf as ImportLeaf
+    from polyengine.embed._instantiate import Instance as Instance
+    from polyengine.embed._instantiate import instantiate as instantiate
+    from polyengine.embed._instantiate import required_imports as required_imports
+    from polyengine.embed._providers import MissingImportError as MissingImportError
+    from polyengine.embed._streams import create_stream as create_stream
+    from polyengine.translate import Artifacts as Artifacts
+    from polyengine.translate import artifacts_from_envelope as artifacts_from_envelope
 
 __version__ = "0.1.0"
 
@@ -37,3 +52,36 @@ __all__ = [
     "required_imports",
     "translate",
 ]
+
+_INSTANTIATE = frozenset({"ImportLeaf", "Instance", "instantiate", "required_imports"})
+
+
+def __getattr__(name: str) -> object:
+    """Import a name of the embedder API on first use (PEP 562)."""
+    if name in _INSTANTIATE:
+        from polyengine.embed import _instantiate
+
+        return _bind(name, _instantiate)
+    if name == "MissingImportError":
+        from polyengine.embed import _providers
+
+        return _bind(name, _providers)
+    if name == "create_stream":
+        from polyengine.embed import _streams
+
+        return _bind(name, _streams)
+    if name in ("Artifacts", "artifacts_from_envelope"):
+        from polyengine.translate import artifacts
+
+        return _bind(name, artifacts)
+    raise AttributeError(f"module 'polyengine' has no attribute {name!r}")
+
+
+def _bind(name: str, module: ModuleType) -> object:
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

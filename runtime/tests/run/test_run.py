@@ -171,8 +171,8 @@ def test_cache_across_runs(build: Build, polyengine_process: Runner, tmp_path: P
     first = polyengine_process("run", wasm, env=env)
     assert (first.returncode, first.stdout) == (0, "Hello, world!\n")
     files = sorted(p for p in cache.rglob("*") if p.is_file())
-    assert any(p.parent.name == "translations" for p in files)
-    modules = [p for p in files if p.parent.name != "translations"]
+    assert any(p.parent.name == "plans" for p in files)
+    modules = [p for p in files if p.parent.name != "plans"]
     assert len(modules) >= 2  # at least the memory module and the main module
     stamps = {p: p.stat().st_mtime_ns for p in files}
     second = polyengine_process("run", wasm, env=env)
@@ -188,8 +188,10 @@ def test_corrupt_translation_cache_is_ignored(
     wasm = build("hello", c.hello())
     env = {"POLYENGINE_CACHE_DIR": str(cache)}
     assert polyengine_process("run", wasm, env=env).returncode == 0
-    for path in cache.rglob("translations/*.json"):
-        path.write_text("{not json", encoding="utf-8")
+    plans = list(cache.rglob("plans/*"))
+    assert plans
+    for path in plans:
+        path.write_bytes(b"not a plan")
     r = polyengine_process("run", wasm, env=env)
     assert (r.returncode, r.stdout, r.stderr) == (0, "Hello, world!\n", "")
 

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
+from polyengine.types.layout import (
+    FLAT_CAP,
+    elem_size,
+    flatten_functype,
+    flatten_type,
+    size_and_alignment,
+)
 from polyengine.types.model import (
     U8,
     U32,
@@ -20,6 +29,7 @@ from polyengine.types.model import (
     Result,
     String,
     Tuple,
+    ValType,
     Variant,
 )
 from polyengine.types.subtype import (
@@ -36,7 +46,6 @@ from polyengine.types.subtype import (
     check_valtype,
     substitute,
 )
-from polyengine.validate.abi import elem_size, flatten_functype, flatten_type
 from polyengine.validate.names import NameError_, NameSet, parse_extern_name
 
 
@@ -138,29 +147,51 @@ def test_core_extern_matching() -> None:
         check_core_extern(CoreMemoryT(1, None), CoreFuncT((), ()))
 
 
+def _sig(
+    ft: FuncType, context: Literal["lift", "lower"], *, is_async: bool, callback: bool
+) -> CoreFuncT:
+    core = flatten_functype(ft, context, is_async=is_async, callback=callback)
+    return CoreFuncT(core.params, core.results)
+
+
 def test_flattening() -> None:
     assert flatten_type(Option(U64())) == ["i32", "i64"]
     assert flatten_type(Variant((Case("a", U32()), Case("b", Bool())))) == ["i32", "i32"]
     assert flatten_type(List(U8(), 3)) == ["i32"] * 3
     many = FuncType(tuple((f"p{i}", U32()) for i in range(17)), Tuple((U32(), U32())))
-    assert flatten_functype(many, "lift", is_async=False, callback=False) == CoreFuncT(
-        ("i32",), ("i32",)
-    )
-    assert flatten_functype(many, "lower", is_async=False, callback=False) == CoreFuncT(
-        ("i32", "i32"), ()
-    )
+    assert _sig(many, "lift", is_async=False, callback=False) == CoreFuncT(("i32",), ("i32",))
+    assert _sig(many, "lower", is_async=False, callback=False) == CoreFuncT(("i32", "i32"), ())
     small = FuncType((("s", String()),), U32())
-    assert flatten_functype(small, "lower", is_async=True, callback=False) == CoreFuncT(
+    assert _sig(small, "lower", is_async=True, callback=False) == CoreFuncT(
         ("i32", "i32", "i32"), ("i32",)
     )
-    assert flatten_functype(small, "lift", is_async=True, callback=True) == CoreFuncT(
-        ("i32", "i32"), ("i32",)
-    )
+    assert _sig(small, "lift", is_async=True, callback=True) == CoreFuncT(("i32", "i32"), ("i32",))
+
+
+def test_flattening_is_cut_after_the_cap() -> None:
+    # a fixed-length list of 2**31 elements is not spelled out; past the cap only "too long" matters
+    huge = List(U8(), 1 << 31)
+    assert flatten_type(huge) == ["i32"] * (FLAT_CAP + 1)
+    nested = Record(tuple(Field(f"f{i}", List(U64(), 40)) for i in range(3)))
+    assert len(flatten_type(nested)) == FLAT_CAP + 1
+    ft = FuncType((("a", huge),), None)
+    assert _sig(ft, "lift", is_async=False, callback=False) == CoreFuncT(("i32",), ())
 
 
 def test_elem_size() -> None:
     assert elem_size(Record((Field("a", U8()), Field("b", U32())))) == 8
-    assert elem_size(String(), 4) == 8
-    assert elem_size(String(), 8) == 16
+    assert elem_size(String(), "i32") == 8
+    assert elem_size(String(), "i64") == 16
     assert elem_size(List(U64(), 4)) == 32
     assert elem_size(Option(U8())) == 2
+
+
+def test_size_of_shared_subtrees_is_linear() -> None:
+    # 60 levels of a record holding its child twice spell 2**60 leaves; the
+    # identity memo visits each of the 60 objects once
+    t: ValType = U32()
+    for _ in range(60):
+        t = Record((Field("a", t), Field("b", t)))
+    memo: dict[int, tuple[int, int]] = {}
+    assert size_and_alignment(t, "i64", memo) == (4 << 60, 4)
+    assert len(memo) == 61

@@ -12,9 +12,10 @@ instead, with arguments in WIT value syntax (:mod:`polyengine.cli._wave`),
 and print its result in the same syntax.
 
 Compiled core modules are cached on disk by the engine
-(:func:`polyengine.engine.module_cache_dir`), and translations next to
-them, so a second run of the same component skips both. The first compile of
-a large component shows its progress on a terminal's stderr.
+(:func:`polyengine.engine.module_cache_dir`), and plans next to them
+(:mod:`polyengine.translate`'s plan cache), so a second run of the same
+component skips both. The first compile of a large component shows its
+progress on a terminal's stderr.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
-import json
 import os
 import re
 import sys
@@ -154,51 +154,16 @@ def invoke_command(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- loading
 
 
-def _translation_fingerprint() -> str:
-    """A digest of the translator's sources: a cached plan is reused only by the same translator."""
-    import polyengine
-
-    root = Path(polyengine.__file__).parent
-    digest = hashlib.sha256(polyengine.__version__.encode())
-    for sub in ("binary", "types", "validate", "translate"):
-        for path in sorted((root / sub).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            with contextlib.suppress(OSError):
-                digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _translation_cache(sha: str) -> Path | None:
-    from polyengine import engine
-
-    base = engine.module_cache_dir(engine.get_engine())
-    if base is None:
-        return None
-    return base / "translations" / f"{sha}-{_translation_fingerprint()}.json"
-
-
 def load_artifacts(data: bytes) -> Artifacts:
-    """Translate ``data``, reusing a cached translation of the same bytes when one exists."""
-    from polyengine.translate import artifacts_from_envelope, translate
+    """Translate ``data``, reusing the cached plan of the same bytes when there is one.
 
-    sha = hashlib.sha256(data).hexdigest()
-    path = _translation_cache(sha)
-    if path is not None:
-        try:
-            envelope = json.loads(path.read_text(encoding="utf-8"))
-            return artifacts_from_envelope(envelope, data)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    arts = translate(data)
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(arts.to_envelope(), separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass  # the cache is an optimization
-    return arts
+    Plans are kept in the translator's plan cache whatever the component's
+    size (:func:`polyengine.translate.translate_for_run`): a run from the
+    cache does not import the reader, validator or translator.
+    """
+    from polyengine.translate import translate_for_run
+
+    return translate_for_run(data)
 
 
 class _Progress:

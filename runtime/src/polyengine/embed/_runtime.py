@@ -40,9 +40,8 @@ from polyengine.embed._errors import trap_from_core
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
-from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_functype, flatten_type
+from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_functype, flatten_type, needs_pointer
 from polyengine.types.model import S32, S64, U32, U64, ValType
-from polyengine.validate.abi import needs_pointer
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:

@@ -78,6 +78,7 @@ from ._pre import HostSource as HostSource
 from ._pre import InstancePre as InstancePre
 from ._pre import Linking as Linking
 from ._store import EngineStore as EngineStore
+from ._validate import validate_core_module as validate_core_module
 
 __all__ = [
     "AsyncHostFunction",
@@ -117,4 +118,5 @@ __all__ = [
     "new_global",
     "new_memory",
     "new_table",
+    "validate_core_module",
 ]

@@ -2,19 +2,34 @@
 
 ``translate(component_bytes) -> Artifacts`` is the public entry point
 (python-mapping.md §7); ``translate_component`` returns the bare Plan.
+
+The face imports nothing until it is used: the Plan and the envelope load on
+first use of their names (PEP 562 module ``__getattr__``), and the reader
+(:mod:`polyengine.binary`), the validator and the translator proper when a
+component is first translated, so a process whose plans come from the cache
+never loads them.
 """
 
 from __future__ import annotations
 
-import hashlib
+from typing import TYPE_CHECKING
 
-from polyengine.translate._cache import cached_plan, store_plan
-from polyengine.translate._translate import translate_component as translate_component
-from polyengine.translate.artifacts import Artifacts as Artifacts
-from polyengine.translate.artifacts import artifacts_from_envelope as artifacts_from_envelope
-from polyengine.translate.plan import Plan as Plan
-from polyengine.translate.plan import plan_from_json as plan_from_json
-from polyengine.translate.plan import plan_to_json as plan_to_json
+if TYPE_CHECKING:
+    from polyengine.translate.artifacts import Artifacts as Artifacts
+    from polyengine.translate.artifacts import artifacts_from_envelope as artifacts_from_envelope
+    from polyengine.translate.plan import Plan as Plan
+    from polyengine.translate.plan import plan_from_json as plan_from_json
+    from polyengine.translate.plan import plan_to_json as plan_to_json
+
+
+def translate_component(component_bytes: bytes) -> Plan:
+    """Translate a component binary into its :class:`Plan`, uncached.
+
+    Raises :class:`polyengine.errors.TranslationError` for malformed or invalid input.
+    """
+    from polyengine.translate._translate import translate_component as run
+
+    return run(component_bytes)
 
 
 def translate(component_bytes: bytes) -> Artifacts:
@@ -25,13 +40,46 @@ def translate(component_bytes: bytes) -> Artifacts:
 
     Raises :class:`polyengine.errors.TranslationError` for malformed or invalid input.
     """
-    data = bytes(component_bytes)
+    return _translate_cached(bytes(component_bytes), disk_any_size=False)
+
+
+def translate_for_run(component_bytes: bytes) -> Artifacts:
+    """:func:`translate` for a process that starts to run one component (the command line).
+
+    The plan is kept on disk whatever the component's size: in a fresh
+    process reading a cached plan also spares importing the translator.
+    """
+    return _translate_cached(bytes(component_bytes), disk_any_size=True)
+
+
+def _translate_cached(data: bytes, *, disk_any_size: bool) -> Artifacts:
+    import hashlib
+
+    from polyengine.translate._cache import cached_plan, store_plan
+    from polyengine.translate.artifacts import Artifacts
+
     sha = hashlib.sha256(data).hexdigest()
-    plan = cached_plan(sha, len(data))
+    plan = cached_plan(sha, len(data), disk_any_size=disk_any_size)
     if plan is None:
         plan = translate_component(data)
-        store_plan(sha, len(data), plan)
+        store_plan(sha, len(data), plan, disk_any_size=disk_any_size)
     return Artifacts._trusted(plan, data, sha)
+
+
+def __getattr__(name: str) -> object:
+    """The Plan and envelope names, imported on first use (PEP 562)."""
+    if name in ("Artifacts", "artifacts_from_envelope"):
+        from polyengine.translate import artifacts
+
+        value: object = getattr(artifacts, name)
+    elif name in ("Plan", "plan_from_json", "plan_to_json"):
+        from polyengine.translate import plan
+
+        value = getattr(plan, name)
+    else:
+        raise AttributeError(f"module 'polyengine.translate' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 __all__ = [
@@ -42,4 +90,5 @@ __all__ = [
     "plan_to_json",
     "translate",
     "translate_component",
+    "translate_for_run",
 ]

@@ -14,7 +14,7 @@ a changed translator never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
 
 The signatures of large valid core modules (their imports and exports with
-types, see :mod:`polyengine.validate._core`) are kept the same way under
+types, see :func:`polyengine.validate.read_module_signature`) are kept the same way under
 ``<module cache>/signatures/``: components built by one toolchain share
 their runtime's modules, so a new component often finds them there.
 """
@@ -76,11 +76,9 @@ def gc_paused() -> Iterator[None]:
 
 @functools.cache
 def translator_digest() -> str:
-    """A digest of the translator's sources (and version): a cached plan is reused only by it."""
-    import polyengine
-
-    root = Path(polyengine.__file__).parent
-    digest = hashlib.sha256(f"{polyengine.__version__}|{PLAN_FORMAT_VERSION}".encode())
+    """A digest of the translator's sources and plan format: a cached plan is reused only by it."""
+    root = Path(__file__).resolve().parent.parent  # the polyengine package
+    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
     paths = [root / "engine" / "_validate.py"]
     for sub in ("binary", "types", "validate", "translate"):
         paths.extend(sorted((root / sub).rglob("*.py")))
@@ -164,12 +162,16 @@ def _store(path: Path | None, sha256: str, value: object) -> None:
             tmp.unlink()
 
 
-def cached_plan(sha256: str, size: int) -> Plan | None:
-    """The cached plan of the ``size``-byte component with hex digest ``sha256``, if any."""
+def cached_plan(sha256: str, size: int, *, disk_any_size: bool = False) -> Plan | None:
+    """The cached plan of the ``size``-byte component with hex digest ``sha256``, if any.
+
+    The disk is looked at for components of at least :data:`DISK_CACHE_MIN_SIZE`
+    bytes, or of any size with ``disk_any_size``.
+    """
     plan = _memory.get(sha256)
     if plan is not None:
         return plan
-    if size < DISK_CACHE_MIN_SIZE:
+    if size < DISK_CACHE_MIN_SIZE and not disk_any_size:
         return None
     loaded = _load(plan_cache_path(sha256))
     if not isinstance(loaded, Plan) or any(m.offset + m.length > size for m in loaded.modules):
@@ -178,10 +180,10 @@ def cached_plan(sha256: str, size: int) -> Plan | None:
     return loaded
 
 
-def store_plan(sha256: str, size: int, plan: Plan) -> None:
+def store_plan(sha256: str, size: int, plan: Plan, *, disk_any_size: bool = False) -> None:
     """Remember ``plan`` as the translation of the ``size``-byte component ``sha256``."""
     _remember(sha256, plan)
-    if size >= DISK_CACHE_MIN_SIZE:
+    if size >= DISK_CACHE_MIN_SIZE or disk_any_size:
         _store(plan_cache_path(sha256), sha256, plan)
 
 

@@ -8,7 +8,7 @@ signature of the function involved) and turned into a Plan entry: a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from polyengine.binary import ast
 from polyengine.binary.ast import Sort
@@ -16,17 +16,17 @@ from polyengine.translate._scope import Fail
 from polyengine.translate._typescope import core_valtype
 from polyengine.translate._values import CoreItem, FuncV, HostFunc, TypeV, Unavailable
 from polyengine.translate.plan import Adapter, Builtin, CanonOptions, Lift, LowerImport
-from polyengine.types.model import FuncType, Future, Stream, ValType
-from polyengine.types.subtype import CoreFuncT, CoreMemoryT, CoreTableT, ResourceT
-from polyengine.validate.abi import (
+from polyengine.types.layout import (
     MAX_FLAT_ASYNC_PARAMS,
     MAX_FLAT_PARAMS,
     MAX_FLAT_RESULTS,
-    flat_count,
+    PtrType,
     flatten_functype,
-    flatten_type,
+    flatten_types,
     needs_pointer,
 )
+from polyengine.types.model import FuncType, Future, Stream, ValType
+from polyengine.types.subtype import CoreFuncT, CoreMemoryT, CoreTableT, ResourceT
 from polyengine.validate.typedefs import TypeRuleError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Opts:
     callback: CoreItem | None = None
 
     @property
-    def ptr(self) -> str:
+    def ptr(self) -> PtrType:
         return "i64" if self.memory is not None and getattr(self.memory.t, "is64", False) else "i32"
 
 
@@ -142,6 +142,14 @@ def _describe(ts: tuple[str, ...]) -> str:
     return "[" + ", ".join(t.capitalize() for t in ts) + "]"
 
 
+def _core_sig(ft: FuncType, context: Literal["lift", "lower"], o: Opts) -> CoreFuncT:
+    """The core signature ``canon lift``/``lower`` with options ``o`` must have (§"Flattening")."""
+    core = flatten_functype(
+        ft, context, is_async=o.is_async, callback=o.callback is not None, ptr_type=o.ptr
+    )
+    return CoreFuncT(core.params, core.results)
+
+
 def _check_core(actual: CoreFuncT, expected: CoreFuncT) -> None:
     if actual.params != expected.params:
         raise Fail(
@@ -180,15 +188,13 @@ def lift(w: Walk, d: ast.CanonLift) -> FuncV:
     max_results = MAX_FLAT_PARAMS if o.is_async else MAX_FLAT_RESULTS
     memory = (
         any(map(needs_pointer, params + results))
-        or flat_count(params, ptr) > MAX_FLAT_PARAMS
-        or flat_count(results, ptr) > max_results
+        or len(flatten_types(params, ptr)) > MAX_FLAT_PARAMS
+        or len(flatten_types(results, ptr)) > max_results
     )
-    realloc = any(map(needs_pointer, params)) or flat_count(params, ptr) > MAX_FLAT_PARAMS
+    realloc = any(map(needs_pointer, params)) or len(flatten_types(params, ptr)) > MAX_FLAT_PARAMS
     _require(o, memory, realloc)
     assert isinstance(item.t, CoreFuncT)
-    expected = flatten_functype(
-        ft, "lift", is_async=o.is_async, callback=o.callback is not None, ptr=ptr
-    )
+    expected = _core_sig(ft, "lift", o)
     _check_core(item.t, expected)
     if o.post_return is not None and o.post_return.t != CoreFuncT(expected.results, ()):
         raise Fail(
@@ -218,11 +224,11 @@ def lower(w: Walk, d: ast.CanonLower) -> CoreItem:
     max_params = MAX_FLAT_ASYNC_PARAMS if o.is_async else MAX_FLAT_PARAMS
     memory = (
         any(map(needs_pointer, params + results))
-        or flat_count(params, ptr) > max_params
-        or (bool(results) if o.is_async else flat_count(results, ptr) > MAX_FLAT_RESULTS)
+        or len(flatten_types(params, ptr)) > max_params
+        or (bool(results) if o.is_async else len(flatten_types(results, ptr)) > MAX_FLAT_RESULTS)
     )
     _require(o, memory, any(map(needs_pointer, results)))
-    core = flatten_functype(ft, "lower", is_async=o.is_async, callback=False, ptr=ptr)
+    core = _core_sig(ft, "lower", o)
     options = to_options(w, o)
     src = fv.src
     if isinstance(src, HostFunc):
@@ -333,7 +339,7 @@ def _builtin(w: Walk, d: ast.Definition, kind: str) -> tuple[Builtin, CoreFuncT]
                 raise Fail(str(exc)) from None
             o = parse_opts(w, opts, frozenset({"string-encoding", "memory"}))
             ptr = o.ptr
-            flat = [t for r in results for t in flatten_type(r, ptr)]
+            flat = flatten_types(results, ptr)
             big = len(flat) > MAX_FLAT_PARAMS
             _require(o, any(map(needs_pointer, results)) or big, False)
             params = (ptr,) if big else tuple(flat)

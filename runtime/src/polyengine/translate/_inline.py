@@ -16,7 +16,7 @@ from time import perf_counter
 
 from polyengine.binary import ast
 from polyengine.binary.ast import Sort
-from polyengine.engine._validate import validate_core_module
+from polyengine.engine import validate_core_module
 from polyengine.errors import TranslationError
 from polyengine.translate import _canon
 from polyengine.translate._cache import cached_signature, store_signature
@@ -80,7 +80,7 @@ from polyengine.types.subtype import (
     core_kind,
     substitute,
 )
-from polyengine.validate._core import read_module_signature
+from polyengine.validate import read_module_signature
 from polyengine.validate.names import NameSet
 
 _SECTION = {
@@ -179,7 +179,7 @@ class Translator:
         if sig is not None:
             _SIGNATURES[digest] = sig
             return sig
-        sig = read_module_signature(self.data, m.offset, m.offset, m.offset + m.length)
+        sig = read_module_signature(self.data, m.offset, m.offset + m.length)
         seen: set[tuple[str, str]] = set()
         for mod, name, _ in sig.imports:
             if (mod, name) in seen:

@@ -5,6 +5,11 @@ Follows CanonicalABI.md §"Type Predicates", §"Alignment", §"Element Size" and
 ``ptr_type`` (``"i32"``, or ``"i64"`` for 64-bit memories) which decides the
 size of string and list pointers. Results are cached per (type, ptr_type):
 value types are frozen dataclasses and hash structurally.
+
+This is the one layout of the package: the canonical ABI (:mod:`polyengine.abi`)
+builds its codecs from it and the validator checks ``canon`` signatures and the
+maximum value size (Binary.md) with it, through :func:`size_and_alignment`,
+which is memoized by object identity so that types sharing subtrees stay cheap.
 """
 
 from __future__ import annotations
@@ -31,7 +36,6 @@ from polyengine.types.model import (
     Case,
     Char,
     ErrorContext,
-    Field,
     Flags,
     FuncType,
     Future,
@@ -40,7 +44,6 @@ from polyengine.types.model import (
     Record,
     Stream,
     String,
-    Tuple,
     ValType,
     Variant,
 )
@@ -49,6 +52,8 @@ __all__ = [
     "MAX_FLAT_ASYNC_PARAMS",
     "MAX_FLAT_PARAMS",
     "MAX_FLAT_RESULTS",
+    "FLAT_CAP",
+    "MAX_VALUE_SIZE",
     "CoreFuncType",
     "CoreValType",
     "PtrType",
@@ -67,7 +72,9 @@ __all__ = [
     "flatten_variant",
     "join",
     "max_case_alignment",
+    "needs_pointer",
     "ptr_size",
+    "size_and_alignment",
 ]
 
 PtrType: TypeAlias = Literal["i32", "i64"]
@@ -76,6 +83,10 @@ CoreValType: TypeAlias = Literal["i32", "i64", "f32", "f64"]
 MAX_FLAT_PARAMS = 16
 MAX_FLAT_ASYNC_PARAMS = 4
 MAX_FLAT_RESULTS = 1
+FLAT_CAP = 64
+"""Flattenings are cut after this many entries (see :func:`flatten_type`)."""
+MAX_VALUE_SIZE = 1 << 28
+"""Binary.md's maximum value size: ``elem_size(t, 'i64')`` must stay below it."""
 
 
 def ptr_size(ptr_type: PtrType) -> int:
@@ -115,45 +126,89 @@ def contains_async_value(t: ValType | FuncType | None) -> bool:
     return contains(t, lambda u: isinstance(u, Stream | Future))
 
 
-# --- CanonicalABI.md §"Alignment" --------------------------------------------
+# --- CanonicalABI.md §"Alignment" and §"Element Size" -----------------------
+
+
+def alignment(t: ValType, ptr_type: PtrType = "i32") -> int:
+    """Alignment in bytes of ``t`` in linear memory (CanonicalABI.md §"Alignment")."""
+    return _size_and_alignment(t, ptr_type)[1]
+
+
+def elem_size(t: ValType, ptr_type: PtrType = "i32") -> int:
+    """Size in bytes of ``t`` as a list element (CanonicalABI.md §"Element Size")."""
+    return _size_and_alignment(t, ptr_type)[0]
 
 
 @lru_cache(maxsize=4096)
-def alignment(t: ValType, ptr_type: PtrType = "i32") -> int:
-    """Alignment in bytes of ``t`` in linear memory (CanonicalABI.md §"Alignment")."""
+def _size_and_alignment(t: ValType, ptr_type: PtrType) -> tuple[int, int]:
+    return size_and_alignment(t, ptr_type, {})
+
+
+def size_and_alignment(
+    t: ValType, ptr_type: PtrType, memo: dict[int, tuple[int, int]]
+) -> tuple[int, int]:
+    """``(elem_size(t), alignment(t))`` (§"Alignment", §"Element Size"), memoized by identity.
+
+    Type trees share subtrees (a type index used twice is one object), so
+    ``memo`` keeps this linear in the number of distinct objects however
+    large the tree they spell. The caller keeps the objects alive for as long
+    as ``memo`` is used. :func:`alignment` and :func:`elem_size` are this with a
+    fresh memo, cached by type.
+    """
+    hit = memo.get(id(t))
+    if hit is not None:
+        return hit
     d = despecialize(t)
+    out: tuple[int, int]
     match d:
         case Bool() | S8() | U8():
-            return 1
+            out = (1, 1)
         case S16() | U16():
-            return 2
-        case S32() | U32() | F32() | Char() | ErrorContext():
-            return 4
+            out = (2, 2)
+        case (
+            S32() | U32() | F32() | Char() | ErrorContext() | Own() | Borrow() | Stream() | Future()
+        ):
+            out = (4, 4)
         case S64() | U64() | F64():
-            return 8
+            out = (8, 8)
         case String():
-            return ptr_size(ptr_type)
+            p = ptr_size(ptr_type)
+            out = (2 * p, p)
         case List(et, length):
-            return alignment(et, ptr_type) if length is not None else ptr_size(ptr_type)
+            if length is None:
+                p = ptr_size(ptr_type)
+                out = (2 * p, p)
+            else:
+                s, a = size_and_alignment(et, ptr_type, memo)
+                out = (length * s, a)
         case Record(fields):
-            return _alignment_record(fields, ptr_type)
+            s = 0
+            a = 1
+            for f in fields:
+                fs, fa = size_and_alignment(f.t, ptr_type, memo)
+                s = align_to(s, fa) + fs
+                a = max(a, fa)
+            assert s > 0, "empty records are not valid value types"
+            out = (align_to(s, a), a)
         case Variant(cases):
-            return max(
-                alignment(discriminant_type(cases), ptr_type),
-                max_case_alignment(cases, ptr_type),
-            )
+            n = len(cases)
+            disc = 1 if n <= 1 << 8 else 2 if n <= 1 << 16 else 4
+            a = disc
+            biggest = 0
+            for c in cases:
+                if c.t is not None:
+                    cs, ca = size_and_alignment(c.t, ptr_type, memo)
+                    a = max(a, ca)
+                    biggest = max(biggest, cs)
+            # align_to(disc, max case alignment) equals align_to(disc, a): disc divides a
+            out = (align_to(align_to(disc, a) + biggest, a), a)
         case Flags(labels):
-            return alignment_flags(labels)
-        case Own() | Borrow() | Stream() | Future():
-            return 4
-    raise AssertionError(f"no alignment for {t!r}")
-
-
-def _alignment_record(fields: Sequence[Field], ptr_type: PtrType) -> int:
-    a = 1
-    for f in fields:
-        a = max(a, alignment(f.t, ptr_type))
-    return a
+            n = alignment_flags(labels)
+            out = (n, n)
+        case _:
+            raise AssertionError(f"no layout for {t!r}")
+    memo[id(t)] = out
+    return out
 
 
 def discriminant_type(cases: Sequence[Case]) -> ValType:
@@ -177,7 +232,7 @@ def max_case_alignment(cases: Sequence[Case], ptr_type: PtrType = "i32") -> int:
 
 
 def alignment_flags(labels: Sequence[str]) -> int:
-    """Flags are packed bit vectors of 1, 2 or 4 bytes (§"Alignment")."""
+    """Flags are packed bit vectors of 1, 2 or 4 bytes (§"Alignment", §"Element Size")."""
     n = len(labels)
     assert 0 < n <= 32, n
     if n <= 8:
@@ -187,7 +242,7 @@ def alignment_flags(labels: Sequence[str]) -> int:
     return 4
 
 
-# --- CanonicalABI.md §"Element Size" -----------------------------------------
+elem_size_flags = alignment_flags
 
 
 def align_to(ptr: int, a: int) -> int:
@@ -195,51 +250,24 @@ def align_to(ptr: int, a: int) -> int:
     return -(-ptr // a) * a
 
 
-@lru_cache(maxsize=4096)
-def elem_size(t: ValType, ptr_type: PtrType = "i32") -> int:
-    """Size in bytes of ``t`` as a list element (CanonicalABI.md §"Element Size")."""
+def needs_pointer(t: ValType) -> bool:
+    """Whether ``t`` has a variable-length part in linear memory (a ``string`` or a ``list``).
+
+    Such a type needs the ``memory`` canonopt to cross the boundary
+    (Explainer.md §"Canonical ABI"); ``stream`` and ``future`` payloads are
+    not looked into: they cross as handles.
+    """
     d = despecialize(t)
     match d:
-        case Bool() | S8() | U8():
-            return 1
-        case S16() | U16():
-            return 2
-        case S32() | U32() | F32() | Char() | ErrorContext():
-            return 4
-        case S64() | U64() | F64():
-            return 8
         case String():
-            return 2 * ptr_size(ptr_type)
+            return True
         case List(et, length):
-            if length is not None:
-                return length * elem_size(et, ptr_type)
-            return 2 * ptr_size(ptr_type)
+            return length is None or needs_pointer(et)
         case Record(fields):
-            s = 0
-            for f in fields:
-                s = align_to(s, alignment(f.t, ptr_type))
-                s += elem_size(f.t, ptr_type)
-            assert s > 0, "empty records are not valid value types"
-            return align_to(s, _alignment_record(fields, ptr_type))
+            return any(needs_pointer(f.t) for f in fields)
         case Variant(cases):
-            s = elem_size(discriminant_type(cases), ptr_type)
-            s = align_to(s, max_case_alignment(cases, ptr_type))
-            cs = 0
-            for c in cases:
-                if c.t is not None:
-                    cs = max(cs, elem_size(c.t, ptr_type))
-            s += cs
-            return align_to(s, alignment(d, ptr_type))
-        case Flags(labels):
-            return elem_size_flags(labels)
-        case Own() | Borrow() | Stream() | Future():
-            return 4
-    raise AssertionError(f"no element size for {t!r}")
-
-
-def elem_size_flags(labels: Sequence[str]) -> int:
-    """Byte size of the packed bit vector of a ``flags`` type (§"Element Size")."""
-    return alignment_flags(labels)
+            return any(c.t is not None and needs_pointer(c.t) for c in cases)
+    return False
 
 
 # --- CanonicalABI.md §"Flattening" -------------------------------------------
@@ -295,13 +323,28 @@ def flatten_functype(
 
 
 def flatten_types(ts: Sequence[ValType], ptr_type: PtrType = "i32") -> list[CoreValType]:
-    """Concatenated flattenings of ``ts`` (§"Flattening")."""
-    return [ft for t in ts for ft in flatten_type(t, ptr_type)]
+    """Concatenated flattenings of ``ts`` (§"Flattening"), cut after :data:`FLAT_CAP` entries."""
+    out: list[CoreValType] = []
+    for t in ts:
+        out.extend(_flatten_type(t, ptr_type))
+        if len(out) > FLAT_CAP:
+            return out[: FLAT_CAP + 1]
+    return out
 
 
 def flatten_type(t: ValType, ptr_type: PtrType = "i32") -> list[CoreValType]:
-    """The core value types ``t`` is passed as (CanonicalABI.md §"Flattening")."""
+    """The core value types ``t`` is passed as (CanonicalABI.md §"Flattening").
+
+    A flattening longer than :data:`FLAT_CAP` is cut to ``FLAT_CAP + 1``
+    entries: past ``MAX_FLAT_PARAMS`` a value is passed in memory and only the
+    fact that it is too long matters, and the cut keeps a fixed-length list of
+    a billion elements from being spelled out.
+    """
     return list(_flatten_type(t, ptr_type))
+
+
+def _cap(flat: tuple[CoreValType, ...]) -> tuple[CoreValType, ...]:
+    return flat if len(flat) <= FLAT_CAP else flat[: FLAT_CAP + 1]
 
 
 @lru_cache(maxsize=4096)
@@ -334,13 +377,19 @@ def _flatten_type(t: ValType, ptr_type: PtrType) -> tuple[CoreValType, ...]:
         case String():
             return (ptr_type, ptr_type)
         case List(et, length):
-            if length is not None:
-                return _flatten_type(et, ptr_type) * length
-            return (ptr_type, ptr_type)
+            if length is None:
+                return (ptr_type, ptr_type)
+            one = _flatten_type(et, ptr_type)
+            return _cap(one * min(length, FLAT_CAP + 1))
         case Record(fields):
-            return tuple(x for f in fields for x in _flatten_type(f.t, ptr_type))
+            out: list[CoreValType] = []
+            for f in fields:
+                out.extend(_flatten_type(f.t, ptr_type))
+                if len(out) > FLAT_CAP:
+                    break
+            return _cap(tuple(out))
         case Variant(cases):
-            return tuple(flatten_variant(cases, ptr_type))
+            return _cap(tuple(flatten_variant(cases, ptr_type)))
     raise AssertionError(f"cannot flatten {t!r}")
 
 
@@ -364,8 +413,3 @@ def join(a: CoreValType, b: CoreValType) -> CoreValType:
     if {a, b} == {"i32", "f32"}:
         return "i32"
     return "i64"
-
-
-def tuple_of(ts: Sequence[ValType]) -> Tuple:
-    """``tuple<ts...>``, the type a spilled parameter or result list is stored as."""
-    return Tuple(tuple(ts))

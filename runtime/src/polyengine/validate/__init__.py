@@ -10,11 +10,15 @@ translator (:mod:`polyengine.translate`) as it walks a component:
   §"Type Definitions"): non-empty records/variants/tuples/enums/flags,
   ``own``/``borrow`` of resources only, no ``borrow`` in results or stream and
   future payloads, no ``stream<char>``, the maximum value size.
-* :mod:`.abi` — flattening and element sizes (CanonicalABI.md
-  §"Flattening", §"Element Size") for the core signatures of ``canon``
-  definitions.
-* :mod:`._core` — the import/export signature of an embedded core module.
+* :func:`read_module_signature` — the import/export signature of an
+  embedded core module.
 
-Subtyping lives in :mod:`polyengine.types.subtype`; core modules themselves
-are validated by the engine (:func:`polyengine.engine._validate.validate_core_module`).
+Flattening and element sizes (CanonicalABI.md §"Flattening", §"Element
+Size") are :mod:`polyengine.types.layout`'s, subtyping is
+:mod:`polyengine.types.subtype`'s; core modules themselves are validated by
+the engine (:func:`polyengine.engine.validate_core_module`).
 """
+
+from polyengine.validate._core import read_module_signature as read_module_signature
+
+__all__ = ["read_module_signature"]

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from polyengine.binary import ast
 from polyengine.types import model as m
+from polyengine.types.layout import MAX_VALUE_SIZE, contains_borrow, size_and_alignment
 from polyengine.types.subtype import DefType, ResourceT
-from polyengine.validate.abi import MAX_VALUE_SIZE, contains, size_and_alignment
 from polyengine.validate.names import NameError_, check_unique_labels
 
 MAX_TYPE_WEIGHT = 100_000
@@ -107,7 +107,7 @@ class ValTypeBuilder:
             self.weights[id(t)] = weight
             self.depths[id(t)] = depth
             self.keep.append(t)
-            if size_and_alignment(t, 8, self.sizes)[0] >= MAX_VALUE_SIZE:
+            if size_and_alignment(t, "i64", self.sizes)[0] >= MAX_VALUE_SIZE:
                 raise TypeRuleError("type exceeds maximum byte size")
         return t
 
@@ -166,12 +166,12 @@ class ValTypeBuilder:
                     et = None if e is None else self.valtype(e)
                     if isinstance(et, m.Char):
                         raise TypeRuleError("`stream<char>` is not valid")
-                    if et is not None and contains(et, m.Borrow):
+                    if et is not None and contains_borrow(et):
                         raise TypeRuleError("stream payload cannot contain a `borrow` type")
                     return m.Stream(et)
                 case ast.FutureType(e):
                     et = None if e is None else self.valtype(e)
-                    if et is not None and contains(et, m.Borrow):
+                    if et is not None and contains_borrow(et):
                         raise TypeRuleError("future payload cannot contain a `borrow` type")
                     return m.Future(et)
                 case ast.MapType(k, v):
@@ -203,7 +203,7 @@ class ValTypeBuilder:
             raise TypeRuleError(str(exc)) from None
         params = tuple((p.label, self.valtype(p.type)) for p in f.params)
         result = None if f.result is None else self.valtype(f.result)
-        if result is not None and contains(result, m.Borrow):
+        if result is not None and contains_borrow(result):
             raise TypeRuleError("function result cannot contain a `borrow` type")
         return m.FuncType(params, result, f.is_async)
 
