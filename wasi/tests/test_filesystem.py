@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ import pytest
 
 from polyengine_protocol import ComponentException
 from polyengine_wasi import Descriptor, wasi
+from polyengine_wasi._p3_filesystem import Descriptor3
 
 NOFOLLOW: dict[str, bool] = {}
 FOLLOW = {"symlink_follow": True}
@@ -45,6 +48,103 @@ def _preopen(tree: Path, readonly: bool = False) -> tuple[dict[str, Any], Descri
 @pytest.fixture(name="root")
 def root_fixture(tree: Path) -> Descriptor:
     return _preopen(tree)[1]
+
+
+class _Drained:
+    """A 0.3 byte stream read to its end, offered as 0.2's ``blocking_read``."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def blocking_read(self, length: int) -> bytes:
+        return self._data[:length]
+
+
+def _as_p2(value: Any) -> Any:
+    if isinstance(value, Descriptor3):
+        return Sync3(value)
+    if isinstance(value, dict) and isinstance(value.get("type"), dict):
+        return {**value, "type": value["type"]["kind"]}
+    if isinstance(value, dict) and set(value) == {"kind"}:
+        return value["kind"]
+    return value
+
+
+class Sync3:
+    """A 0.3 descriptor driven the way the 0.2 tests drive theirs.
+
+    Each ``async func`` runs to completion, a variant error comes back as
+    the 0.2 enum string, and the stream-shaped calls are awaited whole, so
+    the same confinement tests hold the 0.3 provider to the same rules.
+    """
+
+    def __init__(self, inner: Descriptor3) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._inner, name)
+
+        def call(*args: Any) -> Any:
+            args = tuple(a._inner if isinstance(a, Sync3) else a for a in args)
+
+            async def run() -> Any:
+                result = method(*args)
+                return await result if inspect.isawaitable(result) else result
+
+            try:
+                return _as_p2(asyncio.run(run()))
+            except ComponentException as exc:
+                raise ComponentException(exc.payload["kind"], str(exc)) from exc
+
+        return call
+
+    def read_via_stream(self, offset: int) -> _Drained:
+        async def run() -> bytes:
+            data, done = self._inner.read_via_stream(offset)
+            chunks = [chunk async for chunk in data]
+            outcome = await done
+            if outcome["kind"] == "err":
+                raise ComponentException(outcome["value"]["kind"])
+            return b"".join(chunks)
+
+        return _Drained(asyncio.run(run()))
+
+    def _write(self, data: bytes, offset: int | None) -> int:
+        async def run() -> int:
+            if offset is None:
+                outcome = await self._inner.append_via_stream(_chunks(data))
+            else:
+                outcome = await self._inner.write_via_stream(_chunks(data), offset)
+            if outcome["kind"] == "err":
+                raise ComponentException(outcome["value"]["kind"])
+            return len(data)
+
+        return asyncio.run(run())
+
+    def write(self, buffer: bytes, offset: int) -> int:
+        return self._write(buffer, offset)
+
+    def write_via_stream(self, offset: int) -> int:
+        return self._write(b"", offset)
+
+
+async def _chunks(data: bytes) -> Any:
+    if data:
+        yield data
+
+
+def _preopen_on(track: str, tree: Path, readonly: bool = False) -> Any:
+    """The preopened root on ``track``: the 0.2 descriptor or a driven 0.3 one."""
+    imports = wasi(preopens=[(tree, "/data", readonly)])
+    [(descriptor, guest_path)] = imports[f"wasi:filesystem/preopens{track}"].get_directories()
+    assert guest_path == "/data"
+    return Sync3(descriptor) if track == "@0.3" else descriptor
+
+
+@pytest.fixture(name="confined", params=["@0.2", "@0.3"])
+def confined_fixture(request: pytest.FixtureRequest, tree: Path) -> Any:
+    """The root on both tracks: every confinement rule holds on each."""
+    return _preopen_on(request.param, tree)
 
 
 def test_preopen_is_a_directory(root: Descriptor) -> None:
@@ -195,105 +295,106 @@ def test_set_times(root: Descriptor) -> None:
 # --- confinement ---------------------------------------------------------------
 
 
-def test_dotdot_escape_is_refused(root: Descriptor) -> None:
+def test_dotdot_escape_is_refused(confined: Any) -> None:
     for path in ("..", "../outside.txt", "sub/../../outside.txt", "sub/../.."):
         with pytest.raises(ComponentException) as refused:
-            root.stat_at(NOFOLLOW, path)
+            confined.stat_at(NOFOLLOW, path)
         assert code(refused) == "not-permitted", path
     with pytest.raises(ComponentException) as refused:
-        root.open_at(NOFOLLOW, "../outside.txt", {}, READ)
+        confined.open_at(NOFOLLOW, "../outside.txt", {}, READ)
     assert code(refused) == "not-permitted"
 
 
-def test_subdirectory_descriptor_cannot_climb_out(root: Descriptor) -> None:
-    sub = root.open_at(NOFOLLOW, "sub", {"directory": True}, READ)
+def test_subdirectory_descriptor_cannot_climb_out(confined: Any) -> None:
+    sub = confined.open_at(NOFOLLOW, "sub", {"directory": True}, READ)
     with pytest.raises(ComponentException) as refused:
         sub.stat_at(NOFOLLOW, "../hello.txt")
     assert code(refused) == "not-permitted"
 
 
-def test_absolute_paths_are_refused(root: Descriptor, tmp_path: Path) -> None:
+def test_absolute_paths_are_refused(confined: Any, tmp_path: Path) -> None:
     for path in ("/", "/etc/passwd", str(tmp_path / "outside.txt")):
         with pytest.raises(ComponentException) as refused:
-            root.open_at(NOFOLLOW, path, {}, READ)
+            confined.open_at(NOFOLLOW, path, {}, READ)
         assert code(refused) == "not-permitted"
 
 
-def test_symlink_inside_is_followed(root: Descriptor, tree: Path, settle: Any) -> None:
+def test_symlink_inside_is_followed(confined: Any, tree: Path, settle: Any) -> None:
     os.symlink("sub/inner.txt", tree / "link")
     os.symlink("../hello.txt", tree / "sub" / "up")
     os.symlink("sub", tree / "dirlink")
-    f = root.open_at(FOLLOW, "link", {}, READ)
+    f = confined.open_at(FOLLOW, "link", {}, READ)
     assert settle(f.read_via_stream(0).blocking_read(100)) == b"inner"
-    assert root.stat_at(FOLLOW, "sub/up")["size"] == 12
-    assert root.stat_at(NOFOLLOW, "dirlink/inner.txt")["size"] == 5
+    assert confined.stat_at(FOLLOW, "sub/up")["size"] == 12
+    assert confined.stat_at(NOFOLLOW, "dirlink/inner.txt")["size"] == 5
     with pytest.raises(ComponentException) as loop:
-        root.open_at(NOFOLLOW, "link", {}, READ)  # the final link is not followed
+        confined.open_at(NOFOLLOW, "link", {}, READ)  # the final link is not followed
     assert code(loop) == "loop"
 
 
-def test_symlink_pointing_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+def test_symlink_pointing_out_is_refused(confined: Any, tree: Path, tmp_path: Path) -> None:
     os.symlink(tmp_path / "outside.txt", tree / "abs")
     os.symlink("../outside.txt", tree / "rel")
     os.symlink("..", tree / "parent")
     for path in ("abs", "rel", "parent/outside.txt"):
         with pytest.raises(ComponentException) as refused:
-            root.open_at(FOLLOW, path, {}, READ)
+            confined.open_at(FOLLOW, path, {}, READ)
         assert code(refused) == "not-permitted", path
     with pytest.raises(ComponentException) as refused:
-        root.stat_at(FOLLOW, "rel")
+        confined.stat_at(FOLLOW, "rel")
     assert code(refused) == "not-permitted"
     # writing through an escaping link is refused too
     with pytest.raises(ComponentException) as refused:
-        root.open_at(FOLLOW, "rel", {"truncate": True}, WRITE)
+        confined.open_at(FOLLOW, "rel", {"truncate": True}, WRITE)
     assert code(refused) == "not-permitted"
     assert (tmp_path / "outside.txt").read_bytes() == b"secret"
 
 
-def test_symlink_loop_is_reported(root: Descriptor, tree: Path) -> None:
+def test_symlink_loop_is_reported(confined: Any, tree: Path) -> None:
     os.symlink("b", tree / "a")
     os.symlink("a", tree / "b")
     with pytest.raises(ComponentException) as loop:
-        root.stat_at(FOLLOW, "a")
+        confined.stat_at(FOLLOW, "a")
     assert code(loop) == "loop"
 
 
-def test_guest_cannot_create_an_absolute_symlink(root: Descriptor) -> None:
+def test_guest_cannot_create_an_absolute_symlink(confined: Any) -> None:
     with pytest.raises(ComponentException) as refused:
-        root.symlink_at("/etc/passwd", "evil")
+        confined.symlink_at("/etc/passwd", "evil")
     assert code(refused) == "not-permitted"
 
 
-def test_hard_link_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+def test_hard_link_out_is_refused(confined: Any, tree: Path, tmp_path: Path) -> None:
     with pytest.raises(ComponentException) as refused:
-        root.link_at(NOFOLLOW, "../outside.txt", root, "stolen")
+        confined.link_at(NOFOLLOW, "../outside.txt", confined, "stolen")
     assert code(refused) == "not-permitted"
     with pytest.raises(ComponentException) as refused:
-        root.link_at(NOFOLLOW, "hello.txt", root, "../leaked")
+        confined.link_at(NOFOLLOW, "hello.txt", confined, "../leaked")
     assert code(refused) == "not-permitted"
     os.symlink("../outside.txt", tree / "rel")
     with pytest.raises(ComponentException) as refused:
-        root.link_at(FOLLOW, "rel", root, "stolen")
+        confined.link_at(FOLLOW, "rel", confined, "stolen")
     assert code(refused) == "not-permitted"
     assert not (tree / "stolen").exists() and not (tmp_path / "leaked").exists()
 
 
-def test_rename_out_is_refused(root: Descriptor, tree: Path, tmp_path: Path) -> None:
+def test_rename_out_is_refused(confined: Any, tree: Path, tmp_path: Path) -> None:
     with pytest.raises(ComponentException) as refused:
-        root.rename_at("hello.txt", root, "../moved.txt")
+        confined.rename_at("hello.txt", confined, "../moved.txt")
     assert code(refused) == "not-permitted"
     with pytest.raises(ComponentException) as refused:
-        root.rename_at("../outside.txt", root, "in.txt")
+        confined.rename_at("../outside.txt", confined, "in.txt")
     assert code(refused) == "not-permitted"
     os.symlink("..", tree / "parent")
     with pytest.raises(ComponentException) as refused:
-        root.rename_at("hello.txt", root, "parent/moved.txt")
+        confined.rename_at("hello.txt", confined, "parent/moved.txt")
     assert code(refused) == "not-permitted"
     assert (tree / "hello.txt").exists() and not (tmp_path / "moved.txt").exists()
 
 
-def test_read_only_preopen_refuses_writes(tree: Path, settle: Any) -> None:
-    _, root = _preopen(tree, readonly=True)
+@pytest.mark.parametrize("track", ["@0.2", "@0.3"])
+def test_read_only_preopen_refuses_writes(tree: Path, settle: Any, track: str) -> None:
+    root = _preopen_on(track, tree, readonly=True)
     assert not root.get_flags()["mutate_directory"]
     f = root.open_at(NOFOLLOW, "hello.txt", {}, READ)
     assert settle(f.read_via_stream(0).blocking_read(5)) == b"hello"

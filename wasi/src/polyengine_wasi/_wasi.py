@@ -36,6 +36,8 @@ from ._clocks import (
 from ._filesystem import Preopen, preopens_provider, types_provider
 from ._kernel import Pollable, poll
 from ._net import network_provider
+from ._p3_filesystem import preopens_provider_p3, types_provider_p3
+from ._p3_sockets import sockets_providers_p3
 from ._random import RandomState, insecure_provider, insecure_seed_provider, random_provider
 from ._sockets import ip_name_lookup_provider, tcp_providers
 from ._streams import InputStream, IoError, OutputStream
@@ -162,6 +164,10 @@ def wasi(
     add("wasi:cli/stderr", P3, std_err3)
     for name, provider in terminal_providers(*ttys).items():
         add(f"wasi:cli/{name}", P3, provider)
+    add("wasi:filesystem/types", P3, types_provider_p3())
+    add("wasi:filesystem/preopens", P3, preopens_provider_p3(opened))
+    for name, provider in sockets_providers_p3(network).items():
+        add(f"wasi:sockets/{name}", P3, provider)
 
     for version in p3_prereleases:
         if not isinstance(version, str) or not version.startswith("0.3.") or "-" not in version:

@@ -98,7 +98,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="OPTION",
         help="a WASI option as wasmtime spells it: inherit-env, inherit-network, "
-        "cli-exit-with-code (comma-separated or repeated)",
+        "cli-exit-with-code, p3 (comma-separated or repeated)",
     )
 
 
@@ -393,7 +393,7 @@ def _wasi_imports(
                 inherit_env = enabled
             elif key in ("inherit-network", "network"):
                 network = enabled
-            elif key in ("cli-exit-with-code", "cli", "tcp", "udp", "allow-ip-name-lookup"):
+            elif key in ("cli-exit-with-code", "cli", "tcp", "udp", "allow-ip-name-lookup", "p3"):
                 pass  # always available
             else:
                 raise CliError(f"unknown WASI option -S {item!r}")
