@@ -38,7 +38,7 @@ from polyengine.abi.resources import (
     canon_resource_new,
     canon_resource_rep,
 )
-from polyengine.embed._errors import trap_from_core
+from polyengine.abi.trap import fault, poisons
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -54,25 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["ComponentRuntime", "ExportCall", "InlineCall"]
 
 CoreVal = int | float
-
-
-def _core_failure(exc: engine.CoreTrap) -> BaseException:
-    """What to raise for a core call that trapped (it keeps its own ``__cause__``)."""
-    return _as_trap(exc)
-
-
-def _as_trap(exc: BaseException) -> BaseException:
-    """Canonical-ABI traps become branded protocol traps; others pass through."""
-    if isinstance(exc, engine.CoreTrap):
-        return trap_from_core(exc)
-    if isinstance(exc, Trap):
-        return exc
-    code = getattr(exc, "code", None)
-    if type(exc).__name__ == "Trap" and isinstance(code, str):
-        trap = Trap(str(exc), code=code)
-        trap.__cause__ = exc
-        return trap
-    return exc
 
 
 class InstanceRecord:
@@ -269,10 +250,7 @@ class ExportCall:
                 borrows = CallBorrows()
                 cx = LiftLowerContext(opts, ci, borrows)
                 flat = lower_params(cx, args)
-                try:
-                    results = call_flat(flat)
-                except engine.CoreTrap as exc:
-                    raise (f := _core_failure(exc)) from f.__cause__
+                results = call_flat(flat)
                 borrows.exit()
                 cx.refresh()
                 value = lift_results(cx, results)
@@ -280,17 +258,15 @@ class ExportCall:
                     ci.may_leave = False
                     try:
                         post_call(results)
-                    except engine.CoreTrap as exc:
-                        raise (f := _core_failure(exc)) from f.__cause__
                     finally:
                         ci.may_leave = True
                 return value
             except BaseException as exc:
-                trap = _as_trap(exc)
-                if trap is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):
+                trap = fault(exc)
+                if poisons(exc, trap):
                     rec.poisoned = trap
                     if trap is not exc:
-                        raise trap from exc
+                        raise trap from trap.__cause__
                 raise
             finally:
                 ci.may_enter = True
@@ -407,23 +383,20 @@ class ExportCall:
         body = [
             "ci.may_enter = False",
             "try:",
-            "    try:",
-            f"        if {ready}:",
-            f"            r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
-            "        else:",
-            *(f"            {line}" for line in puts),
-            "            err = untyped(*call_args)",
-            "            if err or trap.value:",
-            "                fail(err)",
-            *(f"            {line}" for line in load),
-            "    except CoreTrap as exc:",
-            "        raise (f := core_failure(exc)) from f.__cause__",
+            f"    if {ready}:",
+            f"        r = call_raw(({flat}))" + ("[0]" if rtypes else ""),
+            "    else:",
+            *(f"        {line}" for line in puts),
+            "        err = untyped(*call_args)",
+            "        if err or trap.value:",
+            "            fail(err)",
+            *(f"        {line}" for line in load),
             "except BaseException as exc:",
-            "    failure = as_trap(exc)",
-            "    if failure is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):",
+            "    failure = fault(exc)",
+            "    if poisons(exc, failure):",
             "        rec.poisoned = failure",
             "        if failure is not exc:",
-            "            raise failure from exc",
+            "            raise failure from failure.__cause__",
             "    raise",
             "finally:",
             "    ci.may_enter = True",
@@ -440,10 +413,8 @@ class ExportCall:
             ci=rec.ci,
             name=self.name,
             check_enter=self._rt.check_enter,
-            CoreTrap=engine.CoreTrap,
-            core_failure=_core_failure,
-            as_trap=_as_trap,
-            Trap=Trap,
+            fault=fault,
+            poisons=poisons,
         )
         return guard, stores, body, env
 
@@ -553,12 +524,12 @@ class ComponentRuntime:
                 with sync_scope(state):
                     return engine.instantiate(self.store, module, externs)
             except BaseException as exc:
-                trap = _as_trap(exc)
+                trap = fault(exc)
                 if trap is not exc:
-                    raise trap from exc
+                    raise trap from trap.__cause__
                 raise
         except engine.CoreTrap as exc:
-            raise (f := _core_failure(exc)) from f.__cause__
+            raise (f := fault(exc)) from f.__cause__
 
     # -- resolution --------------------------------------------------------------------
 
@@ -789,7 +760,7 @@ class ComponentRuntime:
                     finally:
                         callee_rec.ci.may_leave = True
             except engine.CoreTrap as exc:
-                trap = _core_failure(exc)
+                trap = fault(exc)
                 callee_rec.poisoned = trap
                 raise trap from trap.__cause__
             finally:
