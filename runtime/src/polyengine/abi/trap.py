@@ -185,9 +185,7 @@ def internal_trap(site: str, exc: BaseException) -> Trap:
     user never sees a bare ``AssertionError``, ``struct.error`` or
     ``IndexError`` escaping a component call.
     """
-    named = Trap(
-        f"internal error in {site}: {type(exc).__name__}: {exc}", code=TrapCode.INTERNAL
-    )
+    named = Trap(f"internal error in {site}: {type(exc).__name__}: {exc}", code=TrapCode.INTERNAL)
     named.__cause__ = exc
     return named
 
@@ -251,6 +249,7 @@ def escaped(exc: BaseException) -> Trap:
     converted = fault(exc)
     if isinstance(converted, Trap):
         return converted
+    exc = converted  # what passes through, unwrapped from a core trap
     if isinstance(exc, Exception):
         named = Trap(f"host code raised {type(exc).__name__}: {exc}", code=TrapCode.HOST_IMPORT)
     else:

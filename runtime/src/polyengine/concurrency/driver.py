@@ -129,9 +129,11 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
     inst.enter_from(None)
     try:
         task = start_task(lf, on_start, call._resolve, None)
-    except Exception as exc:
+    except BaseException as exc:
         trap = escaped(exc)
         inst.store.poison(inst, trap)
+        if not isinstance(exc, Exception):
+            raise  # an interrupt reaches the embedder unchanged, the instance poisoned
         call._fail(trap)
         return call
     finally:

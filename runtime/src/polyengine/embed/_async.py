@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from polyengine import engine
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import fault, passes_through
+from polyengine.abi.trap import escaped, fault, passes_through, poisons
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -195,11 +195,13 @@ class TaskModel:
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
         try:
             flat = values.lower_params(cx, args)
-        except engine.CoreTrap as exc:
+        except BaseException as exc:
             trap = fault(exc)
-            if isinstance(trap, Trap):
-                self.store.poison(lf.inst, trap)
-            raise trap from exc
+            if poisons(exc, trap):
+                self.store.poison(lf.inst, escaped(exc))
+            if trap is exc:
+                raise
+            raise trap from trap.__cause__
         return [_Prelowered(flat, scope)]
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
@@ -310,7 +312,7 @@ class TaskModel:
             ro = self.rt.resolve_options(tr.options, side="host")
             values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
             state = self.states[tr.options.instance]
-            return canon_lower_from_abi(values, ro.opts, state, func_inst)
+            return canon_lower_from_abi(values, ro.opts, state, func_inst, host_import=where)
 
         # a host callee starts no core call of this store, so the lower runs
         # on the caller's fiber: a call that settles at once never parks, and

@@ -38,7 +38,7 @@ from polyengine.abi.resources import (
     canon_resource_new,
     canon_resource_rep,
 )
-from polyengine.abi.trap import fault, poisons
+from polyengine.abi.trap import escaped, fault, poisons
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -264,7 +264,7 @@ class ExportCall:
             except BaseException as exc:
                 trap = fault(exc)
                 if poisons(exc, trap):
-                    rec.poisoned = trap
+                    rec.poisoned = escaped(exc)
                     if trap is not exc:
                         raise trap from trap.__cause__
                 raise
@@ -394,7 +394,7 @@ class ExportCall:
             "except BaseException as exc:",
             "    failure = fault(exc)",
             "    if poisons(exc, failure):",
-            "        rec.poisoned = failure",
+            "        rec.poisoned = escaped(exc)",
             "        if failure is not exc:",
             "            raise failure from failure.__cause__",
             "    raise",
@@ -415,6 +415,7 @@ class ExportCall:
             check_enter=self._rt.check_enter,
             fault=fault,
             poisons=poisons,
+            escaped=escaped,
         )
         return guard, stores, body, env
 
@@ -761,7 +762,7 @@ class ComponentRuntime:
                         callee_rec.ci.may_leave = True
             except engine.CoreTrap as exc:
                 trap = fault(exc)
-                callee_rec.poisoned = trap
+                callee_rec.poisoned = escaped(exc)
                 raise trap from trap.__cause__
             finally:
                 callee_rec.ci.leave_to(caller.record.ci)
