@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 import polyengine
-from polyengine.embed._errors import HostResultError
+from polyengine.abi import HostResultError
 from polyengine_protocol import is_trap, suspending
 
 from .components import GUEST_RESOURCE, HOST_RESOURCE

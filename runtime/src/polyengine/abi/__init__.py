@@ -62,6 +62,14 @@ from polyengine.abi.resources import ResourceType as ResourceType
 from polyengine.abi.resources import Table as Table
 from polyengine.abi.strings import StringValue as StringValue
 from polyengine.abi.strings import transcode_string as transcode_string
+from polyengine.abi.trap import HostImportError as HostImportError
+from polyengine.abi.trap import HostResultError as HostResultError
 from polyengine.abi.trap import Trap as Trap
 from polyengine.abi.trap import TrapCode as TrapCode
+from polyengine.abi.trap import fault as fault
+from polyengine.abi.trap import host_import_trap as host_import_trap
+from polyengine.abi.trap import host_result_error as host_result_error
+from polyengine.abi.trap import host_trap as host_trap
+from polyengine.abi.trap import internal_trap as internal_trap
+from polyengine.abi.trap import poisons as poisons
 from polyengine.abi.trap import trap_if as trap_if

@@ -6,14 +6,23 @@ over a field table: CPython runs a display several times faster than a
 comprehension with per-field tuple unpacking. Keys enter the generated
 source only through ``repr``, and every other name is one we bind, so no
 label text can change what the code does.
+
+This is the one place generated source is compiled (:func:`compile_source`,
+used by :func:`make_function` and by the facade's generated entry points):
+each source is registered with :mod:`linecache` under a name derived from
+its content, so tracebacks show the generated lines that ran, and identical
+sources (the same shape compiled for many instances) share one entry.
 """
 
 from __future__ import annotations
 
+import hashlib
+import linecache
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["display", "make_function", "offset"]
+__all__ = ["compile_source", "display", "make_function", "offset"]
 
 
 def display(keys: Sequence[str] | None, exprs: Sequence[str]) -> str:
@@ -32,5 +41,19 @@ def make_function(name: str, params: str, body: Sequence[str], env: Mapping[str,
     """Define ``def name(params): body`` with the globals ``env`` and return it."""
     src = f"def {name}({params}):\n" + "".join(f"    {line}\n" for line in body)
     namespace = dict(env)
-    exec(compile(src, f"<polyengine.abi.{name}>", "exec"), namespace)
+    exec(compile_source(src, f"polyengine.abi.{name}"), namespace)
     return namespace[name]
+
+
+def compile_source(src: str, label: str) -> types.CodeType:
+    """Compile generated module-level ``src``, its lines visible to tracebacks.
+
+    The code's file name is ``<label:digest>`` (the digest of ``src``), and
+    :mod:`linecache` holds ``src`` under it, so ``traceback`` and debuggers
+    show the generated statements.
+    """
+    digest = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
+    filename = f"<{label}:{digest}>"
+    if filename not in linecache.cache:
+        linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
+    return compile(src, filename, "exec")

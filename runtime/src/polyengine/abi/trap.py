@@ -11,13 +11,29 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap
+from polyengine.engine import CoreTrap
+from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap, is_trap, is_wasi_exit
 
-__all__ = ["Trap", "TrapCode", "host_trap", "trap", "trap_if"]
+__all__ = [
+    "HostImportError",
+    "HostResultError",
+    "Trap",
+    "TrapCode",
+    "escaped",
+    "fault",
+    "passes_through",
+    "poisons",
+    "host_import_trap",
+    "host_result_error",
+    "host_trap",
+    "internal_trap",
+    "trap",
+    "trap_if",
+]
 
 
 class TrapCode:
-    """Stable trap codes raised by the canonical ABI layer."""
+    """The one table of stable trap codes (canonical ABI, task model, host faults)."""
 
     OUT_OF_BOUNDS = "out-of-bounds"
     MISALIGNED = "misaligned-pointer"
@@ -36,6 +52,26 @@ class TrapCode:
     MAY_NOT_LEAVE = "may-not-leave"
     CANNOT_ENTER = "cannot-enter"
     MISSING_REALLOC = "missing-realloc"
+    # the task model (CanonicalABI.md §Concurrency)
+    DEADLOCK = "deadlock"
+    CANNOT_BLOCK_SYNC = "cannot-block-sync"
+    CANNOT_LEAVE = MAY_NOT_LEAVE
+    POISONED = "instance-poisoned"
+    CALLBACK_CODE = "unsupported-callback-code"
+    TASK_STATE = "task-state"
+    BUSY = "busy"
+    WAITABLE_SET = "waitable-set"
+    SUBTASK = "subtask"
+    COPY_STATE = "copy-state"
+    SAME_INSTANCE_COPY = "same-instance-copy"
+    BACKPRESSURE = "backpressure-overflow"
+    THREAD = "thread-state"
+    CONTEXT = "context-slot"
+    # faults of host code and of the engine
+    HOST_IMPORT = "host-import"
+    CORE = "trap"
+    INTERNAL = "internal"
+    UNSPECIFIED = UNSPECIFIED_TRAP_CODE
 
 
 def trap(code: str, message: str) -> NoReturn:
@@ -102,5 +138,121 @@ def host_trap(import_name: str, exc: BaseException) -> Trap:
     if not isinstance(code, str) or not code:
         code = UNSPECIFIED_TRAP_CODE
     named = Trap(f"host import {import_name} trapped: {message}", code=code)
+    named.__cause__ = exc
+    return named
+
+
+class HostImportError(Trap):
+    """The trap raised when a host import fails with an unbranded exception."""
+
+
+class HostResultError(TypeError):
+    """A host import returned a value its WIT result type does not accept.
+
+    The embedder-api's platform-class limit 2: the call fails at the
+    conversion layer with a ``TypeError`` naming the import, not a trap (the
+    instance it unwound is still poisoned).
+    """
+
+
+def host_import_trap(import_name: str, exc: BaseException) -> Trap:
+    """The trap for ``exc`` escaping host import ``import_name`` (python-mapping.md §3).
+
+    A trap (anything carrying the trap brand) is named by :func:`host_trap`;
+    any other exception becomes a :class:`HostImportError` with code
+    ``host-import`` and the message ``host import <name> raised <type>:
+    <message>``. Either chains to ``exc``. Both the synchronous and the task
+    model's host functions use this one conversion.
+    """
+    if is_trap(exc):
+        return host_trap(import_name, exc)
+    named = HostImportError(
+        f"host import {import_name} raised {type(exc).__name__}: {exc}", code=TrapCode.HOST_IMPORT
+    )
+    named.__cause__ = exc
+    return named
+
+
+def host_result_error(import_name: str, exc: BaseException) -> HostResultError:
+    """The error for a host result of ``import_name`` that cannot be lowered."""
+    return HostResultError(f"host import {import_name} returned a value of the wrong shape: {exc}")
+
+
+def internal_trap(site: str, exc: BaseException) -> Trap:
+    """The trap for an internal Python error ``exc`` raised while running ``site``.
+
+    ``site`` names the canonical built-in or import that was running; the
+    user never sees a bare ``AssertionError``, ``struct.error`` or
+    ``IndexError`` escaping a component call.
+    """
+    named = Trap(f"internal error in {site}: {type(exc).__name__}: {exc}", code=TrapCode.INTERNAL)
+    named.__cause__ = exc
+    return named
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether ``exc`` reaches the embedder unchanged when it unwinds a guest.
+
+    A WASI exit request (the guest asked to exit), a host result of the
+    wrong shape (a ``TypeError`` naming the import) and a ``BaseException``
+    that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``...),
+    which is never swallowed (python-mapping.md §3).
+    """
+    return is_wasi_exit(exc) or isinstance(exc, HostResultError) or not isinstance(exc, Exception)
+
+
+def fault(exc: BaseException) -> BaseException:
+    """The one door from a fault that escaped a component instance to what the embedder sees.
+
+    A canonical :class:`Trap` is itself; a core trap is the host exception
+    that unwound the guest when that is a trap or passes through
+    (:func:`passes_through`), otherwise a ``Trap`` ``wasm trap: <message>``
+    with the core trap's code chained to it; a trap of another copy of the
+    protocol (branded only) becomes a canonical ``Trap`` with its code. Any
+    other exception passes through: the callers convert the faults of their
+    own site first (:func:`host_import_trap`, :func:`internal_trap`).
+    """
+    if isinstance(exc, Trap):
+        return exc
+    if isinstance(exc, CoreTrap):
+        host = exc.host_exception
+        if host is not None and (is_trap(host) or passes_through(host)):
+            return fault(host)
+        converted = Trap(f"wasm trap: {exc.message}", code=exc.code or TrapCode.CORE)
+        converted.__cause__ = exc
+        return converted
+    if is_trap(exc):
+        code = getattr(exc, "code", None)
+        converted = Trap(str(exc), code=code if isinstance(code, str) and code else TrapCode.CORE)
+        converted.__cause__ = exc
+        return converted
+    return exc
+
+
+def poisons(exc: BaseException, converted: BaseException) -> bool:
+    """Whether ``exc`` (converted by :func:`fault` to ``converted``) poisons its instance.
+
+    Every trap does, and so does whatever passes through (an exit request,
+    an interrupt); an ordinary exception raised before the guest ran
+    (embedder misuse while lowering arguments) does not.
+    """
+    return converted is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception)
+
+
+def escaped(exc: BaseException) -> Trap:
+    """The trap that poisons an instance ``exc`` escaped from (the one door's poison).
+
+    A trap is itself (:func:`fault`); anything else (an exception that
+    passes through to the embedder, an internal error of host code) is a
+    ``host-import`` trap naming the exception, chained to it.
+    """
+    converted = fault(exc)
+    if isinstance(converted, Trap):
+        return converted
+    exc = converted  # what passes through, unwrapped from a core trap
+    if isinstance(exc, Exception):
+        named = Trap(f"host code raised {type(exc).__name__}: {exc}", code=TrapCode.HOST_IMPORT)
+    else:
+        named = Trap(f"interrupted by {type(exc).__name__}", code=TrapCode.HOST_IMPORT)
     named.__cause__ = exc
     return named

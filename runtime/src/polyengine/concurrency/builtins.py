@@ -33,7 +33,6 @@ __all__ = [
     "ErrorContext",
     "canon_backpressure_dec",
     "canon_backpressure_inc",
-    "canon_backpressure_set",
     "canon_context_get",
     "canon_context_set",
     "canon_error_context_debug_message",
@@ -130,15 +129,6 @@ def canon_backpressure_dec(thread: Thread) -> list[CoreVal]:
     ctrap_if(inst.backpressure == 0, TrapCode.BACKPRESSURE, "backpressure counter underflow")
     inst.backpressure -= 1
     if inst.backpressure == 0:
-        inst.store.wake()
-    return []
-
-
-def canon_backpressure_set(thread: Thread, enabled: int) -> list[CoreVal]:
-    """``backpressure.set`` (the earlier boolean form): sets the counter to 0 or 1."""
-    inst = thread.inst
-    inst.backpressure = 1 if enabled else 0
-    if not enabled:
         inst.store.wake()
     return []
 

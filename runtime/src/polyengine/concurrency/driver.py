@@ -28,9 +28,8 @@ from contextlib import contextmanager
 from types import CoroutineType
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
-from polyengine.abi.trap import host_trap
+from polyengine.abi.trap import escaped, host_import_trap
 from polyengine.types.model import FuncType
-from polyengine_protocol import is_trap
 
 from .lift import CanonLift, start_task
 from .store import InstanceState, Store
@@ -130,15 +129,12 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
     inst.enter_from(None)
     try:
         task = start_task(lf, on_start, call._resolve, None)
-    except Trap as trap:
+    except BaseException as exc:
+        trap = escaped(exc)
         inst.store.poison(inst, trap)
+        if not isinstance(exc, Exception):
+            raise  # an interrupt reaches the embedder unchanged, the instance poisoned
         call._fail(trap)
-        return call
-    except Exception as exc:
-        fault = Trap(f"host code raised {type(exc).__name__}: {exc}", code="host-error")
-        fault.__cause__ = exc
-        inst.store.poison(inst, fault)
-        call._fail(fault)
         return call
     finally:
         inst.leave_to(None)
@@ -474,21 +470,6 @@ class Driver:
 
 #: result types that are never awaitable (skips the awaitable test on the hot path)
 _PLAIN_RESULTS = frozenset({int, float, bool, str, bytes, list, tuple, dict, type(None)})
-
-
-def host_import_trap(name: str, exc: BaseException) -> Trap:
-    """The trap for ``exc`` escaping host import ``name`` (python-mapping.md §3).
-
-    A branded trap keeps its code (``unspecified`` when it carries no usable
-    one, as a hand-rolled branded class may not) and is named ``host import
-    <name> trapped: <message>``; anything else is ``host import <name> raised
-    <type>: <message>`` with code ``host``. Either chains to ``exc``.
-    """
-    if is_trap(exc):
-        return host_trap(name, exc)
-    trap = Trap(f"host import {name} raised {type(exc).__name__}: {exc}", code="host")
-    trap.__cause__ = exc
-    return trap
 
 
 class _HostFuncSpec:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from types import GeneratorType
 from typing import Any, ClassVar
 
+from polyengine.abi.trap import fault
 from polyengine.engine import (
     CoreFunc,
     CoreTrap,
@@ -36,12 +37,11 @@ from polyengine.engine import (
     define_host_func,
     start,
 )
-from polyengine_protocol import is_wasi_exit
 
 from .lift import CoreFunc as TaskCoreFunc
 from .store import Store
 from .thread import Block, Cancelled, CoreVal, Suspends, Thread
-from .traps import Trap, TrapCode, ctrap
+from .traps import TrapCode, ctrap
 
 __all__ = [
     "DEFERRED_BUILTINS",
@@ -294,24 +294,13 @@ def _outcome(call: ParkableCall) -> list[CoreVal]:
 
 
 def _unwound(e: CoreTrap) -> BaseException:
-    """What a trap that unwound a core call becomes in the task model.
-
-    A host function's ``Trap`` stays itself (with its own cause), and so do a
-    WASI exit request and a ``BaseException`` that is not an ``Exception``
-    (``KeyboardInterrupt``...), which the embedder must receive unchanged;
-    anything else is a ``Trap`` with the core trap's code.
-    """
-    host = e.host_exception
-    if isinstance(host, Trap) or (
-        host is not None and (is_wasi_exit(host) or not isinstance(host, Exception))
-    ):
-        return host
-    return Trap(str(e), code=e.code or "trap")
+    """What a trap that unwound a core call becomes: the one door, :func:`fault`."""
+    return fault(e)
 
 
 def _cause_of(e: CoreTrap) -> BaseException | None:
     host = e.host_exception
-    if host is not None and _unwound(e) is host:
+    if host is not None and fault(e) is host:
         return host.__cause__
     return e
 

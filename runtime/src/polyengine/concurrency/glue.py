@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
+from polyengine.abi.trap import host_result_error
 
 from .builtins import canon_task_return
 from .lift import CanonLift, CanonLower, CoreFunc
@@ -65,9 +67,19 @@ def canon_lift_from_abi(
 
 
 def canon_lower_from_abi(
-    values: LoweredFunc, opts: CanonicalOptions, inst: InstanceState, callee: FuncInst
+    values: LoweredFunc,
+    opts: CanonicalOptions,
+    inst: InstanceState,
+    callee: FuncInst,
+    *,
+    host_import: str | None = None,
 ) -> CanonLower:
-    """The :class:`CanonLower` of a ``canon lower`` in ``inst`` calling ``callee``."""
+    """The :class:`CanonLower` of a ``canon lower`` in ``inst`` calling ``callee``.
+
+    ``host_import`` names the host import ``callee`` is: a result it returns
+    that cannot be lowered is then a :class:`~polyengine.abi.HostResultError`
+    naming it, as on the synchronous path.
+    """
     ci = inst.ci
     has_result = bool(values.ft.result_types())
 
@@ -77,6 +89,17 @@ def canon_lower_from_abi(
     def lower_results(subtask: Subtask, result: list[Any], flat: list[CoreVal]) -> list[CoreVal]:
         v = result[0] if has_result else None
         return values.lower_results(LiftLowerContext(opts, ci, subtask), v, flat)
+
+    if host_import is not None:
+        lower_values = lower_results
+
+        def lower_results(
+            subtask: Subtask, result: list[Any], flat: list[CoreVal]
+        ) -> list[CoreVal]:
+            try:
+                return lower_values(subtask, result, flat)
+            except LowerError as exc:
+                raise host_result_error(host_import, exc) from exc
 
     return CanonLower(
         callee=callee,

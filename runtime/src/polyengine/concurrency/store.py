@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from polyengine.abi.resources import ComponentInstance, Table
+from polyengine.abi.trap import escaped, passes_through
 
 from .sched import SchedulePolicy
 from .traps import Trap, TrapCode, ctrap_if
@@ -258,21 +259,14 @@ class Store:
         inst.enter_from(None)
         try:
             thread.resume()
-        except Trap as trap:
+        except BaseException as exc:
+            trap = escaped(exc)
             self.poison(inst, trap)
             # poison() skips the thread that was running; its task fails here
             thread.task.fail(trap)
-            raise
-        except Exception as exc:
-            fault = Trap(f"host code raised {type(exc).__name__}: {exc}", code="host-error")
-            self.poison(inst, fault)
-            thread.task.fail(fault)
-            raise fault from exc
-        except BaseException as exc:
-            fault = Trap(f"interrupted by {type(exc).__name__}", code="host-error")
-            self.poison(inst, fault)
-            thread.task.fail(fault)
-            raise
+            if trap is exc or passes_through(exc):
+                raise
+            raise trap from exc
         finally:
             inst.leave_to(None)
             self.nesting_depth -= 1

@@ -1,7 +1,8 @@
 """Trap codes and messages of the task model (CanonicalABI.md §Concurrency).
 
-Guest faults are :class:`~polyengine.abi.trap.Trap`; this module only adds
-the stable codes and messages raised by the concurrency layer. Messages that
+Guest faults are :class:`~polyengine.abi.trap.Trap` with a code of the one
+table :class:`~polyengine.abi.trap.TrapCode`; this module only adds the
+standard messages of the concurrency layer's codes. Messages that
 have a well-known wording in other hosts keep it, so conformance transcripts
 match.
 """
@@ -10,34 +11,9 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from polyengine.abi.trap import Trap
+from polyengine.abi.trap import Trap, TrapCode
 
 __all__ = ["Trap", "TrapCode", "ctrap", "ctrap_if"]
-
-
-class TrapCode:
-    """Stable codes for traps raised by :mod:`polyengine.concurrency`."""
-
-    DEADLOCK = "deadlock"
-    CANNOT_BLOCK_SYNC = "cannot-block-sync"
-    CANNOT_ENTER = "cannot-enter"
-    CANNOT_LEAVE = "may-not-leave"
-    POISONED = "instance-poisoned"
-    CALLBACK_CODE = "unsupported-callback-code"
-    TASK_STATE = "task-state"
-    BORROWS_OUTSTANDING = "borrows-outstanding"
-    INVALID_HANDLE = "invalid-handle"
-    HANDLE_TYPE_MISMATCH = "handle-type-mismatch"
-    BUSY = "busy"
-    WAITABLE_SET = "waitable-set"
-    SUBTASK = "subtask"
-    COPY_STATE = "copy-state"
-    SAME_INSTANCE_COPY = "same-instance-copy"
-    BACKPRESSURE = "backpressure-overflow"
-    OUT_OF_BOUNDS = "out-of-bounds"
-    MISALIGNED = "misaligned-pointer"
-    THREAD = "thread-state"
-    CONTEXT = "context-slot"
 
 
 MESSAGES = {

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from polyengine import engine
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.trap import escaped, fault, passes_through, poisons
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -55,7 +56,6 @@ from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
-from polyengine.embed._errors import trap_from_core
 from polyengine.embed._hostvalues import FutureSource, HostValues
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
@@ -65,7 +65,6 @@ from polyengine_protocol import (
     is_component_exception,
     is_future,
     is_stream,
-    is_wasi_exit,
 )
 
 if TYPE_CHECKING:
@@ -145,7 +144,7 @@ class TaskModel:
     def _on_poison(self, inst: InstanceState, trap: Any) -> None:
         for rec, st in zip(self.rt.records, self.states, strict=True):
             if st is inst and rec.poisoned is None:
-                rec.poisoned = _protocol_trap(trap)
+                rec.poisoned = fault(trap)
 
     # -- lifts ---------------------------------------------------------------------------
 
@@ -196,11 +195,13 @@ class TaskModel:
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
         try:
             flat = values.lower_params(cx, args)
-        except engine.CoreTrap as exc:
-            trap = trap_from_core(exc)
-            if isinstance(trap, ConcurrencyTrap):
-                self.store.poison(lf.inst, trap)
-            raise trap from exc
+        except BaseException as exc:
+            trap = fault(exc)
+            if poisons(exc, trap):
+                self.store.poison(lf.inst, escaped(exc))
+            if trap is exc:
+                raise
+            raise trap from trap.__cause__
         return [_Prelowered(flat, scope)]
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
@@ -311,7 +312,7 @@ class TaskModel:
             ro = self.rt.resolve_options(tr.options, side="host")
             values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
             state = self.states[tr.options.instance]
-            return canon_lower_from_abi(values, ro.opts, state, func_inst)
+            return canon_lower_from_abi(values, ro.opts, state, func_inst, host_import=where)
 
         # a host callee starts no core call of this store, so the lower runs
         # on the caller's fiber: a call that settles at once never parks, and
@@ -584,28 +585,20 @@ def _held_elsewhere(handle: object, ignore: set[int]) -> bool:
     return True
 
 
-def _raise_for(trap: ConcurrencyTrap) -> NoReturn:
-    """Raise what the embedder sees for a trap that failed its call.
+def _raise_for(trap: BaseException) -> NoReturn:
+    """Raise what the embedder sees for a trap that failed its call (:func:`fault`).
 
-    A WASI exit request that unwound the guest reaches the embedder
-    unchanged (the trap that poisoned the instance chains to it).
+    What passes through (a WASI exit request, a host result of the wrong
+    shape, an interrupt) reaches the embedder unchanged, as on the
+    synchronous path; the trap that poisoned the instance chains to it.
     """
     cause = trap.__cause__
-    if cause is not None and is_wasi_exit(cause):
+    if cause is not None and passes_through(cause):
         raise cause
-    converted = _protocol_trap(trap)
+    converted = fault(trap)
     if converted is trap:
         raise trap
     raise converted from trap
-
-
-def _protocol_trap(exc: BaseException) -> BaseException:
-    if isinstance(exc, Trap):
-        return exc
-    code = getattr(exc, "code", None)
-    trap = Trap(str(exc), code=code if isinstance(code, str) else "trap")
-    trap.__cause__ = exc.__cause__ or exc
-    return trap
 
 
 class AsyncExportCall:

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
+from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._async import AsyncExportCall
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
@@ -125,7 +126,7 @@ def sync_export_function(
         "MISSING": _MISSING,
         "arity_error": functools.partial(_arity_error, label, n, skip),
     }
-    filename = f"<polyengine export {label}>"
+    filename = f"polyengine export {label}"
     body: list[str] = []
     typed: list[bool] = []
 
@@ -149,7 +150,7 @@ def sync_export_function(
                 typed.append(False)
         src = _source(is_async, fname, n, skip, body, check_missing=not typed[0])
         scope: dict[str, Any] = {}
-        exec(compile(src, filename, "exec"), env, scope)
+        exec(compile_source(src, filename), env, scope)
         target.__code__ = scope[fname].__code__
 
     def first(args: tuple[Any, ...], is_async: bool) -> Any:
@@ -225,7 +226,7 @@ def _stub_code(is_async: bool, n: int, skip: int) -> types.CodeType:
     body = [f"return first({_tuple(n)}, {is_async})"]
     src = _source(is_async, "export", n, skip, body, check_missing=True)
     scope: dict[str, Any] = {}
-    exec(compile(src, "<polyengine export stub>", "exec"), {"MISSING": _MISSING}, scope)
+    exec(compile_source(src, "polyengine export stub"), {"MISSING": _MISSING}, scope)
     code: types.CodeType = scope["export"].__code__
     return code
 

@@ -30,7 +30,7 @@ from polyengine.abi.errors import LowerError, LowerTypeError, describe
 from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowering
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
-from polyengine.embed._errors import host_import_trap, host_result_error
+from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.embed._runtime import ComponentRuntime, CoreVal, ResolvedOptions

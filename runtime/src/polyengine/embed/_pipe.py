@@ -70,9 +70,9 @@ class HostFedStream(SharedStreamImpl):
 
 def producer_trap(failure: BaseException) -> BaseException:
     """The trap a guest reading a failed host producer's stream or future sees."""
-    from polyengine.concurrency.traps import Trap
+    from polyengine.abi.trap import Trap, TrapCode
 
-    trap = Trap(str(failure), code="host")
+    trap = Trap(str(failure), code=TrapCode.HOST_IMPORT)
     trap.__cause__ = failure
     return trap
 

@@ -36,7 +36,7 @@ from polyengine.abi.resources import (
     canon_resource_new,
     canon_resource_rep,
 )
-from polyengine.embed._errors import trap_from_core
+from polyengine.abi.trap import escaped, fault, poisons
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -50,25 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["ComponentRuntime", "ExportCall", "InlineCall"]
 
 CoreVal = int | float
-
-
-def _core_failure(exc: engine.CoreTrap) -> BaseException:
-    """What to raise for a core call that trapped (it keeps its own ``__cause__``)."""
-    return _as_trap(exc)
-
-
-def _as_trap(exc: BaseException) -> BaseException:
-    """Canonical-ABI traps become branded protocol traps; others pass through."""
-    if isinstance(exc, engine.CoreTrap):
-        return trap_from_core(exc)
-    if isinstance(exc, Trap):
-        return exc
-    code = getattr(exc, "code", None)
-    if type(exc).__name__ == "Trap" and isinstance(code, str):
-        trap = Trap(str(exc), code=code)
-        trap.__cause__ = exc
-        return trap
-    return exc
 
 
 class InstanceRecord:
@@ -247,10 +228,7 @@ class ExportCall:
                 borrows = CallBorrows()
                 cx = LiftLowerContext(opts, ci, borrows)
                 flat = lower_params(cx, args)
-                try:
-                    results = call_flat(flat)
-                except engine.CoreTrap as exc:
-                    raise (f := _core_failure(exc)) from f.__cause__
+                results = call_flat(flat)
                 borrows.exit()
                 cx.refresh()
                 value = lift_results(cx, results)
@@ -258,17 +236,15 @@ class ExportCall:
                     ci.may_leave = False
                     try:
                         post_call(results)
-                    except engine.CoreTrap as exc:
-                        raise (f := _core_failure(exc)) from f.__cause__
                     finally:
                         ci.may_leave = True
                 return value
             except BaseException as exc:
-                trap = _as_trap(exc)
-                if trap is not exc or isinstance(exc, Trap) or not isinstance(exc, Exception):
-                    rec.poisoned = trap
+                trap = fault(exc)
+                if poisons(exc, trap):
+                    rec.poisoned = escaped(exc)
                     if trap is not exc:
-                        raise trap from exc
+                        raise trap from trap.__cause__
                 raise
             finally:
                 ci.may_enter = True
@@ -363,22 +339,18 @@ class ExportCall:
             return [
                 "ci.may_enter = False",
                 "try:",
-                "    try:",
-                f"        {call}",
-                "    except CoreTrap as exc:",
-                "        raise (f := core_failure(exc)) from f.__cause__",
+                f"    {call}",
                 # raised by the core call only before the guest runs: an argument
                 # out of its slot's range (the general call converts or rejects it)
                 "except ValueError:",
                 "    ci.may_enter = True",
                 f"    return general({fallback})",
                 "except BaseException as exc:",
-                "    failure = as_trap(exc)",
-                "    if failure is not exc or isinstance(exc, Trap) "
-                "or not isinstance(exc, Exception):",
-                "        rec.poisoned = failure",
+                "    failure = fault(exc)",
+                "    if poisons(exc, failure):",
+                "        rec.poisoned = escaped(exc)",
                 "        if failure is not exc:",
-                "            raise failure from exc",
+                "            raise failure from failure.__cause__",
                 "    raise",
                 "finally:",
                 "    ci.may_enter = True",
@@ -393,10 +365,9 @@ class ExportCall:
             "ci": rec.ci,
             "name": self.name,
             "check_enter": self._rt.check_enter,
-            "CoreTrap": engine.CoreTrap,
-            "core_failure": _core_failure,
-            "as_trap": _as_trap,
-            "Trap": Trap,
+            "fault": fault,
+            "poisons": poisons,
+            "escaped": escaped,
         }
         return guard, body, env
 
@@ -472,12 +443,12 @@ class ComponentRuntime:
                 with sync_scope(state):
                     return self._linking.instantiate(index)
             except BaseException as exc:
-                trap = _as_trap(exc)
+                trap = fault(exc)
                 if trap is not exc:
-                    raise trap from exc
+                    raise trap from trap.__cause__
                 raise
         except engine.CoreTrap as exc:
-            raise (f := _core_failure(exc)) from f.__cause__
+            raise (f := fault(exc)) from f.__cause__
 
     # -- resolution --------------------------------------------------------------------
 
@@ -714,8 +685,8 @@ class ComponentRuntime:
                     finally:
                         callee_rec.ci.may_leave = True
             except engine.CoreTrap as exc:
-                trap = _core_failure(exc)
-                callee_rec.poisoned = trap
+                trap = fault(exc)
+                callee_rec.poisoned = escaped(exc)
                 raise trap from trap.__cause__
             finally:
                 callee_rec.ci.leave_to(caller.record.ci)
