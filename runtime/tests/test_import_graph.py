@@ -44,17 +44,8 @@ ALLOWED: frozenset[str] = frozenset(
         # being removed by the executor restructuring
         "polyengine.cli._run -> polyengine.embed._providers",
         # being removed by the executor restructuring
-        "polyengine.cli._run -> polyengine.embed._names",
-        # being removed by the executor restructuring
-        "polyengine.embed._runtime -> polyengine.engine._core",
-        # being removed by the executor restructuring
-        "polyengine.testing.embed_executor -> polyengine.embed._names",
-        # being removed by the executor restructuring
         "cycle: polyengine.abi.compile polyengine.abi.handles polyengine.abi.lists"
         " polyengine.abi.variants",
-        # being removed by the executor restructuring
-        "cycle: polyengine.engine._async polyengine.engine._core polyengine.engine._hostasync"
-        " polyengine.engine._memory polyengine.engine._store",
     }
 )
 

@@ -16,6 +16,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
 

@@ -369,7 +369,7 @@ class App:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from polyengine_wasi._http import IncomingRequest, ResponseOutparam
+        from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
 
         assert self._pool is not None
         self.requests += 1
@@ -509,7 +509,7 @@ class App:
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
         from polyengine_protocol import is_component_exception
-        from polyengine_wasi._http import Request
+        from polyengine_wasi.hosthttp import Request
 
         request = Request.incoming(
             scope["method"],
@@ -637,7 +637,7 @@ def _authority(scope: Scope) -> str | None:
 
 async def _request_body(receive: Receive) -> AsyncIterator[bytes]:
     """The request body, one ``receive()`` per chunk the guest asks for."""
-    from polyengine_wasi._http import BodyError
+    from polyengine_wasi.hosthttp import BodyError
 
     while True:
         message = await receive()

@@ -25,6 +25,8 @@ from polyengine.bindings import WorldMismatchError, world_digest
 
 from .support import bindings_text, build_component, load_module, tool
 
+pytestmark = pytest.mark.toolchain
+
 HOSTS = Path(__file__).parent / "guest_hosts"
 
 # bindings module name → (guest it is generated from, host module using it)

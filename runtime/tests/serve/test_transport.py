@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from polyengine._http_transport import AiohttpTransport
+from polyengine.http_transport import AiohttpTransport
 from polyengine_protocol import ComponentException
 from polyengine_wasi import http
-from polyengine_wasi._http import Fields, OutgoingRequest, RequestOptions
+from polyengine_wasi.hosthttp import Fields, OutgoingRequest, RequestOptions
 
 HANDLER = "wasi:http/outgoing-handler@0.2"
 
@@ -169,7 +169,7 @@ def test_between_bytes_timeout_fails_the_body_stream() -> None:
         return resp
 
     async def main() -> None:
-        from polyengine_wasi._http import http_error_code
+        from polyengine_wasi.hosthttp import http_error_code
 
         runner, port = await _server(routes)
         transport = AiohttpTransport()

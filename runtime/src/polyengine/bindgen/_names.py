@@ -6,7 +6,7 @@ or presents it (exports), so the spelling functions are the runtime's own.
 
 from __future__ import annotations
 
-from polyengine.embed._names import FuncName, field_key, parse_func_name, pascal, snake
+from polyengine.embed import FuncName, field_key, parse_func_name, pascal, snake
 from polyengine.errors import NameCollisionError
 
 __all__ = [

@@ -648,7 +648,7 @@ def _wasi_exit_in(exc: BaseException) -> BaseException | None:
 
 async def _call(instance: Any, target: ExportFunc, params: list[Any]) -> Any:
     """Call ``target`` through the exports facade; a ``result`` comes back as a value."""
-    from polyengine.embed._names import snake
+    from polyengine.embed import snake
     from polyengine_protocol import is_component_exception
 
     ns = instance.exports if target.instance is None else instance.exports[target.instance]

@@ -91,7 +91,8 @@ def register(subparsers: Any) -> None:
 
 
 def _headers(items: list[str]) -> list[tuple[str, str]]:
-    from polyengine_wasi._http._fields import valid_name, valid_value
+    from polyengine_wasi.hosthttp import valid_field_name as valid_name
+    from polyengine_wasi.hosthttp import valid_field_value as valid_value
 
     lines: list[str] = []
     for item in items:
@@ -233,8 +234,8 @@ def _worker(options: dict[str, Any]) -> None:
 def _serve(options: dict[str, Any], sock: socket.socket) -> int:
     import uvicorn
 
-    from polyengine._http_transport import AiohttpTransport
     from polyengine.asgi import App, default_imports
+    from polyengine.http_transport import AiohttpTransport
 
     transport = AiohttpTransport() if options["network"] else None
     app = App(

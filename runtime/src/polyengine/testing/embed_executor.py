@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import polyengine
-from polyengine.embed._names import parse_func_name, snake
+from polyengine.embed import parse_func_name, snake
 from polyengine.errors import LinkError
 from polyengine.testing._model import Command, LoadedModule, Outcome
 from polyengine.testing._runner import CommandTimeout

@@ -16,7 +16,7 @@ import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
-from polyengine_wasi._http import BodyError, HttpError, IncomingMessage, OutgoingMessage
+from polyengine_wasi.hosthttp import BodyError, HttpError, IncomingMessage, OutgoingMessage
 
 __all__ = ["AiohttpTransport", "error_code_of"]
 
