@@ -27,3 +27,20 @@ def test_identical_sources_share_one_cache_entry() -> None:
     assert linecache.getline(a.co_filename, 2) == "    return 1\n"
     c = compile_source("def f():\n    return 2\n", "polyengine.test")
     assert c.co_filename != a.co_filename
+
+
+def test_a_source_is_compiled_once_and_each_function_binds_its_own_globals() -> None:
+    src = "def g():\n    return seen\n"
+    first = compile_source(src, "polyengine.test")
+    assert compile_source(src, "polyengine.test") is first
+    fns = [make_function("g2", "", ["return seen"], {"seen": n}) for n in (1, 2)]
+    assert [fn() for fn in fns] == [1, 2]
+    assert fns[0].__code__ is fns[1].__code__
+
+
+def test_lines_come_back_after_linecache_is_cleared() -> None:
+    src = "def h():\n    return 3\n"
+    code = compile_source(src, "polyengine.test")
+    linecache.clearcache()
+    assert compile_source(src, "polyengine.test") is code
+    assert linecache.getline(code.co_filename, 2) == "    return 3\n"

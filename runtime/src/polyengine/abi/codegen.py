@@ -45,15 +45,37 @@ def make_function(name: str, params: str, body: Sequence[str], env: Mapping[str,
     return namespace[name]
 
 
+# Code objects by (label, source). Instances of one component generate the same
+# sources, so the second instance and later ones only ``exec`` (binding their own
+# globals) instead of compiling again. Bounded: cleared when it grows past the cap.
+_CODE: dict[tuple[str, str], types.CodeType] = {}
+_CODE_CAP = 8192
+
+
+def _register(src: str, filename: str) -> None:
+    linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
+
+
 def compile_source(src: str, label: str) -> types.CodeType:
     """Compile generated module-level ``src``, its lines visible to tracebacks.
 
     The code's file name is ``<label:digest>`` (the digest of ``src``), and
     :mod:`linecache` holds ``src`` under it, so ``traceback`` and debuggers
-    show the generated statements.
+    show the generated statements. A code object holds no globals, so one
+    compiled source serves every instance that generates it.
     """
+    key = (label, src)
+    code = _CODE.get(key)
+    if code is not None:
+        if code.co_filename not in linecache.cache:  # linecache.clearcache() ran
+            _register(src, code.co_filename)
+        return code
     digest = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
     filename = f"<{label}:{digest}>"
     if filename not in linecache.cache:
-        linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
-    return compile(src, filename, "exec")
+        _register(src, filename)
+    code = compile(src, filename, "exec")
+    if len(_CODE) >= _CODE_CAP:
+        _CODE.clear()
+    _CODE[key] = code
+    return code
