@@ -284,6 +284,10 @@ class App:
         self.prewarm = prewarm
         self.request_timeout = request_timeout
         self.headers = [(k.strip().lower().encode(), v.encode()) for k, v in headers]
+        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS
+
+        #: Request fields a guest never sees (hop-by-hop; ``host`` is the authority).
+        self._forbidden = FORBIDDEN_FIELDS
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
@@ -397,7 +401,7 @@ class App:
             call = asyncio.ensure_future(slot.handler.handle(request, out))
             try:
                 async with asyncio.timeout(self.request_timeout):
-                    started = await self._respond(scope, send, call, out)
+                    started = await self._respond(slot, scope, send, call, out)
             except TimeoutError:
                 call.cancel()
                 slot.broken = True
@@ -414,7 +418,7 @@ class App:
             self._pool.release(slot)
 
     async def _respond(
-        self, scope: Scope, send: Send, call: asyncio.Future[Any], out: Any
+        self, slot: _Slot, scope: Scope, send: Send, call: asyncio.Future[Any], out: Any
     ) -> bool:
         await asyncio.wait({call, out.response}, return_when=asyncio.FIRST_COMPLETED)
         if not out.response.done():
@@ -433,19 +437,22 @@ class App:
             return False
         response = answer["value"]
         trailers_ok = "http.response.trailers" in (scope.get("extensions") or {})
-        start: dict[str, Any] = {
-            "type": "http.response.start",
-            "status": response.status_code(),
-            "headers": [(k.encode(), v) for k, v in response.headers().items()],
-        }
+        status = response.status_code()
+        headers = [(k.encode(), v) for k, v in response.headers().items()]
+        if response.body_resource is None and _may_have_length(status, headers):
+            # No body was made before ``set`` took the response, so it is empty
+            # for good: announce that, as hyper does for an empty body.
+            headers.append((b"content-length", b"0"))
+        start: dict[str, Any] = {"type": "http.response.start", "status": status,
+                                 "headers": headers}
         if trailers_ok:
             start["trailers"] = True
         await send(start)
-        await self._stream_body(send, call, response, trailers_ok)
+        await self._stream_body(slot, send, call, response, trailers_ok)
         return True
 
     async def _stream_body(
-        self, send: Send, call: asyncio.Future[Any], response: Any, trailers_ok: bool
+        self, slot: _Slot, send: Send, call: asyncio.Future[Any], response: Any, trailers_ok: bool
     ) -> None:
         if response.body_resource is None:
             await asyncio.wait({call})
@@ -473,10 +480,14 @@ class App:
                     self._log(f"error: {failure}")
                     raise _Aborted(str(failure)) from failure
                 if not channel.ended:
+                    # The guest returned holding its body neither finished nor
+                    # dropped: wasmtime ends such a body when it drops the
+                    # instance, so the instance is discarded and the body ends.
                     nxt.cancel()
+                    slot.broken = True
                     if client_gone:
                         return
-                    raise _Aborted("the guest returned without finishing the response body")
+                    break
             try:
                 chunk = await nxt
             except Exception as exc:
@@ -579,11 +590,21 @@ class App:
             await _error_page(send)
 
     def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
+        """The request's fields without the hop-by-hop ones (``host`` is the authority).
+
+        Like wasmtime, the fields a guest could not set itself are not handed
+        to it either; ``-H`` headers replace the request's own.
+        """
         raw: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         if self.headers:
             names = {k for k, _ in self.headers}
             raw = [(k, v) for k, v in raw if k.lower() not in names] + self.headers
-        return [(k.decode("latin-1"), bytes(v)) for k, v in raw]
+        out: list[tuple[str, bytes]] = []
+        for k, v in raw:
+            name = k.decode("latin-1").lower()
+            if name not in self._forbidden:
+                out.append((name, bytes(v)))
+        return out
 
 
 def _consume_response(response: Any) -> tuple[Any, Any]:
@@ -596,6 +617,13 @@ async def call_quietly(call: asyncio.Future[Any]) -> None:
     """Wait for the guest's ``handle`` to return; its failure was reported already."""
     with contextlib.suppress(Exception):
         await call
+
+
+def _may_have_length(status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a ``content-length: 0`` may be added (RFC 9110 §8.6: not 1xx, 204, 304)."""
+    if status < 200 or status in (204, 304):
+        return False
+    return all(k != b"content-length" for k, _ in headers)
 
 
 async def _error_page(send: Send) -> None:

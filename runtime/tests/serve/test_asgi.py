@@ -198,7 +198,14 @@ def test_lifespan_reports_a_component_that_is_not_a_proxy(wat: Callable[[str], b
     assert "wasi:http/incoming-handler@0.2" in sent[0]["message"]
 
 
-def test_header_injection_replaces_request_headers() -> None:
+def test_header_injection_replaces_request_headers_and_hop_by_hop_ones_are_dropped() -> None:
     app = App(b"", headers=[("X-Env", "prod")])
-    scope = scope_of(headers=[(b"host", b"h"), (b"x-env", b"dev"), (b"x-env", b"qa")])
-    assert app._request_headers(scope) == [("host", b"h"), ("x-env", b"prod")]
+    scope = scope_of(
+        headers=[
+            (b"host", b"h"), (b"X-Env", b"dev"), (b"Connection", b"keep-alive"),
+            (b"x-env", b"qa"), (b"X-Kept", b"1"), (b"x-kept", b"2"),
+        ]
+    )
+    # ``host`` is the authority, ``connection`` is hop-by-hop: like wasmtime,
+    # the guest sees neither; names are lowercased, order and repeats kept.
+    assert app._request_headers(scope) == [("x-kept", b"1"), ("x-kept", b"2"), ("x-env", b"prod")]
