@@ -165,6 +165,19 @@ class _Pool:
         handler = instance.exports[(p2 or p3)[0]]
         self.created += 1
         return _Slot(instance, handler, instance_id, p3=not p2)
+
+    def ready(self) -> bool:
+        """Whether ``acquire`` would find an instance without instantiating one."""
+        for shared in self._shared:
+            if (
+                not shared.broken
+                and shared.uses < self._app.reuse_for(shared)
+                and shared.active < self._app.concurrent_for(shared)
+            ):
+                return True
+        now = time.monotonic()
+        return any(not (self._expired(s, now) and s.uses > 0) for s in self._idle)
+
     def _expired(self, slot: _Slot, now: float) -> bool:
         return now - slot.idle_since > self._app.idle_timeout
 
@@ -240,6 +253,34 @@ class _Pool:
         self._shared.clear()
 
 
+#: Requests on new instances that may be instantiating or answering at once.
+_FRESH_AT_ONCE = 2
+#: Seconds a request on a new instance may hold its turn before it starts answering.
+_FRESH_HOLD = 0.1
+
+
+class _Turn:
+    """One request's share of the new-instance gate, given back once."""
+
+    def __init__(self, gate: asyncio.Semaphore) -> None:
+        self._gate = gate
+        self._held = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def take(self) -> None:
+        await self._gate.acquire()
+        self._held = True
+        self._timer = asyncio.get_running_loop().call_later(_FRESH_HOLD, self.give_back)
+
+    def give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._gate.release()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 class _Aborted(Exception):
     """The response had started when the guest failed: the connection is cut."""
 
@@ -295,6 +336,7 @@ class App:
         self._admission = (
             asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
         )
+        self._fresh = asyncio.Semaphore(_FRESH_AT_ONCE)
 
     def reuse_for(self, slot: _Slot) -> int:
         """Requests per instance: ``reuse``, else wasmtime's default (0.2: 1, 0.3: 128)."""
@@ -373,11 +415,33 @@ class App:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        pool = self._pool
+        assert pool is not None
+        self.requests += 1
+        if pool.ready():
+            await self._http_on(await pool.acquire(), scope, receive, send)
+            return
+        # A request that needs a new instance waits for its turn: instantiating
+        # blocks the loop, and many at once would interleave with (and delay)
+        # the requests already answering. The turn ends when the response
+        # starts, or after ``_FRESH_HOLD`` seconds for a guest that waits long.
+        turn = _Turn(self._fresh)
+        await turn.take()
+        try:
+            slot = await pool.acquire()
+
+            async def first_send(message: dict[str, Any]) -> None:
+                turn.give_back()
+                await send(message)
+
+            await self._http_on(slot, scope, receive, first_send)
+        finally:
+            turn.give_back()
+
+    async def _http_on(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
 
         assert self._pool is not None
-        self.requests += 1
-        slot = await self._pool.acquire()
         if slot.p3:
             try:
                 await self._http_p3(slot, scope, receive, send)
