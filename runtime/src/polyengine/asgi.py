@@ -452,6 +452,7 @@ class App:
                 self._pool.release(slot)
             return
         started = False
+        incoming = _Incoming(receive, scope)
         try:
             request = IncomingRequest(
                 scope["method"],
@@ -459,13 +460,15 @@ class App:
                 scheme=scope.get("scheme", "http"),
                 authority=_authority(scope),
                 headers=self._request_headers(scope),
-                body=_request_body(receive),
+                body=incoming.body(),
             )
             out = ResponseOutparam()
             call = asyncio.ensure_future(slot.handler.handle(request, out))
             try:
                 async with asyncio.timeout(self.request_timeout):
-                    started = await self._respond(slot, scope, send, call, out)
+                    started = await self._respond(
+                        slot, incoming, scope, send, call=call, out=out
+                    )
             except TimeoutError:
                 call.cancel()
                 slot.broken = True
@@ -479,10 +482,18 @@ class App:
             slot.broken = True
             raise
         finally:
+            incoming.close()
             self._pool.release(slot)
 
     async def _respond(
-        self, slot: _Slot, scope: Scope, send: Send, call: asyncio.Future[Any], out: Any
+        self,
+        slot: _Slot,
+        incoming: _Incoming,
+        scope: Scope,
+        send: Send,
+        *,
+        call: asyncio.Future[Any],
+        out: Any,
     ) -> bool:
         await asyncio.wait({call, out.response}, return_when=asyncio.FIRST_COMPLETED)
         if not out.response.done():
@@ -512,11 +523,20 @@ class App:
         if trailers_ok:
             start["trailers"] = True
         await send(start)
-        await self._stream_body(slot, send, call, response, trailers_ok)
+        await self._stream_body(
+            slot, incoming, send, call, response=response, trailers_ok=trailers_ok
+        )
         return True
 
     async def _stream_body(
-        self, slot: _Slot, send: Send, call: asyncio.Future[Any], response: Any, trailers_ok: bool
+        self,
+        slot: _Slot,
+        incoming: _Incoming,
+        send: Send,
+        call: asyncio.Future[Any],
+        *,
+        response: Any,
+        trailers_ok: bool,
     ) -> None:
         if response.body_resource is None:
             await asyncio.wait({call})
@@ -562,6 +582,8 @@ class App:
             if client_gone:
                 continue
             try:
+                if incoming.gone():
+                    raise OSError("http.disconnect")
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             except OSError as exc:
                 client_gone = True
@@ -586,13 +608,14 @@ class App:
         from polyengine_protocol import is_component_exception
         from polyengine_wasi.hosthttp import Request
 
+        incoming = _Incoming(receive, scope)
         request = Request.incoming(
             scope["method"],
             _path_with_query(scope),
             scheme=scope.get("scheme", "http"),
             authority=_authority(scope),
             headers=self._request_headers(scope),
-            body=_request_body(receive),
+            body=incoming.body(),
         )
         started = False
         try:
@@ -620,12 +643,18 @@ class App:
                     if contents is not None:
                         async for chunk in contents:
                             if chunk:
+                                if incoming.gone():
+                                    raise OSError("http.disconnect")
                                 await send(
                                     {"type": "http.response.body", "body": bytes(chunk),
                                      "more_body": True}
                                 )
                     sent = await trailers
                 except OSError as exc:
+                    # The guest's stream loses its reader; its transmission future fails.
+                    drop = getattr(contents, "drop", None)
+                    if drop is not None:
+                        drop()
                     response.finished({"kind": "err", "value": {"kind": "connection-terminated"}})
                     self._log(f"error: the client disconnected: {exc}")
                     return
@@ -652,6 +681,8 @@ class App:
             if started:
                 raise _Aborted("the request timed out") from None
             await _error_page(send)
+        finally:
+            incoming.close()
 
     def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
         """The request's fields without the hop-by-hop ones (``host`` is the authority).
@@ -727,18 +758,73 @@ def _authority(scope: Scope) -> str | None:
     return None
 
 
-async def _request_body(receive: Receive) -> AsyncIterator[bytes]:
-    """The request body, one ``receive()`` per chunk the guest asks for."""
-    from polyengine_wasi.hosthttp import BodyError
+class _Incoming:
+    """The request body pulled from ``receive()`` as the guest reads it, and, once it
+    was read to its end, a watch for the client leaving (``http.disconnect``): a
+    server such as uvicorn drops what is sent after that without an error."""
 
-    while True:
-        message = await receive()
-        kind = message.get("type")
-        if kind == "http.request":
-            chunk = bytes(message.get("body", b""))
-            if chunk:
-                yield chunk
-            if not message.get("more_body", False):
-                return
-        elif kind == "http.disconnect":
-            raise BodyError({"kind": "connection-terminated"}, "the client disconnected")
+    def __init__(self, receive: Receive, scope: Scope) -> None:
+        self._receive = receive
+        #: the body was read to its end, or the request declares none
+        self.ended = _declares_no_body(scope)
+        self._pending: deque[dict[str, Any]] = deque()
+        self._watch: asyncio.Future[bool] | None = None
+        self._checks = 0
+
+    async def body(self) -> AsyncIterator[bytes]:
+        """The request body, one ``receive()`` per chunk the guest asks for."""
+        from polyengine_wasi.hosthttp import BodyError
+
+        while True:
+            message = self._pending.popleft() if self._pending else await self._receive()
+            kind = message.get("type")
+            if kind == "http.request":
+                chunk = bytes(message.get("body", b""))
+                if chunk:
+                    yield chunk
+                if not message.get("more_body", False):
+                    self.ended = True
+                    return
+            elif kind == "http.disconnect":
+                raise BodyError({"kind": "connection-terminated"}, "the client disconnected")
+
+    def gone(self) -> bool:
+        """Whether the client left, asked before each response chunk: the watch starts
+        at the second chunk after the body ended (a one-chunk response never pays)."""
+        watch = self._watch
+        if watch is not None:
+            return watch.done() and not watch.cancelled() and watch.result()
+        if self.ended:
+            self._checks += 1
+            if self._checks > 1:
+                self._watch = asyncio.ensure_future(self._disconnected())
+        return False
+
+    async def _disconnected(self) -> bool:
+        """True once the client left; False if it pulled body data instead (kept for
+        the guest, and the watch ends: it never reads ahead of the guest)."""
+        while True:
+            message = await self._receive()
+            kind = message.get("type")
+            if kind == "http.disconnect":
+                return True
+            if kind == "http.request":
+                self._pending.append(message)
+                if message.get("more_body", False):
+                    return False
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+
+
+def _declares_no_body(scope: Scope) -> bool:
+    """HTTP/1.x framing: no ``transfer-encoding`` and no (or a zero) ``content-length``
+    (HTTP/2 and 3 frame a body without either)."""
+    if scope.get("http_version", "1.1") not in ("1.0", "1.1"):
+        return False
+    for name, value in scope.get("headers") or ():
+        low = bytes(name).lower()
+        if low == b"transfer-encoding" or (low == b"content-length" and value.strip() != b"0"):
+            return False
+    return True

@@ -144,3 +144,48 @@ def test_a_client_disconnect_fails_the_guests_request_trailers(
     run(main())
     out = capfd.readouterr().out
     assert "echo: 2000 bytes, trailers err ConnectionTerminated" in out
+
+
+def test_a_client_gone_mid_response_fails_the_guests_transmission_future(
+    py_service: bytes, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The client leaves while the guest streams 200 chunks: the guest's stream
+    loses its reader and ``response.new``'s transmission future gives
+    ``error-code.connection-terminated``."""
+    lines: list[str] = []
+    app = App(py_service, log=lines.append)
+
+    async def main() -> Any:
+        await app.startup()
+        try:
+            ex = await asgi_call(app, scope_of("GET", "/stream/200"), disconnect_after=1)
+            await asyncio.sleep(0.2)  # the guest's background task reports
+            return ex
+        finally:
+            await app.shutdown()
+
+    ex = run(main())
+    assert ex.status == 200
+    assert len(ex.chunks) < 200
+    out = capfd.readouterr().out
+    assert "transmission err ConnectionTerminated" in out
+    assert any("the client disconnected" in line for line in lines)
+
+
+def test_a_streamed_response_that_completes_reports_transmission_ok(
+    py_service: bytes, capfd: pytest.CaptureFixture[str]
+) -> None:
+    app = App(py_service, log=lambda _: None)
+
+    async def main() -> Any:
+        await app.startup()
+        try:
+            ex = await asgi_call(app, scope_of("GET", "/stream/50"))
+            await asyncio.sleep(0.2)
+            return ex
+        finally:
+            await app.shutdown()
+
+    ex = run(main())
+    assert ex.body == b"".join(bytes([97 + i % 26]) * 1000 for i in range(50))
+    assert "stream: 50 of 50 chunks, transmission ok" in capfd.readouterr().out

@@ -26,6 +26,8 @@ class Handler(exports.Handler):
             return self.echo(request)
         if path.startswith("/fetch/"):
             return await self.fetch(path)
+        if path.startswith("/stream/"):
+            return self.stream(int(path.removeprefix("/stream/")))
         return self.text(b"hello from python p3 at " + path.encode() + b"\n")
 
     def text(self, body: bytes, status: int = 200) -> Response:
@@ -41,6 +43,29 @@ class Handler(exports.Handler):
         rt.spawn(send())
         response = Response.new(headers, rx, trx)[0]
         response.set_status_code(status)
+        return response
+
+    def stream(self, count: int) -> Response:
+        """``count`` chunks of 1000 bytes, then the response's transmission result."""
+        tx, rx = byte_stream()
+        ttx, trx = trailers_future(lambda: Ok(None))
+        response, sent = Response.new(Fields(), rx, trx)
+
+        async def send() -> None:
+            written = 0
+            with tx:
+                for i in range(count):
+                    await tx.write(bytes([97 + i % 26]) * 1000)
+                    if tx.reader_dropped:
+                        break
+                    written += 1
+            if not tx.reader_dropped:
+                await ttx.write(Ok(None))
+            result = await sent.read()
+            outcome = "err " + _kind(result.value) if isinstance(result, Err) else "ok"
+            print(f"stream: {written} of {count} chunks, transmission {outcome}")
+
+        rt.spawn(send())
         return response
 
     def echo(self, request: Request) -> Response:
