@@ -91,7 +91,11 @@ def test_py_service_answers_like_wasmtime_serve() -> None:
         ("GET", "/a/b?c=1&d=%20e", None),
         ("POST", "/p", b"unread " * 2000),
         ("DELETE", "/x", None),
+        ("POST", "/echo", b"echoed " * 20_000),
+        ("GET", "/stream/40", None),
     ]
     ours, theirs = differential(wasm, requests, wasmtime_flags=P3_FLAGS)
     assert ours == theirs
     assert ours[1][2] == b"hello from python p3 at /a/b?c=1&d=%20e\n"
+    assert ours[4][2] == b"echoed " * 20_000
+    assert len(ours[5][2]) == 40_000
