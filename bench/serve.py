@@ -1,13 +1,18 @@
 """``polyengine serve`` against ``wasmtime serve``: requests/s and latency on loopback.
 
-Both servers run the same wasi:http 0.2 proxy guest (the component-text
-``hello`` guest of runtime/tests/serve, or any ``--guest FILE``) on
-127.0.0.1, each with its default instance policy (0.2: one instance per
-request) and with reuse (``--max-instance-reuse-count``). A bounded asyncio
+Both servers run the same wasi:http guest on 127.0.0.1: the component-text
+``hello`` proxy of runtime/tests/serve (default), a guest of the test guest
+builder by name (``py-http-proxy``, ``py-http-service``, ``js-http``) or any
+``--guest FILE``. Each runs with its default instance policy (0.2: one
+instance per request; 0.3: 128 requests, 16 at once) and with another
+(0.2: ``--max-instance-reuse-count 1000``; 0.3: 1). A bounded asyncio
 client keeps C keep-alive connections busy for a fixed number of requests
-per row and prints req/s, p50 and p99 side by side, with the ratio.
+per row and prints req/s, p50 and p99 side by side, with the ratio; with
+``--runs K`` each row is measured K times (servers alternating) and the
+min and median of the ratios are printed too.
 
-    .venv/bin/python bench/serve.py [--requests 400] [--concurrency 1,8,32] [--guest g.wasm]
+    .venv/bin/python bench/serve.py [--requests 400] [--concurrency 1,8,32]
+        [--guest hello|py-http-proxy|py-http-service|js-http|FILE] [--runs 1] [--policy all]
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import argparse
 import asyncio
 import importlib.util
 import re
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,9 +44,33 @@ def _hello_text() -> str:
     return str(module.HELLO)
 
 
+def _builder() -> object:
+    path = ROOT / "runtime" / "tests" / "guests" / "_build.py"
+    spec = importlib.util.spec_from_file_location("polyengine_guest_build", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["polyengine_guest_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _wasmtime() -> str | None:
-    local = Path(sys.executable).with_name("wasmtime")
-    return str(local) if local.exists() else shutil.which("wasmtime")
+    found = _builder().wasmtime_cli()  # type: ignore[attr-defined]
+    return None if found is None else str(found)
+
+
+def _guest(name: str | None, tmp: Path) -> Path:
+    if name is None or name == "hello":
+        path = tmp / "hello.wasm"
+        path.write_bytes(compile_component(_hello_text()))
+        return path
+    if Path(name).is_file():
+        return Path(name)
+    return Path(_builder().build(name))  # type: ignore[attr-defined]
+
+
+def _is_p3(guest: Path) -> bool:
+    return b"wasi:http/handler@0.3" in guest.read_bytes()
 
 
 class Server:
@@ -121,39 +150,60 @@ def _row(host: str, port: int, c: int, n: int) -> tuple[float, float, float]:
     return n / seconds, lat[len(lat) // 2] * 1e3, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
 
 
+def _cell(row: tuple[float, float, float] | None, width: int) -> str:
+    if row is None:
+        return f"{'-':>{width}} {'-':>7} {'-':>7}"
+    return f"{row[0]:{width}.0f} {row[1]:7.2f} {row[2]:7.2f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", default="1,8,32")
-    parser.add_argument("--guest", type=Path, default=None)
+    parser.add_argument("--guest", default=None, help="hello, a builder guest name, or a file")
+    parser.add_argument("--runs", type=int, default=1, help="measurements per row")
+    parser.add_argument("--policy", choices=("all", "default", "other"), default="all")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     wasmtime = _wasmtime()
     with tempfile.TemporaryDirectory() as tmp:
-        guest = args.guest or Path(tmp) / "hello.wasm"
-        if args.guest is None:
-            guest.write_bytes(compile_component(_hello_text()))
+        guest = _guest(args.guest, Path(tmp))
+        p3 = _is_p3(guest)
+        extra = ["-Sp3", "-Wcomponent-model-async"] if p3 else []
         policies = [
-            ("defaults (0.2: 1, 0.3: 128)", []),
-            ("reuse 1000", ["--max-instance-reuse-count", "1000"]),
+            ("defaults (0.3: 128 x 16)" if p3 else "defaults (0.2: 1)", []),
+            ("reuse 1" if p3 else "reuse 1000",
+             ["--max-instance-reuse-count", "1" if p3 else "1000"]),
         ]
-        print(f"guest: {guest.name}; {args.requests} requests per row; 127.0.0.1")
+        if args.policy != "all":
+            policies = policies[:1] if args.policy == "default" else policies[1:]
+        print(f"guest: {guest.name} ({'0.3' if p3 else '0.2'}); {args.requests} requests per row, "
+              f"{args.runs} run(s); 127.0.0.1")
         print(f"{'policy':26} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} | "
-              f"{'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | ratio")
+              f"{'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | ratio (min/median)")
         for label, flags in policies:
             ours = Server([sys.executable, "-m", "polyengine", "serve", "--addr", "127.0.0.1:0",
                            *flags, str(guest)])
             theirs = (
-                Server([wasmtime, "serve", "-Scli", "--addr", "127.0.0.1:0", *flags, str(guest)])
+                Server([wasmtime, "serve", "-Scli", *extra, "--addr", "127.0.0.1:0", *flags,
+                        str(guest)])
                 if wasmtime else None
             )
             try:
                 for c in levels:
-                    a = _row(ours.host, ours.port, c, args.requests)
-                    b = _row(theirs.host, theirs.port, c, args.requests) if theirs else None
-                    other = (f"{b[0]:14.0f} {b[1]:7.2f} {b[2]:7.2f} | {a[0] / b[0]:5.2f}"
-                             if b else f"{'-':>14} {'-':>7} {'-':>7} |     -")
-                    print(f"{label:26} {c:3d} | {a[0]:16.0f} {a[1]:7.2f} {a[2]:7.2f} | {other}",
+                    a_rows, b_rows, ratios = [], [], []
+                    for _ in range(args.runs):
+                        a = _row(ours.host, ours.port, c, args.requests)
+                        b = _row(theirs.host, theirs.port, c, args.requests) if theirs else None
+                        a_rows.append(a)
+                        if b is not None:
+                            b_rows.append(b)
+                            ratios.append(a[0] / b[0])
+                    a = max(a_rows, key=lambda r: r[0])
+                    b = max(b_rows, key=lambda r: r[0]) if b_rows else None
+                    ratio = (f"{min(ratios):.2f}/{statistics.median(ratios):.2f}"
+                             if ratios else "-")
+                    print(f"{label:26} {c:3d} | {_cell(a, 16)} | {_cell(b, 14)} | {ratio}",
                           flush=True)
             finally:
                 ours.stop()

@@ -165,6 +165,19 @@ class _Pool:
         handler = instance.exports[(p2 or p3)[0]]
         self.created += 1
         return _Slot(instance, handler, instance_id, p3=not p2)
+
+    def ready(self) -> bool:
+        """Whether ``acquire`` would find an instance without instantiating one."""
+        for shared in self._shared:
+            if (
+                not shared.broken
+                and shared.uses < self._app.reuse_for(shared)
+                and shared.active < self._app.concurrent_for(shared)
+            ):
+                return True
+        now = time.monotonic()
+        return any(not (self._expired(s, now) and s.uses > 0) for s in self._idle)
+
     def _expired(self, slot: _Slot, now: float) -> bool:
         return now - slot.idle_since > self._app.idle_timeout
 
@@ -240,6 +253,34 @@ class _Pool:
         self._shared.clear()
 
 
+#: Requests on new instances that may be instantiating or answering at once.
+_FRESH_AT_ONCE = 2
+#: Seconds a request on a new instance may hold its turn before it starts answering.
+_FRESH_HOLD = 0.1
+
+
+class _Turn:
+    """One request's share of the new-instance gate, given back once."""
+
+    def __init__(self, gate: asyncio.Semaphore) -> None:
+        self._gate = gate
+        self._held = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def take(self) -> None:
+        await self._gate.acquire()
+        self._held = True
+        self._timer = asyncio.get_running_loop().call_later(_FRESH_HOLD, self.give_back)
+
+    def give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._gate.release()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 class _Aborted(Exception):
     """The response had started when the guest failed: the connection is cut."""
 
@@ -284,6 +325,10 @@ class App:
         self.prewarm = prewarm
         self.request_timeout = request_timeout
         self.headers = [(k.strip().lower().encode(), v.encode()) for k, v in headers]
+        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS
+
+        #: Request fields a guest never sees (hop-by-hop; ``host`` is the authority).
+        self._forbidden = FORBIDDEN_FIELDS
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
@@ -291,6 +336,7 @@ class App:
         self._admission = (
             asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
         )
+        self._fresh = asyncio.Semaphore(_FRESH_AT_ONCE)
 
     def reuse_for(self, slot: _Slot) -> int:
         """Requests per instance: ``reuse``, else wasmtime's default (0.2: 1, 0.3: 128)."""
@@ -369,11 +415,33 @@ class App:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        pool = self._pool
+        assert pool is not None
+        self.requests += 1
+        if pool.ready():
+            await self._http_on(await pool.acquire(), scope, receive, send)
+            return
+        # A request that needs a new instance waits for its turn: instantiating
+        # blocks the loop, and many at once would interleave with (and delay)
+        # the requests already answering. The turn ends when the response
+        # starts, or after ``_FRESH_HOLD`` seconds for a guest that waits long.
+        turn = _Turn(self._fresh)
+        await turn.take()
+        try:
+            slot = await pool.acquire()
+
+            async def first_send(message: dict[str, Any]) -> None:
+                turn.give_back()
+                await send(message)
+
+            await self._http_on(slot, scope, receive, first_send)
+        finally:
+            turn.give_back()
+
+    async def _http_on(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
 
         assert self._pool is not None
-        self.requests += 1
-        slot = await self._pool.acquire()
         if slot.p3:
             try:
                 await self._http_p3(slot, scope, receive, send)
@@ -384,6 +452,7 @@ class App:
                 self._pool.release(slot)
             return
         started = False
+        incoming = _Incoming(receive, scope)
         try:
             request = IncomingRequest(
                 scope["method"],
@@ -391,13 +460,15 @@ class App:
                 scheme=scope.get("scheme", "http"),
                 authority=_authority(scope),
                 headers=self._request_headers(scope),
-                body=_request_body(receive),
+                body=incoming.body(),
             )
             out = ResponseOutparam()
             call = asyncio.ensure_future(slot.handler.handle(request, out))
             try:
                 async with asyncio.timeout(self.request_timeout):
-                    started = await self._respond(scope, send, call, out)
+                    started = await self._respond(
+                        slot, incoming, scope, send, call=call, out=out
+                    )
             except TimeoutError:
                 call.cancel()
                 slot.broken = True
@@ -411,10 +482,18 @@ class App:
             slot.broken = True
             raise
         finally:
+            incoming.close()
             self._pool.release(slot)
 
     async def _respond(
-        self, scope: Scope, send: Send, call: asyncio.Future[Any], out: Any
+        self,
+        slot: _Slot,
+        incoming: _Incoming,
+        scope: Scope,
+        send: Send,
+        *,
+        call: asyncio.Future[Any],
+        out: Any,
     ) -> bool:
         await asyncio.wait({call, out.response}, return_when=asyncio.FIRST_COMPLETED)
         if not out.response.done():
@@ -433,19 +512,31 @@ class App:
             return False
         response = answer["value"]
         trailers_ok = "http.response.trailers" in (scope.get("extensions") or {})
-        start: dict[str, Any] = {
-            "type": "http.response.start",
-            "status": response.status_code(),
-            "headers": [(k.encode(), v) for k, v in response.headers().items()],
-        }
+        status = response.status_code()
+        headers = [(k.encode(), v) for k, v in response.headers().items()]
+        if response.body_resource is None and _may_have_length(status, headers):
+            # No body was made before ``set`` took the response, so it is empty
+            # for good: announce that, as hyper does for an empty body.
+            headers.append((b"content-length", b"0"))
+        start: dict[str, Any] = {"type": "http.response.start", "status": status,
+                                 "headers": headers}
         if trailers_ok:
             start["trailers"] = True
         await send(start)
-        await self._stream_body(send, call, response, trailers_ok)
+        await self._stream_body(
+            slot, incoming, send, call, response=response, trailers_ok=trailers_ok
+        )
         return True
 
     async def _stream_body(
-        self, send: Send, call: asyncio.Future[Any], response: Any, trailers_ok: bool
+        self,
+        slot: _Slot,
+        incoming: _Incoming,
+        send: Send,
+        call: asyncio.Future[Any],
+        *,
+        response: Any,
+        trailers_ok: bool,
     ) -> None:
         if response.body_resource is None:
             await asyncio.wait({call})
@@ -473,10 +564,14 @@ class App:
                     self._log(f"error: {failure}")
                     raise _Aborted(str(failure)) from failure
                 if not channel.ended:
+                    # The guest returned holding its body neither finished nor
+                    # dropped: wasmtime ends such a body when it drops the
+                    # instance, so the instance is discarded and the body ends.
                     nxt.cancel()
+                    slot.broken = True
                     if client_gone:
                         return
-                    raise _Aborted("the guest returned without finishing the response body")
+                    break
             try:
                 chunk = await nxt
             except Exception as exc:
@@ -487,6 +582,8 @@ class App:
             if client_gone:
                 continue
             try:
+                if incoming.gone():
+                    raise OSError("http.disconnect")
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             except OSError as exc:
                 client_gone = True
@@ -511,13 +608,14 @@ class App:
         from polyengine_protocol import is_component_exception
         from polyengine_wasi.hosthttp import Request
 
+        incoming = _Incoming(receive, scope)
         request = Request.incoming(
             scope["method"],
             _path_with_query(scope),
             scheme=scope.get("scheme", "http"),
             authority=_authority(scope),
             headers=self._request_headers(scope),
-            body=_request_body(receive),
+            body=incoming.body(),
         )
         started = False
         try:
@@ -545,12 +643,18 @@ class App:
                     if contents is not None:
                         async for chunk in contents:
                             if chunk:
+                                if incoming.gone():
+                                    raise OSError("http.disconnect")
                                 await send(
                                     {"type": "http.response.body", "body": bytes(chunk),
                                      "more_body": True}
                                 )
                     sent = await trailers
                 except OSError as exc:
+                    # The guest's stream loses its reader; its transmission future fails.
+                    drop = getattr(contents, "drop", None)
+                    if drop is not None:
+                        drop()
                     response.finished({"kind": "err", "value": {"kind": "connection-terminated"}})
                     self._log(f"error: the client disconnected: {exc}")
                     return
@@ -577,13 +681,25 @@ class App:
             if started:
                 raise _Aborted("the request timed out") from None
             await _error_page(send)
+        finally:
+            incoming.close()
 
     def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
+        """The request's fields without the hop-by-hop ones (``host`` is the authority).
+
+        Like wasmtime, the fields a guest could not set itself are not handed
+        to it either; ``-H`` headers replace the request's own.
+        """
         raw: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         if self.headers:
             names = {k for k, _ in self.headers}
             raw = [(k, v) for k, v in raw if k.lower() not in names] + self.headers
-        return [(k.decode("latin-1"), bytes(v)) for k, v in raw]
+        out: list[tuple[str, bytes]] = []
+        for k, v in raw:
+            name = k.decode("latin-1").lower()
+            if name not in self._forbidden:
+                out.append((name, bytes(v)))
+        return out
 
 
 def _consume_response(response: Any) -> tuple[Any, Any]:
@@ -596,6 +712,13 @@ async def call_quietly(call: asyncio.Future[Any]) -> None:
     """Wait for the guest's ``handle`` to return; its failure was reported already."""
     with contextlib.suppress(Exception):
         await call
+
+
+def _may_have_length(status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a ``content-length: 0`` may be added (RFC 9110 §8.6: not 1xx, 204, 304)."""
+    if status < 200 or status in (204, 304):
+        return False
+    return all(k != b"content-length" for k, _ in headers)
 
 
 async def _error_page(send: Send) -> None:
@@ -635,18 +758,73 @@ def _authority(scope: Scope) -> str | None:
     return None
 
 
-async def _request_body(receive: Receive) -> AsyncIterator[bytes]:
-    """The request body, one ``receive()`` per chunk the guest asks for."""
-    from polyengine_wasi.hosthttp import BodyError
+class _Incoming:
+    """The request body pulled from ``receive()`` as the guest reads it, and, once it
+    was read to its end, a watch for the client leaving (``http.disconnect``): a
+    server such as uvicorn drops what is sent after that without an error."""
 
-    while True:
-        message = await receive()
-        kind = message.get("type")
-        if kind == "http.request":
-            chunk = bytes(message.get("body", b""))
-            if chunk:
-                yield chunk
-            if not message.get("more_body", False):
-                return
-        elif kind == "http.disconnect":
-            raise BodyError({"kind": "connection-terminated"}, "the client disconnected")
+    def __init__(self, receive: Receive, scope: Scope) -> None:
+        self._receive = receive
+        #: the body was read to its end, or the request declares none
+        self.ended = _declares_no_body(scope)
+        self._pending: deque[dict[str, Any]] = deque()
+        self._watch: asyncio.Future[bool] | None = None
+        self._checks = 0
+
+    async def body(self) -> AsyncIterator[bytes]:
+        """The request body, one ``receive()`` per chunk the guest asks for."""
+        from polyengine_wasi.hosthttp import BodyError
+
+        while True:
+            message = self._pending.popleft() if self._pending else await self._receive()
+            kind = message.get("type")
+            if kind == "http.request":
+                chunk = bytes(message.get("body", b""))
+                if chunk:
+                    yield chunk
+                if not message.get("more_body", False):
+                    self.ended = True
+                    return
+            elif kind == "http.disconnect":
+                raise BodyError({"kind": "connection-terminated"}, "the client disconnected")
+
+    def gone(self) -> bool:
+        """Whether the client left, asked before each response chunk: the watch starts
+        at the second chunk after the body ended (a one-chunk response never pays)."""
+        watch = self._watch
+        if watch is not None:
+            return watch.done() and not watch.cancelled() and watch.result()
+        if self.ended:
+            self._checks += 1
+            if self._checks > 1:
+                self._watch = asyncio.ensure_future(self._disconnected())
+        return False
+
+    async def _disconnected(self) -> bool:
+        """True once the client left; False if it pulled body data instead (kept for
+        the guest, and the watch ends: it never reads ahead of the guest)."""
+        while True:
+            message = await self._receive()
+            kind = message.get("type")
+            if kind == "http.disconnect":
+                return True
+            if kind == "http.request":
+                self._pending.append(message)
+                if message.get("more_body", False):
+                    return False
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+
+
+def _declares_no_body(scope: Scope) -> bool:
+    """HTTP/1.x framing: no ``transfer-encoding`` and no (or a zero) ``content-length``
+    (HTTP/2 and 3 frame a body without either)."""
+    if scope.get("http_version", "1.1") not in ("1.0", "1.1"):
+        return False
+    for name, value in scope.get("headers") or ():
+        low = bytes(name).lower()
+        if low == b"transfer-encoding" or (low == b"content-length" and value.strip() != b"0"):
+            return False
+    return True

@@ -276,6 +276,9 @@ class GuestSpec:
     disable: tuple[str, ...] = field(default=())
     #: Sources outside ``runtime/tests/guests/<name>/``, relative to the repository root.
     location: str | None = None
+    #: ``(bundled, as_version)``: copy jco's bundled WASI WIT of version ``bundled``
+    #: into ``wit/deps/`` at build time, renaming its packages to ``as_version``.
+    wasi_wit: tuple[str, str] | None = None
 
     @property
     def source_dir(self) -> Path:
@@ -451,6 +454,33 @@ GUESTS: dict[str, GuestSpec] = {
             extra=("py-values-driver", "py-stub-values"),
         ),
         GuestSpec(
+            "js-http",
+            "componentize-js",
+            FEATURES_SYNC,
+            "StarlingMonkey wasi:http 0.2 proxy (fetch-event): hello, echo, headers, status",
+            world="js-http",
+            app="app.js",
+            wasi_wit=("0.2.12", "0.2.10"),
+        ),
+        GuestSpec(
+            "py-http-proxy",
+            "componentize-py",
+            FEATURES_SYNC,
+            "wasi:http 0.2 proxy: hello at the path, POST echoes the body",
+            world="local:guest/proxy",
+            location="runtime/tests/serve/py_proxy",
+            wasi_wit=("0.2.12", "0.2.12"),
+        ),
+        GuestSpec(
+            "py-http-service",
+            "componentize-py",
+            FEATURES_ASYNC,
+            "wasi:http 0.3 service: hello at the path with a trailers future",
+            world="local:guest/service",
+            location="runtime/tests/serve/py_service",
+            wasi_wit=("0.3.0", "0.3.0"),
+        ),
+        GuestSpec(
             "example-py-app",
             "componentize-py",
             FEATURES_SYNC,
@@ -584,6 +614,40 @@ def _tool_fingerprint(spec: GuestSpec) -> tuple[list[str], Callable[[Path, Path]
     raise AssertionError(f"unknown toolchain {spec.toolchain!r}")
 
 
+def _wasi_wit_versions(spec: GuestSpec) -> list[str]:
+    """The fingerprint of the bundled WIT a spec links (empty when it links none)."""
+    if spec.wasi_wit is None:
+        return []
+    modules = node_modules()
+    return [
+        _npm_package_version(modules, "@bytecodealliance/jco"),
+        "wasi-wit:{}->{}".format(*spec.wasi_wit),
+    ]
+
+
+def link_wasi_wit(spec: GuestSpec, src: Path) -> None:
+    """Copy jco's bundled WASI packages into ``src/wit/deps/`` (see ``GuestSpec.wasi_wit``).
+
+    The 0.2.x packages differ only in their version, so renaming the
+    references (``@0.2.12`` to ``@0.2.10``) gives the WIT a toolchain pinned
+    to another patch release expects.
+    """
+    if spec.wasi_wit is None:
+        return
+    bundled, version = spec.wasi_wit
+    root = node_modules() / "@bytecodealliance" / "jco" / "lib" / "wit" / "builtin" / bundled
+    if not (root / "wasi-http").is_dir():
+        raise ToolchainMissing(f"jco has no bundled wasi:http {bundled} WIT ({root})")
+    deps = src / "wit" / "deps"
+    for package in sorted(root.iterdir()):
+        if not package.is_dir():
+            continue
+        (deps / package.name).mkdir(parents=True, exist_ok=True)
+        for wit in sorted(package.glob("*.wit")):
+            text = wit.read_text(encoding="utf-8").replace(f"@{bundled}", f"@{version}")
+            (deps / package.name / wit.name).write_text(text, encoding="utf-8")
+
+
 def _source_files(root: Path) -> Iterator[Path]:
     if not root.is_dir():
         return
@@ -631,6 +695,7 @@ def artifact_path(name: str) -> Path:
     """Where the artifact for the current inputs of ``name`` is (or would be) cached."""
     spec = _spec(name)
     versions, _ = _tool_fingerprint(spec)
+    versions = [*versions, *_wasi_wit_versions(spec)]
     return cache_dir() / f"{name}-{cache_key(spec, versions)[:24]}.wasm"
 
 
@@ -649,6 +714,7 @@ def build(name: str, *, force: bool = False, log: Callable[[str], None] | None =
     """
     spec = _spec(name)
     versions, build_fn = _tool_fingerprint(spec)
+    versions = [*versions, *_wasi_wit_versions(spec)]
     target = cache_dir() / f"{name}-{cache_key(spec, versions)[:24]}.wasm"
     if target.is_file() and not force:
         return target
@@ -663,6 +729,7 @@ def build(name: str, *, force: bool = False, log: Callable[[str], None] | None =
             )
         else:
             src.mkdir()
+        link_wasi_wit(spec, src)
         out = Path(tmp) / "out.wasm"
         build_fn(src, out)
         if not out.is_file():

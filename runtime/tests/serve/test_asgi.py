@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -198,7 +199,44 @@ def test_lifespan_reports_a_component_that_is_not_a_proxy(wat: Callable[[str], b
     assert "wasi:http/incoming-handler@0.2" in sent[0]["message"]
 
 
-def test_header_injection_replaces_request_headers() -> None:
+def test_header_injection_replaces_request_headers_and_hop_by_hop_ones_are_dropped() -> None:
     app = App(b"", headers=[("X-Env", "prod")])
-    scope = scope_of(headers=[(b"host", b"h"), (b"x-env", b"dev"), (b"x-env", b"qa")])
-    assert app._request_headers(scope) == [("host", b"h"), ("x-env", b"prod")]
+    scope = scope_of(
+        headers=[
+            (b"host", b"h"), (b"X-Env", b"dev"), (b"Connection", b"keep-alive"),
+            (b"x-env", b"qa"), (b"X-Kept", b"1"), (b"x-kept", b"2"),
+        ]
+    )
+    # ``host`` is the authority, ``connection`` is hop-by-hop: like wasmtime,
+    # the guest sees neither; names are lowercased, order and repeats kept.
+    assert app._request_headers(scope) == [("x-kept", b"1"), ("x-kept", b"2"), ("x-env", b"prod")]
+
+
+def test_requests_on_new_instances_take_turns(guest: Guest) -> None:
+    """Two requests instantiate and answer at a time; a guest that waits gives its turn back."""
+    from polyengine.asgi import default_imports
+
+    made: list[float] = []
+    base = default_imports(log_prefix=False)
+
+    def factory(instance_id: int) -> Any:
+        made.append(time.monotonic())
+        return base(instance_id)
+
+    app = App(guest("hang"), factory, request_timeout=0.5, log=lambda _: None)
+
+    async def main() -> list[Any]:
+        await app.startup()
+        made.clear()
+        return await asyncio.gather(*(asgi_call(app, scope_of()) for _ in range(5)))
+
+    exchanges = run(main())
+    assert [e.status for e in exchanges] == [500] * 5
+    # The startup instance serves the first request; the next four are new:
+    # two of them at once, the other two only once a turn is given back
+    # (the hanging guest holds it for 0.1 s).
+    assert len(made) >= 4
+    first = made[0]
+    assert made[1] - first < 0.09
+    assert made[2] - first >= 0.09
+    assert made[3] - first >= 0.09

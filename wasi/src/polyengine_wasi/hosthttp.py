@@ -25,6 +25,7 @@ from ._http import (
     ResponseOutparam,
     http_error_code,
 )
+from ._http._fields import FORBIDDEN_HEADERS as FORBIDDEN_FIELDS
 from ._http._fields import valid_name as valid_field_name
 from ._http._fields import valid_value as valid_field_value
 
@@ -32,6 +33,7 @@ __all__ = [
     "BodyChannel",
     "BodyError",
     "DeniedTransport",
+    "FORBIDDEN_FIELDS",
     "Fields",
     "HttpError",
     "IncomingMessage",

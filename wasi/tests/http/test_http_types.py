@@ -217,6 +217,7 @@ def test_finish_checks_the_declared_content_length() -> None:
         out = body.write()
         assert out.check_write() > 0
         out.write(b"abc")
+        out.close()  # the stream is a child of the body: dropped before finish
         with pytest.raises(ComponentException) as exc:
             type(body).finish(body, None)
         assert payload(exc) == {"kind": "HTTP-response-body-size", "value": 3}
@@ -368,3 +369,36 @@ def test_a_granted_transport_sees_the_request_and_streams_both_ways() -> None:
     assert message.headers == [("accept", b"*/*")]
     assert message.connect_timeout == 2.0
     assert message.first_byte_timeout is None
+
+
+def test_a_body_stream_is_a_child_dropped_before_its_body() -> None:
+    """types.wit: the input/output stream of a body must be dropped before the
+    body is dropped or finished; otherwise the host traps (as wasmtime does)."""
+    from polyengine_protocol import Trap
+    from polyengine_wasi._http import IncomingBody, OutgoingBody
+    from polyengine_wasi.hosthttp import IncomingRequest
+
+    async def main() -> None:
+        body = IncomingRequest(
+            "POST", "/", scheme="http", authority="h", headers=[], body=b"abc"
+        ).consume()
+        stream = body.stream()
+        with pytest.raises(Trap, match="input-stream"):
+            body.close()
+        with pytest.raises(Trap, match="input-stream"):
+            IncomingBody.finish(body)
+        stream.close()
+        IncomingBody.finish(body)
+
+        out = OutgoingResponse(Fields())
+        ob = out.body()
+        os_ = ob.write()
+        with pytest.raises(Trap, match="output-stream"):
+            OutgoingBody.finish(ob, None)
+        with pytest.raises(Trap, match="output-stream"):
+            ob.close()
+        os_.close()
+        OutgoingBody.finish(ob, None)
+        assert ob.channel.ended
+
+    asyncio.run(main())

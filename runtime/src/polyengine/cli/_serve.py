@@ -279,9 +279,23 @@ def _serve(options: dict[str, Any], sock: socket.socket) -> int:
             if transport is not None:
                 await transport.close()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    with (
+        contextlib.suppress(KeyboardInterrupt),
+        asyncio.Runner(loop_factory=_loop_factory()) as runner,
+    ):
+        runner.run(main())
     return 0
+
+
+def _loop_factory() -> Any:
+    """uvloop's event loop when it is installed (the serve extra brings it), else asyncio's."""
+    if os.environ.get("POLYENGINE_SERVE_LOOP", "") == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 class _Server:

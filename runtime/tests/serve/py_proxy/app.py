@@ -15,7 +15,9 @@ class IncomingHandler(exports.IncomingHandler):
         path = request.path_with_query() or "/"
         body = b"hello from python at " + path.encode() + b"\n"
         if isinstance(request.method(), Method_Post):
-            stream = request.consume().stream()
+            # The stream is a child of the incoming-body: drop it first.
+            incoming = request.consume()
+            stream = incoming.stream()
             data = b""
             while True:
                 try:
@@ -23,6 +25,7 @@ class IncomingHandler(exports.IncomingHandler):
                 except Exception:
                     break
             stream.__exit__(None, None, None)
+            incoming.__exit__(None, None, None)
             body = data
         headers = Fields.from_list([("content-type", b"text/plain")])
         response = OutgoingResponse(headers)

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterable, Awaitable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from polyengine_protocol import ComponentException, define_realm_local
+from polyengine_protocol import ComponentException, Trap, define_realm_local
 
 from .._bytes import AsyncIterSource, BufferSource, ByteSource
 from .._kernel import Pollable
@@ -159,6 +159,19 @@ def _err(value: object = None) -> dict[str, object]:
     return {"kind": "err"} if value is None else {"kind": "err", "value": value}
 
 
+def _no_live_child(stream: InputStream | OutputStream | None, where: str, kind: str) -> None:
+    """Trap when a body's stream is still alive (types.wit: the stream is a child
+    resource, dropped before its parent body is dropped or finished)."""
+    if stream is None:
+        return
+    end = stream._source if isinstance(stream, InputStream) else stream._sink
+    if end is not None:
+        raise Trap(
+            f"wasi:http/types#{where}: the body's {kind} (a child resource) is still alive; "
+            f"drop the {kind} first"
+        )
+
+
 # --- incoming messages --------------------------------------------------------
 
 
@@ -208,10 +221,13 @@ class IncomingBody:
     @staticmethod
     def finish(this: IncomingBody) -> FutureTrailers:
         """``[static]incoming-body.finish``: trailers (this host always reports none)."""
+        _no_live_child(this._stream, "[static]incoming-body.finish", "input-stream")
         this.close()
         return FutureTrailers(lambda: True, lambda: None)
 
     def close(self) -> None:
+        """The destructor: the body's input stream, a child, must be dropped first."""
+        _no_live_child(self._stream, "[resource-drop]incoming-body", "input-stream")
         if self._stream is None and self._source is not None:
             self._source.close()
         self._source = None
@@ -334,6 +350,7 @@ class OutgoingBody:
     @staticmethod
     def finish(this: OutgoingBody, trailers: Fields | None) -> None:
         """``[static]outgoing-body.finish``: end the body, checking content-length."""
+        _no_live_child(this._stream, "[static]outgoing-body.finish", "output-stream")
         this._finished = True
         if this._declared is not None and this.channel.written != this._declared:
             reason = _size_error(this._size_error, this.channel.written)
@@ -343,6 +360,7 @@ class OutgoingBody:
 
     def close(self) -> None:
         """Dropped without ``finish``: the body is incomplete."""
+        _no_live_child(self._stream, "[resource-drop]outgoing-body", "output-stream")
         if not self._finished:
             self._finished = True
             self.channel.abort(

@@ -51,6 +51,20 @@ async def _empty() -> AsyncIterator[bytes]:
         yield chunk
 
 
+async def _until_failure(
+    body: AsyncIterable[bytes], outcome: asyncio.Future[dict[str, object]]
+) -> AsyncIterator[bytes]:
+    """``body`` until it ends or fails; ``outcome`` gets the trailers result."""
+    try:
+        async for chunk in body:
+            yield chunk
+    except BodyError as exc:
+        _settle(outcome, {"kind": "err", "value": exc.code})
+        return
+    finally:
+        _settle(outcome, {"kind": "ok", "value": None})
+
+
 def _settle(fut: asyncio.Future[dict[str, object]], value: dict[str, object]) -> None:
     if not fut.done():
         fut.set_result(value)
@@ -169,9 +183,22 @@ class Request(_Message):
         headers: list[tuple[str, bytes]],
         body: AsyncIterable[bytes] | None,
     ) -> Request:
-        """A request the host received, for the guest's ``handler.handle``."""
+        """A request the host received, for the guest's ``handler.handle``.
+
+        ``body`` failing with ``BodyError`` (the client went away) ends the
+        guest's body stream and settles its trailers future with that
+        ``error-code``; a complete body settles it ``ok(none)`` (ASGI carries
+        no request trailers).
+        """
         made = cls()
-        made._init_body(Fields.of(headers), body, None)
+        outcome: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
+        if body is None:
+            outcome.set_result({"kind": "ok", "value": None})
+        made._init_body(
+            Fields.of(headers),
+            None if body is None else _until_failure(body, outcome),
+            outcome,
+        )
         made._method = method_value(method)
         made._path = path_with_query
         made._scheme = None if scheme is None else scheme_value(scheme)
