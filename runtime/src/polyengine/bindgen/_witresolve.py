@@ -1,5 +1,6 @@
-"""WIT packages resolved: files found, ``use``s and ``include``s followed (WIT.md §"Name resolution",
-§"Filesystem structure", §"WIT Packages and ``use``").
+"""WIT packages resolved: files found, ``use``s and ``include``s followed.
+
+WIT.md §"Name resolution", §"Filesystem structure", §"WIT Packages and ``use``".
 
 :func:`load_packages` reads a root package (one ``.wit`` file, or a
 directory of them with a ``deps/`` folder of dependency packages, each a file
@@ -161,14 +162,19 @@ class Packages:
     files: list[tuple[str, bytes]]
 
     def sha256(self) -> str:
-        """A digest of every WIT file read: sha-256 over ``relative-path NUL sha256(content)`` lines."""
+        """A digest of every WIT file read.
+
+        The sha-256 of one ``relative-path NUL sha256(content)`` line per file, sorted.
+        """
         h = hashlib.sha256()
         for rel, data in sorted(self.files):
             h.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
         return h.hexdigest()
 
 
-def _read(path: Path, rel: str, files: list[tuple[str, bytes]]) -> list[tuple[PackageBody, list[PackageBody]]]:
+def _read(
+    path: Path, rel: str, files: list[tuple[str, bytes]]
+) -> list[tuple[PackageBody, list[PackageBody]]]:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -198,13 +204,18 @@ def _package_of(bodies: list[PackageBody], where: Path) -> PackageName:
         raise WitError(f"{where}: no 'package ns:name;' declaration")
     for other in names[1:]:
         if other.key != names[0].key:
-            raise fail(other.span, f"package {other.key} differs from {names[0].key} declared at {names[0].span}")
+            raise fail(
+                other.span,
+                f"package {other.key} differs from {names[0].key} declared at {names[0].span}",
+            )
     for b in bodies:
         b.name = names[0]
     return names[0]
 
 
-def _load_unit(path: Path, base: Path, sources: dict[str, _Source], files: list[tuple[str, bytes]]) -> str:
+def _load_unit(
+    path: Path, base: Path, sources: dict[str, _Source], files: list[tuple[str, bytes]]
+) -> str:
     """Parse a file or a directory (its ``*.wit`` files) as one package; return its key."""
     paths = sorted(p for p in path.glob("*.wit") if p.is_file()) if path.is_dir() else [path]
     if not paths:
@@ -271,7 +282,11 @@ class Resolver:
                 ]
                 for name, item in items:
                     if name.text in seen:
-                        raise fail(name.span, f"name {name.text!r} is defined more than once (first at {seen[name.text]})")
+                        raise fail(
+                            name.span,
+                            f"name {name.text!r} is defined more than once "
+                            f"(first at {seen[name.text]})",
+                        )
                     seen[name.text] = name.span
                     if isinstance(item, InterfaceDecl):
                         ifs[name.text] = (item, decl)
@@ -289,12 +304,19 @@ class Resolver:
     def _package(self, name: PackageName) -> _Source:
         src = self.packages.sources.get(name.key)
         if src is None and name.version is None:
-            found = [s for s in self.packages.sources.values() if (s.name.namespace, s.name.name) == (name.namespace, name.name)]
+            found = [
+                s
+                for s in self.packages.sources.values()
+                if (s.name.namespace, s.name.name) == (name.namespace, name.name)
+            ]
             if len(found) == 1:
                 src = found[0]
         if src is None:
             known = ", ".join(sorted(self.packages.sources)) or "none"
-            raise fail(name.span, f"package {name.key} is not defined (known packages: {known}; put it in deps/)")
+            raise fail(
+                name.span,
+                f"package {name.key} is not defined (known packages: {known}; put it in deps/)",
+            )
         return src
 
     def _lookup(self, path: UsePath, decl: _Decl) -> tuple[str, str, str]:
@@ -303,7 +325,11 @@ class Resolver:
             for use in decl.uses:
                 alias = use.alias.text if use.alias else use.path.name.text
                 if alias == path.name.text:
-                    return self._lookup(use.path, decl) if use.path.package is not None else self._lookup(use.path, _Decl(decl.package, []))
+                    return (
+                        self._lookup(use.path, decl)
+                        if use.path.package is not None
+                        else self._lookup(use.path, _Decl(decl.package, []))
+                    )
             key = decl.package.name.key
         else:
             key = self._package(path.package).name.key
@@ -342,12 +368,18 @@ class Resolver:
         decl: _Decl,
         scope: dict[str, TypeDef],
     ) -> None:
-        """Resolve ``use``s, then the type definitions in dependency order (WIT.md §Name resolution)."""
+        """Resolve ``use``s, then the type definitions in dependency order.
+
+        WIT.md §"Name resolution": definitions may come in any order, without cycles.
+        """
         spans: dict[str, Span] = {}
 
         def claim(name: Name) -> None:
             if name.text in spans:
-                raise fail(name.span, f"name {name.text!r} is defined more than once (first at {spans[name.text]})")
+                raise fail(
+                    name.span,
+                    f"name {name.text!r} is defined more than once (first at {spans[name.text]})",
+                )
             spans[name.text] = name.span
 
         for item in items:
@@ -356,10 +388,14 @@ class Resolver:
                 for orig, alias in item.names:
                     target = src.types.get(orig.text)
                     if target is None:
-                        raise fail(orig.span, f"type {orig.text!r} is not defined in interface {src.id}")
+                        raise fail(
+                            orig.span, f"type {orig.text!r} is not defined in interface {src.id}"
+                        )
                     local = alias or orig
                     claim(local)
-                    scope[local.text] = TypeDef(local.text, owner, "alias", local.span, target=target)
+                    scope[local.text] = TypeDef(
+                        local.text, owner, "alias", local.span, target=target
+                    )
         defs: dict[str, TypeItem] = {}
         for item in items:
             if isinstance(item, TypeItem):
@@ -383,7 +419,9 @@ class Resolver:
             if not ready:
                 stuck = next(n for n in order if n not in placed)
                 ref = next(r for r in deps[stuck] if r.text not in placed)
-                raise fail(ref.span, f"type {ref.text!r} depends on itself (a cycle through {stuck!r})")
+                raise fail(
+                    ref.span, f"type {ref.text!r} depends on itself (a cycle through {stuck!r})"
+                )
             placed.append(ready[0])
         for name in placed:
             item = defs[name]
@@ -393,7 +431,9 @@ class Resolver:
                 td.fields = [(f.text, self._ty(t, scope)) for f, t in item.fields]
                 _unique([f for f, _ in item.fields], "field")
             elif item.kind == "variant":
-                td.cases = [(c.text, None if t is None else self._ty(t, scope)) for c, t in item.cases]
+                td.cases = [
+                    (c.text, None if t is None else self._ty(t, scope)) for c, t in item.cases
+                ]
                 _unique([c for c, _ in item.cases], "case")
             elif item.kind in ("enum", "flags"):
                 td.cases = [(c.text, None) for c, _ in item.cases]
@@ -416,7 +456,10 @@ class Resolver:
             if not isinstance(target, TypeDef) or target.base().kind != "resource":
                 arg = ty.args[0]
                 assert isinstance(arg, TyNamed)
-                raise fail(arg.name.span, f"{ty.ctor}<{arg.name.text}>: {arg.name.text!r} is not a resource")
+                raise fail(
+                    arg.name.span,
+                    f"{ty.ctor}<{arg.name.text}>: {arg.name.text!r} is not a resource",
+                )
             return (ty.ctor, target)
         if ty.ctor == "list":
             return ("list", sub[0], ty.size)
@@ -424,7 +467,9 @@ class Resolver:
             return ("tuple", tuple(sub))
         return (ty.ctor, *sub)
 
-    def _func(self, name: str, sig: FuncSig, scope: dict[str, TypeDef], kind: str, res: TypeDef | None) -> Func:
+    def _func(
+        self, name: str, sig: FuncSig, scope: dict[str, TypeDef], kind: str, res: TypeDef | None
+    ) -> Func:
         _unique([n for n, _ in sig.params], "parameter")
         params = [(n.text, self._ty(t, scope)) for n, t in sig.params]
         result = None if sig.result is None else self._ty(sig.result, scope)
@@ -434,7 +479,9 @@ class Resolver:
             result = res
         return Func(name, params, result, sig.is_async, kind, res)
 
-    def _fill_interface(self, iface: Interface, items: tuple[InterfaceMember, ...], decl: _Decl) -> None:
+    def _fill_interface(
+        self, iface: Interface, items: tuple[InterfaceMember, ...], decl: _Decl
+    ) -> None:
         scope: dict[str, TypeDef] = {}
         self._define_types(iface, items, decl, scope)
         iface.types = dict(scope)
@@ -442,7 +489,11 @@ class Resolver:
         for item in items:
             if isinstance(item, FuncItem):
                 if item.name.text in names:
-                    raise fail(item.name.span, f"name {item.name.text!r} is defined more than once (first at {names[item.name.text]})")
+                    raise fail(
+                        item.name.span,
+                        f"name {item.name.text!r} is defined more than once "
+                        f"(first at {names[item.name.text]})",
+                    )
                 names[item.name.text] = item.name.span
                 iface.funcs.append(self._func(item.name.text, item.sig, scope, "func", None))
             elif isinstance(item, TypeItem) and item.kind == "resource":
@@ -450,7 +501,10 @@ class Resolver:
                 seen: dict[str, Span] = {}
                 for f in item.funcs:
                     if f.name.text in seen:
-                        raise fail(f.name.span, f"{f.name.text!r} is defined more than once in resource {res.name!r}")
+                        raise fail(
+                            f.name.span,
+                            f"{f.name.text!r} is defined more than once in resource {res.name!r}",
+                        )
                     seen[f.name.text] = f.name.span
                     if f.kind == "constructor":
                         full = f"[constructor]{res.name}"
@@ -467,7 +521,9 @@ class Resolver:
             names = list(self.worlds[root])
             if len(names) != 1:
                 listed = ", ".join(names) or "none"
-                raise WitError(f"package {root} has {len(names)} worlds ({listed}); choose one with --world")
+                raise WitError(
+                    f"package {root} has {len(names)} worlds ({listed}); choose one with --world"
+                )
             return self.world(root, names[0], self.worlds[root][names[0]][0].name.span)
         if "/" in spec:
             pkg_text, _, wname = spec.partition("/")
@@ -481,7 +537,9 @@ class Resolver:
             key, wname = root, spec
         if wname not in self.worlds.get(key, {}):
             listed = ", ".join(self.worlds.get(key, {})) or "none"
-            raise WitError(f"world {wname!r} is not defined in package {key} (its worlds: {listed})")
+            raise WitError(
+                f"world {wname!r} is not defined in package {key} (its worlds: {listed})"
+            )
         return self.world(key, wname, self.worlds[key][wname][0].name.span)
 
     def world(self, key: str, name: str, span: Span) -> World:
@@ -508,7 +566,11 @@ class Resolver:
             if (direction, key) in spans:
                 if item.kind == "interface" and key == (item.iface.id if item.iface else None):
                     return
-                raise fail(span, f"{direction} {key!r} is defined more than once (first at {spans[(direction, key)]})")
+                raise fail(
+                    span,
+                    f"{direction} {key!r} is defined more than once "
+                    f"(first at {spans[(direction, key)]})",
+                )
             spans[(direction, key)] = span
             table[key] = item
 
@@ -520,7 +582,14 @@ class Resolver:
             d = member.direction
             if member.func is not None:
                 assert member.name is not None
-                put(d, member.name.text, Item("func", func=self._func(member.name.text, member.func, scope, "func", None)), member.name.span)
+                put(
+                    d,
+                    member.name.text,
+                    Item(
+                        "func", func=self._func(member.name.text, member.func, scope, "func", None)
+                    ),
+                    member.name.span,
+                )
             elif member.inline is not None:
                 assert member.name is not None
                 inline = Interface(member.name.text, None)
@@ -532,7 +601,12 @@ class Resolver:
                 if member.name is None:
                     put(d, iface.id, Item("interface", iface=iface), member.path.name.span)
                 else:
-                    put(d, member.name.text, Item("interface", iface=iface, implements=iface.id), member.name.span)
+                    put(
+                        d,
+                        member.name.text,
+                        Item("interface", iface=iface, implements=iface.id),
+                        member.name.span,
+                    )
         for member in ast.items:
             if not isinstance(member, IncludeItem):
                 continue
@@ -543,13 +617,22 @@ class Resolver:
             renames = {old.text: new.text for old, new in member.renames}
             for direction, table in (("import", other.imports), ("export", other.exports)):
                 for k, item in table.items():
-                    is_id = item.kind == "interface" and item.iface is not None and k == item.iface.id and item.implements is None
+                    is_id = (
+                        item.kind == "interface"
+                        and item.iface is not None
+                        and item.iface.package is not None
+                        and k == item.iface.id
+                    )
                     target = k if is_id else renames.get(k, k)
                     own = world.imports if direction == "import" else world.exports
                     if target in own:
                         if is_id:
                             continue
-                        raise fail(member.span, f"include {name!r}: {direction} {target!r} conflicts with an existing {direction}; rename it with 'with {{ {target} as ... }}'")
+                        raise fail(
+                            member.span,
+                            f"include {name!r}: {direction} {target!r} conflicts with an existing "
+                            f"{direction}; rename it with 'with {{ {target} as ... }}'",
+                        )
                     own[target] = item
 
 
@@ -573,5 +656,7 @@ def _unique(names: list[Name], what: str) -> None:
     seen: dict[str, Span] = {}
     for n in names:
         if n.text in seen:
-            raise fail(n.span, f"{what} {n.text!r} is defined more than once (first at {seen[n.text]})")
+            raise fail(
+                n.span, f"{what} {n.text!r} is defined more than once (first at {seen[n.text]})"
+            )
         seen[n.text] = n.span

@@ -1,4 +1,6 @@
-"""WIT text to syntax trees: the lexer and the parser (WIT.md §"Lexical structure", §"Top-level items").
+"""WIT text to syntax trees: the lexer and the parser.
+
+WIT.md §"Lexical structure", §"Top-level items" and the items' sections.
 
 :func:`parse_file` turns one ``.wit`` file into a :class:`File`: its package
 declaration, its top-level ``use``s, interfaces and worlds, and its nested
@@ -16,12 +18,68 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 KEYWORDS = frozenset(
-    """as async bool borrow char constructor enum export f32 f64 flags from func future
-    import include interface list map option own package record resource result s16 s32 s64
-    s8 static stream string tuple type u16 u32 u64 u8 use variant with world""".split()
+    [
+        "as",
+        "async",
+        "bool",
+        "borrow",
+        "char",
+        "constructor",
+        "enum",
+        "export",
+        "f32",
+        "f64",
+        "flags",
+        "from",
+        "func",
+        "future",
+        "import",
+        "include",
+        "interface",
+        "list",
+        "map",
+        "option",
+        "own",
+        "package",
+        "record",
+        "resource",
+        "result",
+        "s16",
+        "s32",
+        "s64",
+        "s8",
+        "static",
+        "stream",
+        "string",
+        "tuple",
+        "type",
+        "u16",
+        "u32",
+        "u64",
+        "u8",
+        "use",
+        "variant",
+        "with",
+        "world",
+    ]
 )
 PRIMITIVES = frozenset(
-    "bool s8 s16 s32 s64 u8 u16 u32 u64 f32 f64 char string error-context".split()
+    [
+        "bool",
+        "s8",
+        "s16",
+        "s32",
+        "s64",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "f32",
+        "f64",
+        "char",
+        "string",
+        "error-context",
+    ]
 )
 _PUNCT = set("=,:;(){}<>*/.@_")
 
@@ -115,8 +173,10 @@ def tokenize(text: str, file: str) -> list[Token]:
             # when more version text follows, so ``@1.0.0.{a}`` ends before ``.{``).
             j = i
             while j < n and (
-                text[j].isascii() and (text[j].isalnum() or text[j] in "+-")
-                or (text[j] == "." and j + 1 < n and text[j + 1].isascii() and text[j + 1].isalnum())
+                (text[j].isascii() and (text[j].isalnum() or text[j] in "+-"))
+                or (
+                    text[j] == "." and j + 1 < n and text[j + 1].isascii() and text[j + 1].isalnum()
+                )
             ):
                 j += 1
             out.append(Token("num", text[i:j], span))
@@ -152,7 +212,7 @@ def tokenize(text: str, file: str) -> list[Token]:
 
 
 def _check_kebab(word: str, span: Span) -> None:
-    """A WIT identifier: kebab-case words, each all lowercase or all uppercase (WIT.md §Identifiers)."""
+    """A WIT identifier: kebab-case words, each all lower- or uppercase (WIT.md §Identifiers)."""
     for part in word.split("-"):
         if not part or not part[0].isalpha() or not (part.islower() or part.isupper()):
             raise fail(span, f"{word!r} is not a valid identifier (kebab-case words expected)")
@@ -343,7 +403,9 @@ class _Parser:
     def ident(self, what: str = "an identifier") -> Name:
         tok = self.peek()
         if tok.kind != "id":
-            hint = " (write %" + tok.text + " to use a keyword as a name)" if tok.kind == "kw" else ""
+            hint = (
+                " (write %" + tok.text + " to use a keyword as a name)" if tok.kind == "kw" else ""
+            )
             raise fail(tok.span, f"expected {what}, found {_describe(tok)}{hint}")
         self.pos += 1
         return Name(tok.text, tok.span)
@@ -439,7 +501,10 @@ class _Parser:
             self.expect(";")
             body.uses.append(TopUse(path, alias, tok.span))
         else:
-            raise fail(tok.span, f"expected 'interface', 'world', 'use' or 'package', found {_describe(tok)}")
+            raise fail(
+                tok.span,
+                f"expected 'interface', 'world', 'use' or 'package', found {_describe(tok)}",
+            )
 
     def use_path(self) -> UsePath:
         first = self.ident("an interface name or package path")
@@ -467,7 +532,14 @@ class _Parser:
                 raise fail(tok.span, "expected '}' closing the interface")
             if self.at("use"):
                 items.append(self.use_item())
-            elif tok.kind == "kw" and tok.text in ("record", "variant", "enum", "flags", "resource", "type"):
+            elif tok.kind == "kw" and tok.text in (
+                "record",
+                "variant",
+                "enum",
+                "flags",
+                "resource",
+                "type",
+            ):
                 items.append(self.type_item())
             elif tok.kind == "id":
                 name = self.ident()
@@ -515,14 +587,23 @@ class _Parser:
                 if self.eat("constructor"):
                     params = self.params()
                     result = self.ty() if self.eat("->") else None
-                    funcs.append(FuncItem(Name("constructor", tok.span), FuncSig(params, result, False), "constructor"))
+                    funcs.append(
+                        FuncItem(
+                            Name("constructor", tok.span),
+                            FuncSig(params, result, False),
+                            "constructor",
+                        )
+                    )
                 elif tok.kind == "id":
                     fname = self.ident()
                     self.expect(":")
                     kind = "static" if self.eat("static") else "method"
                     funcs.append(FuncItem(fname, self.func_sig(), kind))
                 else:
-                    raise fail(tok.span, f"expected a method, 'constructor' or '}}', found {_describe(tok)}")
+                    raise fail(
+                        tok.span,
+                        f"expected a method, 'constructor' or '}}', found {_describe(tok)}",
+                    )
                 self.expect(";")
             return TypeItem(name, "resource", funcs=tuple(funcs))
         self.expect("{")
@@ -597,7 +678,10 @@ class _Parser:
                     if word == "list":
                         num = self.peek()
                         if num.kind != "num" or not num.text.isdigit() or int(num.text) == 0:
-                            raise fail(num.span, "expected the length of the fixed-size list (a positive integer)")
+                            raise fail(
+                                num.span,
+                                "expected the length of the fixed-size list (a positive integer)",
+                            )
                         self.next()
                         size = int(num.text)
                         break
@@ -652,14 +736,23 @@ class _Parser:
                         if not self.eat(","):
                             break
                     self.expect("}")
-                self.expect(";")
+                else:
+                    self.expect(";", "';' or 'with'")
                 items.append(IncludeItem(path, tuple(renames), tok.span))
-            elif tok.kind == "kw" and tok.text in ("record", "variant", "enum", "flags", "resource", "type"):
+            elif tok.kind == "kw" and tok.text in (
+                "record",
+                "variant",
+                "enum",
+                "flags",
+                "resource",
+                "type",
+            ):
                 items.append(self.type_item())
             else:
                 raise fail(
                     tok.span,
-                    f"expected 'import', 'export', 'use', 'include' or a type, found {_describe(tok)}",
+                    "expected 'import', 'export', 'use', 'include' or a type, "
+                    f"found {_describe(tok)}",
                 )
         return tuple(items)
 
@@ -668,8 +761,11 @@ class _Parser:
         direction = tok.text
         first = self.peek()
         # ``import a:b/c;`` names a package path; ``import a: ...`` a plain name.
-        if first.kind == "id" and self.at(":", 1) and self.peek(2).kind == "id" and (
-            self.at("/", 3) or self.at(":", 3)
+        if (
+            first.kind == "id"
+            and self.at(":", 1)
+            and self.peek(2).kind == "id"
+            and (self.at("/", 3) or self.at(":", 3))
         ):
             path = self.use_path()
             self.expect(";")

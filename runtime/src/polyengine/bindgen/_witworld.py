@@ -79,7 +79,13 @@ def _class(item: Item) -> int:
         return 0
     if item.kind == "type":
         assert item.type is not None
-        return 1 if item.type.kind == "alias" and isinstance(item.type.target, TypeDef) and item.type.target.owner is not item.type.owner else 2
+        return (
+            1
+            if item.type.kind == "alias"
+            and isinstance(item.type.target, TypeDef)
+            and item.type.target.owner is not item.type.owner
+            else 2
+        )
     return 3
 
 
@@ -106,7 +112,11 @@ def _elaborate(world: World) -> tuple[dict[str, Item], dict[str, Item]]:
         else:
             imports[key] = item
     exports: dict[str, Item] = {k: v for k, v in world.exports.items() if v.kind == "func"}
-    exported = {v.iface: k for k, v in world.exports.items() if v.kind == "interface" and v.iface is not None}
+    exported = {
+        v.iface: k
+        for k, v in world.exports.items()
+        if v.kind == "interface" and v.iface is not None
+    }
     required_imports: set[Interface] = set()
 
     def add_export(iface: Interface, key: str, required: bool) -> None:
@@ -190,7 +200,9 @@ def _exports_used(exports: dict[str, Item]) -> dict[Interface, set[Interface]]:
     return used
 
 
-def _live_imports(imports: dict[str, Item], exports: dict[str, Item], used: dict[Interface, set[Interface]]) -> _Live:
+def _live_imports(
+    imports: dict[str, Item], exports: dict[str, Item], used: dict[Interface, set[Interface]]
+) -> _Live:
     live = _Live()
     for item in imports.values():
         if item.kind == "type" and item.type is not None:
@@ -229,7 +241,11 @@ def _live_imports(imports: dict[str, Item], exports: dict[str, Item], used: dict
         mine.interface(item.iface)
         for t in mine.order:
             owner = t.owner
-            if isinstance(owner, Interface) and owner is not item.iface and owner not in used.get(item.iface, set()):
+            if (
+                isinstance(owner, Interface)
+                and owner is not item.iface
+                and owner not in used.get(item.iface, set())
+            ):
                 live.type_def(t)
     return live
 
@@ -248,7 +264,11 @@ class _Builder:
     def rt(self, res: TypeDef, path: tuple[str, ...] | None = None) -> int:
         owner = res.owner
         ctx = self.context
-        if ctx is not None and isinstance(owner, Interface) and (owner is ctx or owner in self.used.get(ctx, set())):
+        if (
+            ctx is not None
+            and isinstance(owner, Interface)
+            and (owner is ctx or owner in self.used.get(ctx, set()))
+        ):
             found = self.defined_rt.get(res)
             if found is None:
                 found = self.defined_rt[res] = len(self.resources)
@@ -270,7 +290,9 @@ class _Builder:
             if t.kind == "record":
                 return Record(tuple(Field(n, self.val(ft)) for n, ft in t.fields))
             if t.kind == "variant":
-                return Variant(tuple(Case(n, None if ct is None else self.val(ct)) for n, ct in t.cases))
+                return Variant(
+                    tuple(Case(n, None if ct is None else self.val(ct)) for n, ct in t.cases)
+                )
             if t.kind == "enum":
                 return Enum(tuple(n for n, _ in t.cases))
             if t.kind == "flags":
@@ -317,7 +339,7 @@ class _Builder:
 
 
 def world_plan(world: World) -> Plan:
-    """The Plan of the component ``wit-component`` builds for ``world`` (see the module docstring)."""
+    """The Plan of the component ``wit-component`` builds for ``world`` (module docstring)."""
     imports, exports = _elaborate(world)
     used = _exports_used(exports)
     live = _live_imports(imports, exports, used)
@@ -334,7 +356,9 @@ def world_plan(world: World) -> Plan:
             ]
             members.extend((f.name, b.func(f)) for f in iface.funcs)
             if members:
-                plan_imports.append(Import(key, InstanceDesc(tuple(members)), implements=item.implements))
+                plan_imports.append(
+                    Import(key, InstanceDesc(tuple(members)), implements=item.implements)
+                )
         elif item.kind == "type":
             assert item.type is not None
             root_types.append(Import(key, b.type_desc(item.type, (key,))))
@@ -354,8 +378,17 @@ def world_plan(world: World) -> Plan:
         members = [(t.name, b.type_desc(t, (key, t.name))) for t in iface.types.values()]
         members.extend((f.name, b.func(f)) for f in iface.funcs)
         b.context = None
-        items = tuple(Export(n, d, Opaque("func" if isinstance(d, FuncDesc) else "type")) for n, d in members)
-        plan_exports.append(Export(key, InstanceDesc(tuple(members)), ExportedInstance(items), implements=item.implements))
+        items = tuple(
+            Export(n, d, Opaque("func" if isinstance(d, FuncDesc) else "type")) for n, d in members
+        )
+        plan_exports.append(
+            Export(
+                key,
+                InstanceDesc(tuple(members)),
+                ExportedInstance(items),
+                implements=item.implements,
+            )
+        )
     return Plan(
         modules=(),
         core_instances=(),
