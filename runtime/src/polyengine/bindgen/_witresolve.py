@@ -511,6 +511,12 @@ class Resolver:
                     else:
                         full = f"[{f.kind}]{res.name}.{f.name.text}"
                     iface.funcs.append(self._func(full, f.sig, scope, f.kind, res))
+        # A resource's functions follow the resource, before the freestanding ones, as
+        # in the instance type of the component.
+        order = {t: i for i, t in enumerate(scope.values())}
+        iface.funcs.sort(
+            key=lambda f: order.get(f.resource, len(order)) if f.resource else len(order)
+        )
 
     # -- worlds
 

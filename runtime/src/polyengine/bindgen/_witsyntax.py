@@ -412,8 +412,11 @@ class _Parser:
 
     # -- gates and attributes
 
-    def attributes(self) -> None:
-        """Skip ``@since(...)``, ``@unstable(...)``, ``@deprecated(...)``, ``@external-id(...)``."""
+    def attributes(self) -> bool:
+        """Read ``@since``, ``@unstable``, ``@deprecated`` and ``@external-id``: whether the item
+        is ``@unstable`` (WIT.md §"Feature gates": left out unless its feature is enabled, and
+        no feature is)."""
+        unstable = False
         while self.peek().kind == "attr":
             tok = self.next()
             if tok.text not in ("@since", "@unstable", "@deprecated", "@external-id"):
@@ -433,7 +436,9 @@ class _Parser:
                 val = self.next()
                 if val.kind not in ("id", "num"):
                     raise fail(val.span, f"expected a {expected}, found {_describe(val)}")
+                unstable = unstable or tok.text == "@unstable"
             self.expect(")")
+        return unstable
 
     # -- files and packages
 
@@ -451,7 +456,9 @@ class _Parser:
                 self.expect(";", "';' after the package declaration")
                 body.name = name
         while self.peek().kind != "eof":
-            self.attributes()
+            if self.peek().kind == "attr":
+                self.package_item(body, self.attributes())
+                continue
             if self.at("package"):
                 self.next()
                 name = self.package_name()
@@ -460,11 +467,10 @@ class _Parser:
                 while not self.eat("}"):
                     if self.peek().kind == "eof":
                         raise fail(self.peek().span, "expected '}' closing the package block")
-                    self.attributes()
-                    self.package_item(nested)
+                    self.package_item(nested, self.attributes())
                 out.nested.append(nested)
             else:
-                self.package_item(body)
+                self.package_item(body, False)
         return out
 
     def package_name(self) -> PackageName:
@@ -487,8 +493,9 @@ class _Parser:
             raise fail(tok.span, f"{tok.text!r} is not a semantic version (major.minor.patch)")
         return tok.text
 
-    def package_item(self, body: PackageBody) -> None:
+    def package_item(self, body: PackageBody, gated: bool) -> None:
         tok = self.peek()
+        counts = (len(body.interfaces), len(body.worlds))
         if self.eat("interface"):
             name = self.ident("an interface name")
             body.interfaces.append(InterfaceDecl(name, self.interface_body()))
@@ -505,6 +512,9 @@ class _Parser:
                 tok.span,
                 f"expected 'interface', 'world', 'use' or 'package', found {_describe(tok)}",
             )
+        if gated:
+            del body.interfaces[counts[0] :]
+            del body.worlds[counts[1] :]
 
     def use_path(self) -> UsePath:
         first = self.ident("an interface name or package path")
@@ -526,7 +536,7 @@ class _Parser:
         self.expect("{", "'{'")
         items: list[InterfaceMember] = []
         while not self.eat("}"):
-            self.attributes()
+            gated, count = self.attributes(), len(items)
             tok = self.peek()
             if tok.kind == "eof":
                 raise fail(tok.span, "expected '}' closing the interface")
@@ -548,6 +558,8 @@ class _Parser:
                 self.expect(";")
             else:
                 raise fail(tok.span, f"expected a type, function or 'use', found {_describe(tok)}")
+            if gated:
+                del items[count:]
         return tuple(items)
 
     def use_item(self) -> UseItem:
@@ -582,7 +594,7 @@ class _Parser:
             self.expect("{", "'{' or ';'")
             funcs: list[FuncItem] = []
             while not self.eat("}"):
-                self.attributes()
+                gated, count = self.attributes(), len(funcs)
                 tok = self.peek()
                 if self.eat("constructor"):
                     params = self.params()
@@ -605,6 +617,8 @@ class _Parser:
                         f"expected a method, 'constructor' or '}}', found {_describe(tok)}",
                     )
                 self.expect(";")
+                if gated:
+                    del funcs[count:]
             return TypeItem(name, "resource", funcs=tuple(funcs))
         self.expect("{")
         if kw == "record":
@@ -716,7 +730,7 @@ class _Parser:
         self.expect("{", "'{'")
         items: list[WorldMember] = []
         while not self.eat("}"):
-            self.attributes()
+            gated, count = self.attributes(), len(items)
             tok = self.peek()
             if tok.kind == "eof":
                 raise fail(tok.span, "expected '}' closing the world")
@@ -754,6 +768,8 @@ class _Parser:
                     "expected 'import', 'export', 'use', 'include' or a type, "
                     f"found {_describe(tok)}",
                 )
+            if gated:
+                del items[count:]
         return tuple(items)
 
     def extern_item(self) -> ExternItem:
