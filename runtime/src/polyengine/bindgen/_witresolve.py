@@ -201,7 +201,8 @@ def _add(sources: dict[str, _Source], body: PackageBody, merge: bool) -> None:
 def _package_of(bodies: list[PackageBody], where: Path) -> PackageName:
     names = [b.name for b in bodies if b.name is not None]
     if not names:
-        raise WitError(f"{where}: no 'package ns:name;' declaration")
+        first = where if where.is_file() else sorted(where.glob("*.wit"))[0]
+        raise WitError(f"{first}:1:1: no 'package ns:name;' declaration")
     for other in names[1:]:
         if other.key != names[0].key:
             raise fail(
@@ -298,6 +299,15 @@ class Resolver:
         self._busy: set[tuple[str, str]] = set()
         self._worlds_done: dict[tuple[str, str], World] = {}
         self._worlds_busy: set[tuple[str, str]] = set()
+
+    def resolve_all(self) -> None:
+        """Resolve every interface and world of every package, so any error is reported."""
+        for key, ifs in self.ifaces.items():
+            for name, (ast, _) in ifs.items():
+                self.interface(key, name, ast.name.span)
+        for key, wds in self.worlds.items():
+            for name, (wast, _) in wds.items():
+                self.world(key, name, wast.name.span)
 
     # -- paths
 

@@ -540,6 +540,8 @@ class _Parser:
             tok = self.peek()
             if tok.kind == "eof":
                 raise fail(tok.span, "expected '}' closing the interface")
+            if tok.kind == "kw" and self.at(":", 1):
+                self.ident("a name")
             if self.at("use"):
                 items.append(self.use_item())
             elif tok.kind == "kw" and tok.text in (

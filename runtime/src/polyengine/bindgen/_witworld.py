@@ -36,7 +36,7 @@ from polyengine.bindgen._witresolve import (
     alias_dep,
     load_packages,
 )
-from polyengine.bindgen._witsyntax import WitError
+from polyengine.bindgen._witsyntax import WitError, fail
 from polyengine.translate import Plan
 from polyengine.translate.plan import (
     ComponentInstance,
@@ -112,10 +112,10 @@ def _elaborate(world: World) -> tuple[dict[str, Item], dict[str, Item]]:
         else:
             imports[key] = item
     exports: dict[str, Item] = {k: v for k, v in world.exports.items() if v.kind == "func"}
-    exported = {
-        v.iface: k
+    by_id = {
+        v.iface.id: v.iface
         for k, v in world.exports.items()
-        if v.kind == "interface" and v.iface is not None
+        if v.kind == "interface" and v.iface is not None and k == v.iface.id
     }
     required_imports: set[Interface] = set()
 
@@ -125,15 +125,23 @@ def _elaborate(world: World) -> tuple[dict[str, Item], dict[str, Item]]:
         if not required and iface in required_imports:
             return
         for dep in iface.direct_deps():
-            add_export(dep, exported.get(dep, dep.id), required and dep in exported)
+            dep_required = required and by_id.get(dep.id) is dep
+            if not required and by_id.get(dep.id) is dep:
+                raise fail(
+                    world.span,
+                    f"world {world.name!r}: interface {iface.id} is imported (an exported "
+                    f"interface uses it) but uses the exported {dep.id}; export {iface.id} too",
+                )
+            add_export(dep, dep.id, dep_required)
         if required:
             exports[key] = world.exports[key]
         else:
             required_imports.add(iface)
             imports.setdefault(key, Item("interface", iface=iface))
 
-    for iface, key in exported.items():
-        add_export(iface, key, True)
+    for key, item in world.exports.items():
+        if item.kind == "interface" and item.iface is not None:
+            add_export(item.iface, key, True)
     ordered = dict(sorted(imports.items(), key=lambda kv: _class(kv[1])))
     return ordered, exports
 
@@ -415,7 +423,9 @@ def load_world(path: Path, world: str | None = None) -> WitWorld:
     and return ``world`` (a world of the root package, or ``ns:pkg/world``; the only world
     when ``None``) as a :class:`WitWorld`. Raises :class:`WitError` naming ``file:line:col``."""
     packages = load_packages(path)
-    resolved = Resolver(packages).world_named(world)
+    resolver = Resolver(packages)
+    resolver.resolve_all()
+    resolved = resolver.world_named(world)
     plan = world_plan(resolved)
     p = resolved.package
     wid = f"{p.namespace}:{p.name}/{resolved.name}" + (f"@{p.version}" if p.version else "")
