@@ -422,3 +422,42 @@ def test_real_guest_wit_parses_to_its_digest(name: str, wasm_tools: str, tmp_pat
     )
     for src in (ours, theirs):
         assert world_digest(load_wit(src, "root").plan) == world_digest(plan), src.name
+    # wasm-tools' text, built into a component again, is the world we read from it.
+    dummy = polyengine.translate(build_component(wasm_tools, theirs, "root")).plan
+    assert _shape(load_wit(theirs, "root").plan) == _shape(dummy)
+
+
+REPO = Path(__file__).resolve().parents[3]
+WIT_DIRS = sorted(
+    p.relative_to(REPO).as_posix()
+    for p in [*REPO.glob("runtime/tests/guests/*/wit"), *REPO.glob("examples/*/wit")]
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", WIT_DIRS)
+def test_guest_wit_directories(path: str, wasm_tools: str) -> None:
+    """The guests' own WIT (WASI packages in deps/, docs, gates) reads as wasm-tools reads it."""
+    wit = load_wit(REPO / path)
+    plan = polyengine.translate(build_component(wasm_tools, REPO / path)).plan
+    assert _shape(wit.plan) == _shape(plan)
+    opts = Options("x", "0")
+    assert generate(wit.plan, opts) == generate(plan, opts)
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["c-abi", "py-stub-values"])
+def test_wit_bindings_verify_the_real_guest(name: str, tmp_path: Path) -> None:
+    """Bindings from a guest's WIT accept the guest its toolchain built from that WIT."""
+    from .test_real_guests import guest
+
+    out = tmp_path / "from_wit.py"
+    assert (
+        main(
+            ["bindgen", "--wit", str(REPO / "runtime/tests/guests" / name / "wit"), "-o", str(out)]
+        )
+        == 0
+    )
+    module = load_module(out, f"{name.replace('-', '_')}_wit_bindings")
+    module.verify(polyengine.translate(guest(name)).plan)

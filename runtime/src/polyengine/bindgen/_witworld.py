@@ -429,7 +429,8 @@ def load_world(path: Path, world: str | None = None) -> WitWorld:
     plan = world_plan(resolved)
     p = resolved.package
     wid = f"{p.namespace}:{p.name}/{resolved.name}" + (f"@{p.version}" if p.version else "")
-    return WitWorld(plan, resolved, f"{path.name} (world {wid})", packages.sha256())
+    name = path.name + ("/" if path.is_dir() else "")
+    return WitWorld(plan, resolved, f"{name} (world {wid})", packages.sha256())
 
 
 __all__ = ["WitError", "WitWorld", "load_world", "world_plan"]
