@@ -28,8 +28,8 @@ _HEADER = 4  # the lines naming the source: the generator comment, Source, sha25
 
 def _shape(plan: Plan) -> tuple[object, ...]:
     return (
-        [(i.name, i.desc) for i in plan.imports],
-        [(e.name, e.desc) for e in plan.exports],
+        [(i.name, i.desc, i.implements) for i in plan.imports],
+        [(e.name, e.desc, e.implements) for e in plan.exports],
         [(r.name, r.imported, r.import_path) for r in plan.resources],
     )
 
