@@ -56,3 +56,18 @@ def test_readme_commands(wat: object, tmp_path: Path, flag: str | None) -> None:
     args = ["bindgen", str(calc)] + ([flag] if flag else [])
     assert main(args) == 0
     assert main(["wit", str(calc)]) == 0
+
+
+def test_readme_wit_command(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Typed bindings", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("polyengine bindgen --wit ")]
+    assert len(lines) == 1
+    args = lines[0].split()[1:]
+    out = args[args.index("-o") + 1]
+    args[args.index("-o") + 1] = str(tmp_path / out)
+    args[args.index("--wit") + 1] = str(ROOT / args[args.index("--wit") + 1])
+    assert main(args) == 0
+    assert (tmp_path / out).read_text().splitlines()[1] == (
+        "# Source: wit/ (world example:py-app/py-app)"
+    )

@@ -1,7 +1,10 @@
 """``polyengine wit``: a component's world as WIT text (WIT.md).
 
 The text parses back with ``wasm-tools`` (``component embed``) to the same
-world: the same ``pe-world/1`` digest.
+world: the same ``pe-world/1`` digest. ``polyengine wit --wit PATH
+[--world NAME]`` prints a world of a WIT package instead, normalized: as
+the world of the component built from it (its implied imports made
+explicit, ``use``s and ``include``s resolved).
 """
 
 from __future__ import annotations
@@ -21,7 +24,19 @@ def register(subparsers: Any) -> None:
         help="print the world of a component as WIT",
         description="Print the world a component imports and exports as WIT text.",
     )
-    p.add_argument("component", type=Path, help="the component binary (.wasm)")
+    p.add_argument(
+        "component", type=Path, nargs="?", default=None, help="the component binary (.wasm)"
+    )
+    p.add_argument(
+        "--wit",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="normalize a world of WIT instead: a .wit file or a directory with deps/",
+    )
+    p.add_argument(
+        "--world", default=None, metavar="NAME", help="the world of the WIT package (with --wit)"
+    )
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="where to write (default: stdout)"
     )
@@ -29,12 +44,18 @@ def register(subparsers: Any) -> None:
 
 
 def run_wit(args: argparse.Namespace) -> int:
-    from polyengine.bindgen import render_wit
+    from polyengine.bindgen import WitError, load_wit, render_wit
     from polyengine.translate import translate
 
     try:
-        data = args.component.read_bytes()
-        text = render_wit(translate(data).plan)
+        if (args.component is None) == (args.wit is None):
+            print("polyengine wit: error: give a component (.wasm) or --wit PATH", file=sys.stderr)
+            return 1
+        if args.wit is not None:
+            plan = load_wit(args.wit, args.world).plan
+        else:
+            plan = translate(args.component.read_bytes()).plan
+        text = render_wit(plan)
         if args.output is None:
             sys.stdout.write(text)
         else:
@@ -44,5 +65,8 @@ def run_wit(args: argparse.Namespace) -> int:
         return 1
     except TranslationError as exc:
         print(f"polyengine wit: error: {args.component}: {exc}", file=sys.stderr)
+        return 1
+    except WitError as exc:
+        print(f"polyengine wit: error: {exc}", file=sys.stderr)
         return 1
     return 0
