@@ -9,8 +9,10 @@ bytes, on disk next to the compiled-module cache as
 sha-256 of the payload and the pickled Plan (several times faster to load
 than the JSON form; the directory is trusted as much as the compiled-module
 cache beside it, which holds native code). The translator digest covers the
-sources of the reader, the type model, the validator and the translator, so
-a changed translator never reuses an older plan. An unreadable or damaged
+plan format, the package version and the sources of the reader, the type
+model, the validator and the translator (their names, sizes and modification
+times: a ``stat`` each, not a read, so a cached run stays cheap), so a
+changed translator never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
 
 The signatures of large valid core modules (their imports and exports with
@@ -31,9 +33,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan
-from polyengine.types.subtype import CoreModuleT
+
+if TYPE_CHECKING:
+    from polyengine.types.subtype import CoreModuleT
 
 __all__ = [
     "DISK_CACHE_MIN_SIZE",
@@ -74,19 +79,47 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: The translator's sources, relative to the package: the folders whole, and single modules.
+_TRANSLATOR_FOLDERS = ("binary", "types", "validate", "translate")
+_TRANSLATOR_MODULES = ("engine/_validate.py",)
+
+
 @functools.cache
 def translator_digest() -> str:
-    """A digest of the translator's sources and plan format: a cached plan is reused only by it."""
+    """A digest of the translator's sources and plan format: a cached plan is reused only by it.
+
+    Each source counts by its path, size and modification time, so an edited
+    translator (an editable install) never meets a plan of its older self,
+    and a process with a cached plan reads no source file.
+    """
+    from polyengine import __version__
+
     root = Path(__file__).resolve().parent.parent  # the polyengine package
-    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
-    paths = [root / "engine" / "_validate.py"]
-    for sub in ("binary", "types", "validate", "translate"):
-        paths.extend(sorted((root / sub).rglob("*.py")))
-    for path in paths:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION} {__version__}".encode())
+    paths = [root / rel for rel in _TRANSLATOR_MODULES]
+    for sub in _TRANSLATOR_FOLDERS:
         with contextlib.suppress(OSError):
-            digest.update(path.read_bytes())
+            paths.extend(sorted(_sources(root / sub)))
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            stamp = b"missing"
+        else:
+            stamp = f"{st.st_size} {st.st_mtime_ns}".encode()
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + stamp + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _sources(folder: Path) -> Iterator[Path]:
+    """The ``.py`` files under ``folder`` (``os.scandir``: cheaper than ``Path.rglob``)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    yield from _sources(Path(entry.path))
+            elif entry.name.endswith(".py"):
+                yield Path(entry.path)
 
 
 def _cache_path(kind: str, sha256: str) -> Path | None:
@@ -189,6 +222,8 @@ def store_plan(sha256: str, size: int, plan: Plan, *, disk_any_size: bool = Fals
 
 def cached_signature(sha256: str) -> CoreModuleT | None:
     """The on-disk signature of the (valid) core module with hex digest ``sha256``, if any."""
+    from polyengine.types.subtype import CoreModuleT
+
     loaded = _load(_cache_path("signatures", sha256))
     return loaded if isinstance(loaded, CoreModuleT) else None
 
