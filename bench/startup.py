@@ -9,6 +9,11 @@ polyengine``, ``polyengine run hello.wasm`` and ``polyengine run py-app.wasm``
 
 Build the components first with ``examples/build.sh``.
 
+The commands run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` is
+dropped from their environment), as an installed package runs: pip writes
+the ``.pyc`` files at install time, and without them every process would
+compile polyengine's sources again.
+
 Usage::
 
     python bench/startup.py [--runs N]
@@ -42,9 +47,14 @@ def _wasmtime_cli() -> str | None:
     return str(exe)
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _time(cmd: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=_ENV
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
@@ -53,7 +63,7 @@ def _time(cmd: list[str]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=11, help="timed runs of each command")
     args = ap.parse_args()
     py = sys.executable
     pe = [py, "-m", "polyengine", "run"]
@@ -84,6 +94,8 @@ def main() -> int:
             times[name].append(_time(cmd))
     med = {name: statistics.median(ts) for name, ts in times.items()}
     width = max(map(len, med))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load}")
     print(f"{'command':<{width}}  median ms  (min-max, {args.runs} runs)")
     for name, m in med.items():
         ts = times[name]

@@ -9,7 +9,7 @@ bytes, on disk next to the compiled-module cache as
 sha-256 of the payload and the pickled Plan (several times faster to load
 than the JSON form; the directory is trusted as much as the compiled-module
 cache beside it, which holds native code). The translator digest covers the
-plan format, the package version and the sources of the reader, the type
+plan format and the sources of the reader, the type
 model, the validator and the translator (their names, sizes and modification
 times: a ``stat`` each, not a read, so a cached run stays cheap), so a
 changed translator never reuses an older plan. An unreadable or damaged
@@ -92,10 +92,8 @@ def translator_digest() -> str:
     translator (an editable install) never meets a plan of its older self,
     and a process with a cached plan reads no source file.
     """
-    from polyengine import __version__
-
     root = Path(__file__).resolve().parent.parent  # the polyengine package
-    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION} {__version__}".encode())
+    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
     paths = [root / rel for rel in _TRANSLATOR_MODULES]
     for sub in _TRANSLATOR_FOLDERS:
         with contextlib.suppress(OSError):

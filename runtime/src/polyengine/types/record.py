@@ -121,7 +121,7 @@ def _make(cls: T) -> T:
 def _init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Callable[..., None]:
     n = len(names)
 
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+    def init_method(self: Any, *args: Any, **kwargs: Any) -> None:
         given = len(args)
         if given > n:
             raise TypeError(
@@ -145,8 +145,8 @@ def _init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Ca
                 raise TypeError(f"{qualname}.__init__() got multiple values for argument {bad!r}")
             raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {bad!r}")
 
-    init.__name__ = "__init__"
-    return init
+    init_method.__name__ = "__init__"
+    return init_method
 
 
 def _values(self: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -154,30 +154,30 @@ def _values(self: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
 
 
 def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
-    def repr(self: Any) -> str:
+    def repr_method(self: Any) -> str:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({inner})"
 
-    repr.__name__ = "__repr__"
-    return repr
+    repr_method.__name__ = "__repr__"
+    return repr_method
 
 
 def _eq(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
-    def eq(self: Any, other: object) -> Any:
+    def eq_method(self: Any, other: object) -> Any:
         if other.__class__ is self.__class__:
             return _values(self, names) == _values(other, names)
         return NotImplemented
 
-    eq.__name__ = "__eq__"
-    return eq
+    eq_method.__name__ = "__eq__"
+    return eq_method
 
 
 def _hash(names: tuple[str, ...]) -> Callable[[Any], int]:
-    def hash(self: Any) -> int:
+    def hash_method(self: Any) -> int:
         return hash(_values(self, names))
 
-    hash.__name__ = "__hash__"
-    return hash
+    hash_method.__name__ = "__hash__"
+    return hash_method
 
 
 def _frozen_setattr(self: Any, name: str, value: object) -> None:
@@ -189,17 +189,17 @@ def _frozen_delattr(self: Any, name: str) -> None:
 
 
 def _getstate(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
-    def getstate(self: Any) -> list[Any]:
+    def getstate_method(self: Any) -> list[Any]:
         return [getattr(self, name) for name in names]
 
-    getstate.__name__ = "__getstate__"
-    return getstate
+    getstate_method.__name__ = "__getstate__"
+    return getstate_method
 
 
 def _setstate(names: tuple[str, ...]) -> Callable[[Any, list[Any]], None]:
-    def setstate(self: Any, state: list[Any]) -> None:
+    def setstate_method(self: Any, state: list[Any]) -> None:
         for name, value in zip(names, state, strict=True):
             _setattr(self, name, value)
 
-    setstate.__name__ = "__setstate__"
-    return setstate
+    setstate_method.__name__ = "__setstate__"
+    return setstate_method
