@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import marshal
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +191,8 @@ def _write_cached(path: Path, module: CoreModule) -> None:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    import tempfile  # only when a module is compiled (start-up)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
