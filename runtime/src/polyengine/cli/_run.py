@@ -155,16 +155,20 @@ def invoke_command(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- loading
 
 
-def load_artifacts(data: bytes) -> Artifacts:
+def load_artifacts(
+    data: bytes, *, source: tuple[str, os.stat_result] | None = None
+) -> Artifacts:
     """Translate ``data``, reusing the cached plan of the same bytes when there is one.
 
     Plans are kept in the translator's plan cache whatever the component's
     size (:func:`polyengine.translate.translate_for_run`): a run from the
-    cache does not import the reader, validator or translator.
+    cache does not import the reader, validator or translator. ``source``
+    (the file and its ``stat`` before it was read) spares hashing an
+    unchanged file again.
     """
     from polyengine.translate import translate_for_run
 
-    return translate_for_run(data)
+    return translate_for_run(data, source=source)
 
 
 class _Progress:
@@ -473,6 +477,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
             return _error(f"cannot parse the call {call_text!r}: {exc}")
     try:
         try:
+            before = os.stat(path)
             data = path.read_bytes()
         except OSError as exc:
             _fail(f"cannot read {path}: {exc.strerror or exc}")
@@ -483,7 +488,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                     f"(compile it first: wasm-tools parse {path} -o app.wasm)"
                 )
             _fail(f"{path} is not a WebAssembly binary")
-        arts = load_artifacts(data)
+        arts = load_artifacts(data, source=(str(path), before))
         target: ExportFunc | None = None
         params: list[Any] = []
         run_name: str | None = None

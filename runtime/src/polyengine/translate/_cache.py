@@ -15,6 +15,14 @@ times: a ``stat`` each, not a read, so a cached run stays cheap), so a
 changed translator never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
 
+A command line that runs a file also remembers the file's digest by its
+path and ``stat`` (:func:`known_digest`), so a second run of an unchanged
+file does not hash it again: the record holds the size, inode, device and
+the modification and change times (the change time cannot be set back),
+and it is written only for a file that did not change while it was read and
+whose times are at least :data:`SETTLED_NS` in the past (a later write in
+the same clock tick would otherwise go unseen).
+
 The signatures of large valid core modules (their imports and exports with
 types, see :func:`polyengine.validate.read_module_signature`) are kept the same way under
 ``<module cache>/signatures/``: components built by one toolchain share
@@ -27,9 +35,11 @@ import contextlib
 import functools
 import gc
 import hashlib
+import marshal
 import os
 import pickle
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +56,9 @@ __all__ = [
     "cached_plan",
     "cached_signature",
     "clear_plan_cache",
+    "known_digest",
     "plan_cache_path",
+    "remember_digest",
     "store_plan",
     "store_signature",
 ]
@@ -56,6 +68,9 @@ DISK_CACHE_MIN_SIZE = 256 * 1024
 """Smaller components translate about as fast as a cached plan is read."""
 
 _MAGIC = b"polyengine-plan\x00v1\x00"
+_SOURCE_FORMAT = "polyengine-source/1"
+SETTLED_NS = 2_000_000_000
+"""A file's digest is remembered once its times are this old (nanoseconds)."""
 
 _memory: OrderedDict[str, Plan] = OrderedDict()
 _lock = threading.Lock()
@@ -229,3 +244,63 @@ def cached_signature(sha256: str) -> CoreModuleT | None:
 def store_signature(sha256: str, sig: CoreModuleT) -> None:
     """Keep the signature of a valid core module on disk (see :func:`cached_signature`)."""
     _store(_cache_path("signatures", sha256), sha256, sig)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _source_record(path: str) -> Path | None:
+    base = _cache_path("plans", "sources")
+    if base is None:
+        return None
+    key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()
+    return base.parent / "sources" / key[:40]
+
+
+def known_digest(path: str, before: os.stat_result, data: bytes) -> str | None:
+    """The remembered sha-256 of the file ``path`` read as ``data``, if it still holds.
+
+    ``before`` is the file's ``stat`` taken before it was read; the digest is
+    used only if the file is unchanged since (its ``stat`` now is the same)
+    and the record was made for that very ``stat``.
+    """
+    if len(data) != before.st_size:
+        return None
+    try:
+        record_path = _source_record(path)
+        if record_path is None:
+            return None
+        record = marshal.loads(record_path.read_bytes())
+        now = os.stat(path)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if (
+        not isinstance(record, tuple)
+        or len(record) != 3
+        or record[0] != _SOURCE_FORMAT
+        or record[1] != _stamp(before)
+        or _stamp(now) != _stamp(before)
+        or not isinstance(record[2], str)
+    ):
+        return None
+    return record[2]
+
+
+def remember_digest(path: str, before: os.stat_result, sha256: str) -> None:
+    """Remember ``sha256`` for the file ``path`` whose ``stat`` before reading was ``before``."""
+    try:
+        now = os.stat(path)
+        if _stamp(now) != _stamp(before):
+            return  # changed while it was read
+        if time.time_ns() - max(now.st_mtime_ns, now.st_ctime_ns) < SETTLED_NS:
+            return  # too fresh: another write in the same tick would keep these times
+        record_path = _source_record(path)
+        if record_path is None:
+            return
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record_path.with_name(f".{record_path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps((_SOURCE_FORMAT, _stamp(before), sha256)))
+        os.replace(tmp, record_path)
+    except OSError:
+        return  # the record is an optimization

@@ -105,13 +105,17 @@ def _make(cls: T) -> T:
         "__setattr__": _frozen_setattr,
         "__delattr__": _frozen_delattr,
         "__getstate__": _getstate(names),
-        "__setstate__": _setstate(names),
     }
     for name, method in methods.items():
         if name not in cls.__dict__:  # as the standard decorator: the class's own wins
             namespace[name] = method
     made = type(cls)(cls.__name__, cls.__bases__, namespace)
     made.__qualname__ = cls.__qualname__
+    if "__setstate__" not in cls.__dict__:
+        # the slots' own setters: unpickling a plan sets each field past __setattr__
+        made.__setstate__ = _setstate(  # type: ignore[attr-defined]
+            cls.__qualname__, tuple(getattr(made, n).__set__ for n in names)
+        )
     for name in ("__init__", "__repr__", "__eq__", "__hash__", "__getstate__", "__setstate__"):
         if name not in cls.__dict__:
             getattr(made, name).__qualname__ = f"{cls.__qualname__}.{name}"
@@ -196,10 +200,16 @@ def _getstate(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
     return getstate_method
 
 
-def _setstate(names: tuple[str, ...]) -> Callable[[Any, list[Any]], None]:
+def _setstate(
+    qualname: str, setters: tuple[Callable[[Any, Any], None], ...]
+) -> Callable[[Any, list[Any]], None]:
+    n = len(setters)
+
     def setstate_method(self: Any, state: list[Any]) -> None:
-        for name, value in zip(names, state, strict=True):
-            _setattr(self, name, value)
+        if len(state) != n:
+            raise TypeError(f"{qualname}: a state of {len(state)} fields, expected {n}")
+        for setter, value in zip(setters, state, strict=False):  # length checked above
+            setter(self, value)
 
     setstate_method.__name__ = "__setstate__"
     return setstate_method
