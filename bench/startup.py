@@ -66,7 +66,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=11, help="timed runs of each command")
     args = ap.parse_args()
     py = sys.executable
-    pe = [py, "-m", "polyengine", "run"]
+    script = Path(py).with_name("polyengine")  # the console script users run
+    pe = [str(script), "run"] if script.exists() else [py, "-m", "polyengine", "run"]
     hello, app = BUILD / "hello.wasm", BUILD / "py-app.wasm"
     rows: dict[str, list[str]] = {
         "python -c pass": [py, "-c", "pass"],
@@ -111,7 +112,35 @@ def main() -> int:
             ratio = med[a] / med[b]
             verdict = "meets" if ratio <= target else "misses"
             print(f"{a} / {b}: {ratio:.2f}x ({verdict} the {target}x target)")
+    for wasm in (hello, app):
+        if wasm.exists():
+            print(_imported(py, wasm))
     return 0
+
+
+#: The phases a run whose plan and modules are cached should not need to import.
+_PHASES = {
+    "polyengine.binary": "reader",
+    "polyengine.validate": "validator",
+    "polyengine.translate._translate": "translator",
+    "polyengine.concurrency": "task model",
+}
+
+
+def _imported(py: str, wasm: Path) -> str:
+    """Which of :data:`_PHASES` a cached ``polyengine run`` of ``wasm`` imports."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from polyengine.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['run', {str(wasm)!r}, 'a'])\n"
+        f"print(' '.join(m for m in {sorted(_PHASES)!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [py, "-c", code], capture_output=True, text=True, check=False, env=_ENV
+    ).stdout.split()
+    found = ", ".join(f"{_PHASES[m]} {'yes' if m in out else 'no'}" for m in sorted(_PHASES))
+    return f"a cached run of {wasm.name} imports: {found}"
 
 
 if __name__ == "__main__":

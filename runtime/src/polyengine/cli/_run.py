@@ -232,7 +232,7 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
                     f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
                     f"module {n} of {len(uncached)}"
                 )
-            engine.compile_module(arts.module_bytes(i), name=f"module {i}", sha256=shas[i])
+            engine.compile_module(arts.module_view(i), name=f"module {i}", sha256=shas[i])
             done += arts.plan.modules[i].length
     finally:
         if progress is not None:

@@ -717,7 +717,7 @@ def _instance_pre(artifacts: Artifacts) -> engine.InstancePre:
     if found is not None and found[0] is plan:
         return found[1]
     modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
-        engine.compile_module(artifacts.module_bytes(i), name=f"module {i}", sha256=m.sha256)
+        engine.compile_module(artifacts.module_view(i), name=f"module {i}", sha256=m.sha256)
         for i, m in enumerate(plan.modules)
     ]
     instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []

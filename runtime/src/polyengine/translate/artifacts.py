@@ -65,6 +65,11 @@ class Artifacts:
         m = self._plan.modules[index]
         return self._bytes[m.offset : m.offset + m.length]
 
+    def module_view(self, index: int) -> memoryview:
+        """Core module ``plan.modules[index]`` in place (no copy: a cached module needs none)."""
+        m = self._plan.modules[index]
+        return memoryview(self._bytes)[m.offset : m.offset + m.length]
+
     def to_envelope(self) -> dict[str, Json]:
         """The translation envelope: JSON-ready, deterministic under ``sort_keys``."""
         return {
