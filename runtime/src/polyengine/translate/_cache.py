@@ -251,11 +251,12 @@ def _stamp(st: os.stat_result) -> tuple[int, ...]:
 
 
 def _source_record(path: str) -> Path | None:
-    base = _cache_path("plans", "sources")
-    if base is None:
+    """``<module cache>/sources/<digest of the file's real path>``, or ``None`` if off."""
+    probe = _cache_path("sources", "")
+    if probe is None:
         return None
     key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()
-    return base.parent / "sources" / key[:40]
+    return probe.parent / key[:40]
 
 
 def known_digest(path: str, before: os.stat_result, data: bytes) -> str | None:
