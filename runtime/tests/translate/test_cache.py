@@ -167,7 +167,9 @@ def test_module_signatures_on_disk(
 def test_translator_digest_follows_an_edited_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A source's size or modification time changes the digest (no source is read)."""
+    """The digest covers the sources' contents; a record by their stat spares reading them."""
+    import os
+
     root = tmp_path / "polyengine"
     for sub in _cache._TRANSLATOR_FOLDERS:
         (root / sub / "deep").mkdir(parents=True)
@@ -177,20 +179,24 @@ def test_translator_digest_follows_an_edited_source(
     (root / "translate" / "_cache.py").write_text("")
     monkeypatch.setattr(_cache, "__file__", str(root / "translate" / "_cache.py"))
     digest = _cache.translator_digest.__wrapped__
-    first = digest()
-    assert digest() == first
+    base = tmp_path / "cache"
+    first = digest(base)
+    assert digest(base) == first == digest(None)
+    (record,) = (base / "translator").iterdir()
+    assert record.read_text() == first
+    record.write_text("0" * 16)  # a remembered digest is used as it is: no source is read
+    assert digest(base) == "0" * 16
     source = root / "types" / "deep" / "m.py"
     st = source.stat()
-    source.write_text("x = 2\n")  # same size: the time tells
-    import os
-
+    source.write_text("x = 2\n")  # same size; the time moves
     os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    assert digest() != first
+    second = digest(base)
+    assert second not in (first, "0" * 16) and second == digest(None)
+    source.write_text("x = 1\n")  # the first contents again: the first digest
+    assert digest(base) == first
     (root / "validate" / "deep" / "__pycache__").mkdir()
-    (root / "validate" / "deep" / "__pycache__" / "m.py").write_text("")
-    second = digest()
     (root / "validate" / "deep" / "__pycache__" / "m.py").write_text("changed")
-    assert digest() == second  # bytecode folders do not count
+    assert digest(None) == first  # bytecode folders do not count
 
 
 def _settled(path: Path) -> None:

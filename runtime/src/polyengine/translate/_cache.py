@@ -10,9 +10,9 @@ sha-256 of the payload and the pickled Plan (several times faster to load
 than the JSON form; the directory is trusted as much as the compiled-module
 cache beside it, which holds native code). The translator digest covers the
 plan format and the sources of the reader, the type
-model, the validator and the translator (their names, sizes and modification
-times: a ``stat`` each, not a read, so a cached run stays cheap), so a
-changed translator never reuses an older plan. An unreadable or damaged
+model, the validator and the translator (read once, then remembered by the
+sources' ``stat``, see :func:`translator_digest`), so a changed translator
+never reuses an older plan. An unreadable or damaged
 entry is ignored and rewritten. Only successful translations are cached.
 
 A command line that runs a file also remembers the file's digest by its
@@ -99,29 +99,63 @@ _TRANSLATOR_FOLDERS = ("binary", "types", "validate", "translate")
 _TRANSLATOR_MODULES = ("engine/_validate.py",)
 
 
-@functools.cache
-def translator_digest() -> str:
-    """A digest of the translator's sources and plan format: a cached plan is reused only by it.
-
-    Each source counts by its path, size and modification time, so an edited
-    translator (an editable install) never meets a plan of its older self,
-    and a process with a cached plan reads no source file.
-    """
+def _translator_sources() -> tuple[Path, list[Path]]:
     root = Path(__file__).resolve().parent.parent  # the polyengine package
-    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
     paths = [root / rel for rel in _TRANSLATOR_MODULES]
     for sub in _TRANSLATOR_FOLDERS:
         with contextlib.suppress(OSError):
             paths.extend(sorted(_sources(root / sub)))
+    return root, paths
+
+
+def _content_digest(root: Path, paths: list[Path]) -> str:
+    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
+    for path in paths:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        with contextlib.suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _stat_digest(root: Path, paths: list[Path]) -> str:
+    digest = hashlib.sha256(f"plan-format {PLAN_FORMAT_VERSION}".encode())
     for path in paths:
         try:
             st = path.stat()
         except OSError:
             stamp = b"missing"
         else:
-            stamp = f"{st.st_size} {st.st_mtime_ns}".encode()
+            stamp = f"{st.st_size} {st.st_mtime_ns} {st.st_ino}".encode()
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + stamp + b"\0")
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()
+
+
+@functools.cache
+def translator_digest(base: Path | None = None) -> str:
+    """A digest of the translator's sources and plan format: a cached plan is reused only by it.
+
+    It covers the contents of the sources, so installs of the same sources
+    share plans and an edited translator never meets a plan of its older
+    self. Reading every source in every process would cost ~10 ms, so the
+    digest is remembered in ``base/translator/`` under a digest of the
+    sources' names, sizes, modification times and inodes (a ``stat`` each):
+    a process with a cached plan reads no source file.
+    """
+    root, paths = _translator_sources()
+    if base is None:
+        return _content_digest(root, paths)
+    record = base / "translator" / _stat_digest(root, paths)[:40]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        known = record.read_text(encoding="ascii")
+        if len(known) == 16 and all(c in "0123456789abcdef" for c in known):
+            return known
+    digest = _content_digest(root, paths)
+    with contextlib.suppress(OSError):
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_name(f".{record.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(digest, encoding="ascii")
+        os.replace(tmp, record)
+    return digest
 
 
 def _sources(folder: Path) -> Iterator[Path]:
@@ -144,7 +178,7 @@ def _cache_path(kind: str, sha256: str) -> Path | None:
         return None
     if base is None:
         return None
-    return base / kind / f"{sha256}-{translator_digest()}"
+    return base / kind / f"{sha256}-{translator_digest(base)}"
 
 
 def plan_cache_path(sha256: str) -> Path | None:
