@@ -9,6 +9,11 @@ polyengine``, ``polyengine run hello.wasm`` and ``polyengine run py-app.wasm``
 
 Build the components first with ``examples/build.sh``.
 
+The commands run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` is
+dropped from their environment), as an installed package runs: pip writes
+the ``.pyc`` files at install time, and without them every process would
+compile polyengine's sources again.
+
 Usage::
 
     python bench/startup.py [--runs N]
@@ -42,9 +47,14 @@ def _wasmtime_cli() -> str | None:
     return str(exe)
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _time(cmd: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=_ENV
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
@@ -53,10 +63,11 @@ def _time(cmd: list[str]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=11, help="timed runs of each command")
     args = ap.parse_args()
     py = sys.executable
-    pe = [py, "-m", "polyengine", "run"]
+    script = Path(py).with_name("polyengine")  # the console script users run
+    pe = [str(script), "run"] if script.exists() else [py, "-m", "polyengine", "run"]
     hello, app = BUILD / "hello.wasm", BUILD / "py-app.wasm"
     rows: dict[str, list[str]] = {
         "python -c pass": [py, "-c", "pass"],
@@ -84,6 +95,8 @@ def main() -> int:
             times[name].append(_time(cmd))
     med = {name: statistics.median(ts) for name, ts in times.items()}
     width = max(map(len, med))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load}")
     print(f"{'command':<{width}}  median ms  (min-max, {args.runs} runs)")
     for name, m in med.items():
         ts = times[name]
@@ -99,7 +112,35 @@ def main() -> int:
             ratio = med[a] / med[b]
             verdict = "meets" if ratio <= target else "misses"
             print(f"{a} / {b}: {ratio:.2f}x ({verdict} the {target}x target)")
+    for wasm in (hello, app):
+        if wasm.exists():
+            print(_imported(py, wasm))
     return 0
+
+
+#: The phases a run whose plan and modules are cached should not need to import.
+_PHASES = {
+    "polyengine.binary": "reader",
+    "polyengine.validate": "validator",
+    "polyengine.translate._translate": "translator",
+    "polyengine.concurrency": "task model",
+}
+
+
+def _imported(py: str, wasm: Path) -> str:
+    """Which of :data:`_PHASES` a cached ``polyengine run`` of ``wasm`` imports."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from polyengine.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['run', {str(wasm)!r}, 'a'])\n"
+        f"print(' '.join(m for m in {sorted(_PHASES)!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [py, "-c", code], capture_output=True, text=True, check=False, env=_ENV
+    ).stdout.split()
+    found = ", ".join(f"{_PHASES[m]} {'yes' if m in out else 'no'}" for m in sorted(_PHASES))
+    return f"a cached run of {wasm.name} imports: {found}"
 
 
 if __name__ == "__main__":

@@ -66,33 +66,101 @@ def test_disk_cache_written_and_reused(tmp_path: Path) -> None:
     module = compile_module(data, engine=engine)
     cache_dir = module_cache_dir(engine)
     assert cache_dir is not None and cache_dir.parent == tmp_path / "c1"
-    files = list(cache_dir.iterdir())
-    assert len(files) == 1 and files[0].name.startswith(module.sha256)
+    files = sorted(cache_dir.iterdir())
+    # the serialized module (wasmtime's own layout, mapped on load) and its record
+    assert [f.name for f in files] == [
+        f"{module.sha256}-{engine.config.code_fingerprint()}{suffix}"
+        for suffix in (".cwasm", ".meta")
+    ]
+    assert files[0].read_bytes()[:4] == b"\x7fELF"
     # A second engine with the same directory (a "new process") reads the entry.
     engine2 = get_engine(EngineConfig(cache_dir=str(tmp_path / "c1"), consume_fuel=True))
     assert engine2 is not engine
     # consume_fuel changes the code, so the entry is keyed apart.
     compile_module(data, engine=engine2)
-    assert len(list(cache_dir.iterdir())) == 2
+    assert len(list(cache_dir.glob("*.cwasm"))) == 2
 
 
-def test_corrupted_cache_entry_is_ignored_and_rewritten(tmp_path: Path) -> None:
+def test_corrupted_cache_entry_is_ignored_and_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = _fresh_module()
     engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c2")))
     module = compile_module(data, engine=engine)
     cache_dir = module_cache_dir(engine)
     assert cache_dir is not None
-    (entry,) = cache_dir.iterdir()
+    (entry,) = cache_dir.glob("*.cwasm")
     good = entry.read_bytes()
     entry.write_bytes(good[: len(good) // 2] + b"garbage" * 10)
     # Another engine (another in-process cache) sharing the directory.
     engine2 = get_engine(EngineConfig(cache_dir=str(tmp_path / "c2"), max_wasm_stack=500_000))
-    entry2_name = f"{module.sha256}-{engine2.config.code_fingerprint()}"
-    (cache_dir / entry2_name).write_bytes(b"not a cache entry")
+    entry2 = cache_dir / f"{module.sha256}-{engine2.config.code_fingerprint()}.cwasm"
+    entry2.write_bytes(b"not a cache entry")
     module2 = compile_module(data, engine=engine2)
     assert module2.export_names == module.export_names
-    assert (cache_dir / entry2_name).read_bytes() != b"not a cache entry"
-    assert (cache_dir / entry2_name).read_bytes().startswith(b"polyengine-module")
+    assert entry2.read_bytes()[:4] == b"\x7fELF"
+    # In a new process the damaged entry of the first engine is a miss, and is rewritten.
+    _as_new_process(monkeypatch)
+    assert compile_module(data, engine=engine).export_names == module.export_names
+    assert entry.read_bytes()[:4] == b"\x7fELF"
+
+
+def _as_new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget the compiled modules of this process, as a new process would not have them."""
+    from polyengine.engine import _module
+
+    monkeypatch.setattr(_module, "_memory_cache", {})
+
+
+def test_entry_rewritten_with_the_same_size_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    data = _fresh_module()
+    engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c4")))
+    compile_module(data, engine=engine)
+    cache_dir = module_cache_dir(engine)
+    assert cache_dir is not None
+    (entry,) = cache_dir.glob("*.cwasm")
+    size = entry.stat().st_size
+    entry.write_bytes(b"\0" * size)  # same size, later modification time: never given to wasmtime
+    st = entry.stat()
+    os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    _as_new_process(monkeypatch)
+    module = compile_module(data, engine=engine)
+    assert module.export_names[0].startswith("f-")
+    assert entry.read_bytes()[:4] == b"\x7fELF"  # rewritten
+
+
+def test_cached_module_keeps_its_imports_and_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wat = f"""(module (import "m" "f" (func)) (import "m" "mem" (memory 1))
+        (func (export "g-{uuid.uuid4().hex}")) (global (export "h") i32 (i32.const 0)))"""
+    data = wasmtime.wat2wasm(wat)
+    engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c5")))
+    compiled = compile_module(data, engine=engine)
+    _as_new_process(monkeypatch)
+    loaded = compile_module(data, "again", engine=engine)
+    assert loaded is not compiled and loaded.name == "again"
+    for m in (compiled, loaded):
+        assert [(d.module, d.name, d.kind) for d in m.imports] == [
+            ("m", "f", "func"),
+            ("m", "mem", "memory"),
+        ]
+        assert list(m.export_kinds.values()) == ["func", "global"]
+        assert m.export_names == tuple(m.export_kinds)
+    assert loaded.export_names == compiled.export_names
+
+
+def test_known_sha256_skips_hashing_but_keys_the_same_entry(tmp_path: Path) -> None:
+    import hashlib
+
+    data = _fresh_module()
+    engine = get_engine(EngineConfig(cache_dir=str(tmp_path / "c6")))
+    a = compile_module(data, engine=engine, sha256=hashlib.sha256(data).hexdigest())
+    assert compile_module(data, engine=engine) is a
 
 
 def test_disk_cache_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:

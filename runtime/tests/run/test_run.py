@@ -291,7 +291,7 @@ def test_internal_error_is_one_line(
 ) -> None:
     from polyengine.cli import _run
 
-    def broken(data: bytes) -> object:
+    def broken(data: bytes, **_: object) -> object:
         raise RuntimeError("simulated failure")
 
     monkeypatch.setattr(_run, "load_artifacts", broken)

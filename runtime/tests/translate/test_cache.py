@@ -162,3 +162,105 @@ def test_module_signatures_on_disk(
     _inline._SIGNATURES.clear()
     with pytest.raises(TranslationError, match="internal error AssertionError"):
         translate_component(component)
+
+
+def test_translator_digest_follows_an_edited_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest covers the sources' contents; a record by their stat spares reading them."""
+    import os
+
+    root = tmp_path / "polyengine"
+    for sub in _cache._TRANSLATOR_FOLDERS:
+        (root / sub / "deep").mkdir(parents=True)
+        (root / sub / "deep" / "m.py").write_text("x = 1\n")
+    (root / "engine").mkdir()
+    (root / "engine" / "_validate.py").write_text("y = 1\n")
+    (root / "translate" / "_cache.py").write_text("")
+    monkeypatch.setattr(_cache, "__file__", str(root / "translate" / "_cache.py"))
+    digest = _cache.translator_digest.__wrapped__
+    base = tmp_path / "cache"
+    first = digest(base)
+    assert digest(base) == first == digest(None)
+    (record,) = (base / "translator").iterdir()
+    assert record.read_text() == first
+    record.write_text("0" * 16)  # a remembered digest is used as it is: no source is read
+    assert digest(base) == "0" * 16
+    source = root / "types" / "deep" / "m.py"
+    st = source.stat()
+    source.write_text("x = 2\n")  # same size; the time moves
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    second = digest(base)
+    assert second not in (first, "0" * 16) and second == digest(None)
+    source.write_text("x = 1\n")  # the first contents again: the first digest
+    assert digest(base) == first
+    (root / "validate" / "deep" / "__pycache__").mkdir()
+    (root / "validate" / "deep" / "__pycache__" / "m.py").write_text("changed")
+    assert digest(None) == first  # bytecode folders do not count
+
+
+def _settled(path: Path) -> None:
+    """Move a file's modification time back, as if it had been written minutes ago."""
+    import os
+
+    st = path.stat()
+    old = st.st_mtime_ns - 600 * 1_000_000_000
+    os.utime(path, ns=(old, old))
+
+
+def test_a_run_file_digest_is_remembered_until_the_file_changes(
+    cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    app = tmp_path / "app.wasm"
+    app.write_bytes(b"\0asm-one")
+    # change time is now: too fresh to remember
+    monkeypatch.setattr(_cache, "SETTLED_NS", 10**18)
+    before = os.stat(app)
+    _cache.remember_digest(str(app), before, "a" * 64)
+    assert _cache.known_digest(str(app), before, app.read_bytes()) is None
+    monkeypatch.setattr(_cache, "SETTLED_NS", 0)
+    _settled(app)
+    before = os.stat(app)
+    _cache.remember_digest(str(app), before, "b" * 64)
+    assert _cache.known_digest(str(app), before, app.read_bytes()) == "b" * 64
+    # the same size, new bytes: the change time moves, the record no longer holds
+    app.write_bytes(b"\0asm-two")
+    _settled(app)
+    after = os.stat(app)
+    assert _cache.known_digest(str(app), after, app.read_bytes()) is None
+    # a stat taken before a change that happened while the file was read
+    _cache.remember_digest(str(app), after, "c" * 64)
+    assert _cache.known_digest(str(app), after, app.read_bytes()) == "c" * 64
+    app.write_bytes(b"\0asm-333")
+    assert _cache.known_digest(str(app), after, b"\0asm-two") is None
+    # bytes of another length than the stat's are never trusted
+    assert _cache.known_digest(str(app), after, b"\0asm") is None
+
+
+def test_translate_for_run_uses_the_remembered_digest(
+    cache_dir: Path, component: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from polyengine.translate import translate_for_run
+
+    monkeypatch.setattr(_cache, "SETTLED_NS", 0)
+    app = tmp_path / "app.wasm"
+    app.write_bytes(component)
+    _settled(app)
+    before = os.stat(app)
+    first = translate_for_run(app.read_bytes(), source=(str(app), before))
+    assert first.sha256 == hashlib.sha256(component).hexdigest()
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"") -> object:
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(hashlib, "sha256", counting)
+    second = translate_for_run(app.read_bytes(), source=(str(app), before))
+    assert second.sha256 == first.sha256 and second.plan is first.plan
+    assert len(component) not in hashed  # the component was not hashed again

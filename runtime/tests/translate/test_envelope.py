@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from polyengine.errors import TranslationError
-from polyengine.translate import Artifacts, artifacts_from_envelope, translate
+from polyengine.translate import Artifacts, artifacts_from_envelope, plan_to_json, translate
 
 WAT = """
 (component
@@ -114,3 +114,24 @@ def test_envelope_is_identical_across_hash_seeds(
         for seed in ("1", "2", "3")
     }
     assert len(outs) == 1
+
+
+def test_a_plan_whose_module_digest_is_wrong_is_refused(
+    wat2wasm: Callable[[str], bytes],
+) -> None:
+    """The runtime finds compiled modules by the plan's digests: a wrong one never gets in."""
+    import dataclasses
+
+    data = wat2wasm(WAT)
+    arts = translate(data)
+    module = arts.plan.modules[0]
+    forged = dataclasses.replace(
+        arts.plan, modules=(dataclasses.replace(module, sha256="0" * 64),)
+    )
+    with pytest.raises(ValueError, match="core module 0 has sha-256"):
+        Artifacts(forged, data)
+    envelope = arts.to_envelope()
+    envelope["plan"] = plan_to_json(forged)
+    with pytest.raises(ValueError, match="core module 0 has sha-256"):
+        artifacts_from_envelope(envelope, data)
+    assert Artifacts(arts.plan, data).plan is arts.plan

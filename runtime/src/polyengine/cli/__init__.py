@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from polyengine import __version__
 
+#: The verbs ``_run`` registers: their command lines build only that sub-parser (start-up).
+_RUN_VERBS = ("run", "invoke")
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser; each verb adds a sub-parser."""
+
+def build_parser(*, run_only: bool = False) -> argparse.ArgumentParser:
+    """The top-level parser; each verb adds a sub-parser.
+
+    With ``run_only`` only ``run`` and ``invoke`` are registered, so a run
+    does not import the other verbs' modules.
+    """
     parser = argparse.ArgumentParser(
         prog="polyengine", description="Run and inspect WebAssembly components."
     )
     parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    from polyengine.cli import _bindgen, _run, _serve, _translate, _wit
+    from polyengine.cli import _run
 
     _run.register(verbs)
+    if run_only:
+        return parser
+    from polyengine.cli import _bindgen, _serve, _translate, _wit
+
     _translate.register(verbs)
     _bindgen.register(verbs)
     _wit.register(verbs)
@@ -27,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyengine`` script; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(run_only=bool(words) and words[0] in _RUN_VERBS)
+    args = parser.parse_args(words)
     if args.verb is None:
         parser.print_help()
         return 2

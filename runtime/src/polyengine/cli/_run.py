@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import os
 import re
 import sys
@@ -32,13 +31,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from polyengine.cli import _wave
 from polyengine.errors import LinkError, TranslationError
 from polyengine.translate import Artifacts
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result, ValType
+
+if TYPE_CHECKING:
+    from polyengine.cli import _wave
 
 __all__ = [
     "EXIT_TRAP",
@@ -154,16 +155,20 @@ def invoke_command(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- loading
 
 
-def load_artifacts(data: bytes) -> Artifacts:
+def load_artifacts(
+    data: bytes, *, source: tuple[str, os.stat_result] | None = None
+) -> Artifacts:
     """Translate ``data``, reusing the cached plan of the same bytes when there is one.
 
     Plans are kept in the translator's plan cache whatever the component's
     size (:func:`polyengine.translate.translate_for_run`): a run from the
-    cache does not import the reader, validator or translator.
+    cache does not import the reader, validator or translator. ``source``
+    (the file and its ``stat`` before it was read) spares hashing an
+    unchanged file again.
     """
     from polyengine.translate import translate_for_run
 
-    return translate_for_run(data)
+    return translate_for_run(data, source=source)
 
 
 class _Progress:
@@ -209,16 +214,13 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
     from polyengine import engine
 
     eng = engine.get_engine()
-    cache = engine.module_cache_dir(eng)
-    fingerprint = eng.config.code_fingerprint()
-    modules = [arts.module_bytes(i) for i in range(len(arts.plan.modules))]
-    uncached = [
-        i
-        for i, data in enumerate(modules)
-        if cache is None
-        or not (cache / f"{hashlib.sha256(data).hexdigest()}-{fingerprint}").is_file()
-    ]
-    pending = sum(len(modules[i]) for i in uncached)
+    shas = [m.sha256 for m in arts.plan.modules]  # the plan's own: no hashing again
+    uncached = []
+    for i, sha in enumerate(shas):
+        path = engine.cached_module_path(sha, eng)
+        if path is None or not path.is_file():
+            uncached.append(i)
+    pending = sum(arts.plan.modules[i].length for i in uncached)
     show = stream is not None and pending >= PROGRESS_THRESHOLD and _isatty(stream)
     progress = _Progress(stream, label) if show and stream is not None else None
     total = pending / (1 << 20)
@@ -230,8 +232,8 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
                     f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
                     f"module {n} of {len(uncached)}"
                 )
-            engine.compile_module(modules[i], name=f"module {i}")
-            done += len(modules[i])
+            engine.compile_module(arts.module_view(i), name=f"module {i}", sha256=shas[i])
+            done += arts.plan.modules[i].length
     finally:
         if progress is not None:
             progress.close()
@@ -465,12 +467,17 @@ def _fail(message: str) -> NoReturn:
 def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]) -> int:
     path: Path = args.component
     program = path.name
-    try:
-        call = _wave.parse_call(call_text) if call_text is not None else None
-    except _wave.WaveError as exc:
-        return _error(f"cannot parse the call {call_text!r}: {exc}")
+    call: _wave.FuncCall | None = None
+    if call_text is not None:
+        from polyengine.cli import _wave  # WIT value syntax only for a call (start-up)
+
+        try:
+            call = _wave.parse_call(call_text)
+        except _wave.WaveError as exc:
+            return _error(f"cannot parse the call {call_text!r}: {exc}")
     try:
         try:
+            before = os.stat(path)
             data = path.read_bytes()
         except OSError as exc:
             _fail(f"cannot read {path}: {exc.strerror or exc}")
@@ -481,11 +488,13 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                     f"(compile it first: wasm-tools parse {path} -o app.wasm)"
                 )
             _fail(f"{path} is not a WebAssembly binary")
-        arts = load_artifacts(data)
+        arts = load_artifacts(data, source=(str(path), before))
         target: ExportFunc | None = None
         params: list[Any] = []
         run_name: str | None = None
         if call is not None:
+            from polyengine.cli import _wave
+
             target = find_export(arts.plan, call)
             _check_invocable(target)
             try:
@@ -607,6 +616,8 @@ async def _execute(
                 return 0
             what = f"failed to invoke `{target.label}`"
             value = await _call(instance, target, params)
+            from polyengine.cli import _wave
+
             _flush()
             print(_wave.format_results(value, target.type.result))
             return 0

@@ -716,9 +716,9 @@ def _instance_pre(artifacts: Artifacts) -> engine.InstancePre:
     found = _PRES.get(key)
     if found is not None and found[0] is plan:
         return found[1]
-    modules = [
-        engine.compile_module(artifacts.module_bytes(i), name=f"module {i}")
-        for i in range(len(plan.modules))
+    modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
+        engine.compile_module(artifacts.module_view(i), name=f"module {i}", sha256=m.sha256)
+        for i, m in enumerate(plan.modules)
     ]
     instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []
     for index, core in enumerate(plan.core_instances):

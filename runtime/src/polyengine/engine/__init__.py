@@ -70,6 +70,7 @@ from ._memory import new_memory as new_memory
 from ._memory import new_table as new_table
 from ._module import CoreModule as CoreModule
 from ._module import ImportDesc as ImportDesc
+from ._module import cached_module_path as cached_module_path
 from ._module import compile_module as compile_module
 from ._module import module_cache_dir as module_cache_dir
 from ._pre import DeferredHost as DeferredHost
@@ -110,6 +111,7 @@ __all__ = [
     "InstancePre",
     "Linking",
     "StoreClosedError",
+    "cached_module_path",
     "compile_module",
     "define_host_func",
     "get_engine",

@@ -10,6 +10,7 @@ Everything that is not on a hot path keeps using the package's bindings.
 from __future__ import annotations
 
 import ctypes
+import os
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -20,14 +21,39 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from importlib import metadata
 from typing import Any
 
 from wasmtime import _ffi as wffi
 
 __all__ = ["WASMTIME_VERSION"]
 
-WASMTIME_VERSION: str = metadata.version("wasmtime")
+
+
+def _wasmtime_version() -> str:
+    """The installed wasmtime-py's version (it keys the caches of compiled code).
+
+    Read from the name of its one ``wasmtime-<version>.dist-info`` folder
+    beside the package: importing :mod:`importlib.metadata` would cost every
+    process ~10 ms of start-up. Anything else (no folder, several) asks
+    :mod:`importlib.metadata`.
+    """
+    site = os.path.dirname(os.path.dirname(os.path.abspath(wffi.__file__)))
+    try:
+        found = [
+            name[len("wasmtime-") : -len(".dist-info")]
+            for name in os.listdir(site)
+            if name.startswith("wasmtime-") and name.endswith(".dist-info")
+        ]
+    except OSError:
+        found = []
+    if len(found) == 1:
+        return found[0]
+    from importlib import metadata
+
+    return metadata.version("wasmtime")
+
+
+WASMTIME_VERSION: str = _wasmtime_version()
 
 dll: Any = wffi.dll
 

@@ -2,18 +2,26 @@
 
 Compiled modules are keyed by the sha-256 of their bytes.  Within a process a
 module is compiled once per engine; across processes the compiled artifact is
-kept in ``<cache>/<wasmtime version>/<sha256>-<config digest>`` through
-wasmtime's module serialization.  Each cache file starts with a header and
-the sha-256 of the serialized payload, so a truncated or corrupted entry is
-detected before it reaches wasmtime, then ignored and rewritten.
+kept in ``<cache>/<wasmtime version>/<sha256>-<config digest>.cwasm`` through
+wasmtime's module serialization, and loaded with ``Module.deserialize_file``
+(wasmtime maps the file instead of the process reading and copying it).
+
+Beside each artifact a small ``.meta`` file (:mod:`marshal`) records the
+artifact's size and modification time, the sha-256 of its bytes, and the
+module's imports and exports, so a cached module needs neither wasmtime's
+type queries nor a read of the artifact.  An artifact whose size or
+modification time is not the recorded one (truncated, rewritten, replaced)
+never reaches wasmtime: it is ignored and rewritten.  A cache directory is
+trusted as far as that (it holds native code): damage that keeps a file's
+size and time is not looked for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +33,19 @@ from ._errors import CompileError
 from ._features import explain
 from ._ffi import WASMTIME_VERSION, address
 
-__all__ = ["CoreModule", "ImportDesc", "compile_module", "module_cache_dir"]
+__all__ = [
+    "ARTIFACT_SUFFIX",
+    "CoreModule",
+    "ImportDesc",
+    "cached_module_path",
+    "compile_module",
+    "module_cache_dir",
+]
 
-_MAGIC = b"polyengine-module\x00v1\x00"
+#: The first item of a ``.meta`` record: a record of another layout is a miss.
+_META_FORMAT = "polyengine-module-meta/2"
+#: The suffix of a serialized module (wasmtime's own file layout, nothing before it).
+ARTIFACT_SUFFIX = ".cwasm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +105,7 @@ class CoreModule:
     @property
     def export_names(self) -> tuple[str, ...]:
         """The names the module exports, in declaration order."""
-        return tuple(e.name for e in self.wasmtime_module.exports)
+        return tuple(self.export_kinds)
 
     def __repr__(self) -> str:
         return f"<CoreModule {self.name} sha256={self.sha256[:12]}>"
@@ -130,39 +148,69 @@ def module_cache_dir(engine: Engine) -> Path | None:
     return base / WASMTIME_VERSION
 
 
-def _read_cached(path: Path, engine: Engine) -> wasmtime.Module | None:
+def _read_cached(path: Path, engine: Engine) -> CoreModule | None:
+    """The module cached at ``path`` (its ``.meta`` beside it), or ``None`` for a miss."""
     try:
-        blob = path.read_bytes()
-    except OSError:
+        meta = marshal.loads(path.with_suffix(".meta").read_bytes())
+        st = path.stat()
+    except (OSError, EOFError, ValueError, TypeError):
         return None
-    head = len(_MAGIC)
-    if len(blob) < head + 32 or not blob.startswith(_MAGIC):
+    if (
+        not isinstance(meta, tuple)
+        or len(meta) != 6
+        or meta[0] != _META_FORMAT
+        or meta[1] != st.st_size
+        or meta[2] != st.st_mtime_ns
+    ):
         return None
-    digest, payload = blob[head : head + 32], blob[head + 32 :]
-    if hashlib.sha256(payload).digest() != digest:
-        return None
+    _, _, _, sha, imports, exports = meta
     try:
-        return wasmtime.Module.deserialize(engine.wasmtime_engine, payload)
-    except wasmtime.WasmtimeError:
+        module = wasmtime.Module.deserialize_file(engine.wasmtime_engine, str(path))
+        result = CoreModule._create(engine, module, sha, "")
+        result._imports = tuple(ImportDesc(m, n, k) for m, n, k in imports)
+        result._exports = dict(exports)
+    except (wasmtime.WasmtimeError, ValueError, TypeError):
         return None
+    return result
 
 
-def _write_cached(path: Path, module: wasmtime.Module) -> None:
+def _write_cached(path: Path, module: CoreModule) -> None:
+    """Serialize ``module`` to ``path`` and record its ``.meta`` (both atomically)."""
     try:
-        payload = bytes(module.serialize())
+        payload = bytes(module.wasmtime_module.serialize())
+        imports = tuple((d.module, d.name, d.kind) for d in module.imports)
+        exports = tuple(module.export_kinds.items())
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except (OSError, wasmtime.WasmtimeError):
+        _write_atomically(path, payload)
+        st = path.stat()
+        record = (_META_FORMAT, st.st_size, st.st_mtime_ns, module.sha256, imports, exports)
+        _write_atomically(path.with_suffix(".meta"), marshal.dumps(record))
+    except (OSError, ValueError, wasmtime.WasmtimeError):
         # The disk cache is an optimization; failing to fill it is not an error.
         return
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    import tempfile  # only when a module is compiled (start-up)
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def cached_module_path(sha256: str, engine: Engine | None = None) -> Path | None:
+    """Where the compiled module with hex digest ``sha256`` is cached on disk (``None``: off)."""
+    eng = engine if engine is not None else get_engine()
+    cache_dir = module_cache_dir(eng)
+    if cache_dir is None:
+        return None
+    return cache_dir / f"{sha256}-{eng.config.code_fingerprint()}{ARTIFACT_SUFFIX}"
 
 
 def compile_module(
@@ -170,18 +218,21 @@ def compile_module(
     name: str | None = None,
     *,
     engine: Engine | None = None,
+    sha256: str | None = None,
 ) -> CoreModule:
     """Compile the core module ``data`` (binary format) for ``engine``.
 
     Results are cached by sha-256 in the process and on disk (see
-    :func:`module_cache_dir`).  Raises :class:`CompileError` naming ``name``
-    (or the module's hash) when the bytes are not a valid core module.
+    :func:`module_cache_dir`).  ``sha256``, when given, is the hex digest of
+    ``data`` as the caller already knows it (a plan records each module's),
+    which spares hashing the bytes again.  Raises :class:`CompileError`
+    naming ``name`` (or the module's hash) when the bytes are not a valid
+    core module.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"compile_module expects bytes, not {type(data).__name__}")
-    raw = bytes(data)
     eng = engine if engine is not None else get_engine()
-    sha = hashlib.sha256(raw).hexdigest()
+    sha = sha256 if sha256 is not None else hashlib.sha256(data).hexdigest()
     label = name if name is not None else f"sha256:{sha[:12]}"
     key = (id(eng), sha)
     cached = _memory_cache.get(key)
@@ -191,10 +242,12 @@ def compile_module(
         cached = _memory_cache.get(key)
         if cached is not None:
             return cached
-        cache_dir = module_cache_dir(eng)
-        path = cache_dir / f"{sha}-{eng.config.code_fingerprint()}" if cache_dir else None
-        module = _read_cached(path, eng) if path is not None else None
-        if module is None:
+        path = cached_module_path(sha, eng)
+        result = _read_cached(path, eng) if path is not None else None
+        if result is not None:
+            result.name = label
+        else:
+            raw = bytes(data)
             if raw[:4] != b"\0asm":
                 raise CompileError(label, "not a WebAssembly binary (bad magic)")
             try:
@@ -202,8 +255,8 @@ def compile_module(
             except wasmtime.WasmtimeError as exc:
                 lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
                 raise CompileError(label, explain("; ".join(lines))) from None
+            result = CoreModule._create(eng, module, sha, label)
             if path is not None:
-                _write_cached(path, module)
-        result = CoreModule._create(eng, module, sha, label)
+                _write_cached(path, result)
         _memory_cache[key] = result
         return result

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import os
+
     from polyengine.translate.artifacts import Artifacts as Artifacts
     from polyengine.translate.artifacts import artifacts_from_envelope as artifacts_from_envelope
     from polyengine.translate.plan import Plan as Plan
@@ -43,22 +45,33 @@ def translate(component_bytes: bytes) -> Artifacts:
     return _translate_cached(bytes(component_bytes), disk_any_size=False)
 
 
-def translate_for_run(component_bytes: bytes) -> Artifacts:
+def translate_for_run(
+    component_bytes: bytes, *, source: tuple[str, os.stat_result] | None = None
+) -> Artifacts:
     """:func:`translate` for a process that starts to run one component (the command line).
 
     The plan is kept on disk whatever the component's size: in a fresh
     process reading a cached plan also spares importing the translator.
+    ``source`` is the file the bytes were read from and its ``stat`` taken
+    before reading: an unchanged file's digest is remembered, not computed
+    again (:func:`polyengine.translate._cache.known_digest`).
     """
-    return _translate_cached(bytes(component_bytes), disk_any_size=True)
+    return _translate_cached(bytes(component_bytes), disk_any_size=True, source=source)
 
 
-def _translate_cached(data: bytes, *, disk_any_size: bool) -> Artifacts:
+def _translate_cached(
+    data: bytes, *, disk_any_size: bool, source: tuple[str, os.stat_result] | None = None
+) -> Artifacts:
     import hashlib
 
-    from polyengine.translate._cache import cached_plan, store_plan
+    from polyengine.translate._cache import cached_plan, known_digest, remember_digest, store_plan
     from polyengine.translate.artifacts import Artifacts
 
-    sha = hashlib.sha256(data).hexdigest()
+    sha = known_digest(source[0], source[1], data) if source is not None else None
+    if sha is None:
+        sha = hashlib.sha256(data).hexdigest()
+        if source is not None:
+            remember_digest(source[0], source[1], sha)
     plan = cached_plan(sha, len(data), disk_any_size=disk_any_size)
     if plan is None:
         plan = translate_component(data)

@@ -18,7 +18,14 @@ ENVELOPE_VERSION = PLAN_FORMAT_VERSION
 
 
 class Artifacts:
-    """A translated component: the bytes, their sha-256 and the Plan."""
+    """A translated component: the bytes, their sha-256 and the Plan.
+
+    The plan's record of each core module (offset, length, sha-256) holds
+    for the bytes: the runtime finds compiled modules by those digests
+    without hashing the modules again. The translator's plans hold by
+    construction; a plan given from outside (the constructor, an envelope) is
+    checked here.
+    """
 
     __slots__ = ("_bytes", "_plan", "_sha256")
 
@@ -29,6 +36,7 @@ class Artifacts:
         self._plan = plan
         self._bytes = bytes(component_bytes)
         self._sha256 = digest
+        _check_modules(plan, self._bytes)
 
     @classmethod
     def _trusted(cls, plan: Plan, component_bytes: bytes, sha256: str) -> Artifacts:
@@ -56,6 +64,11 @@ class Artifacts:
         """The bytes of core module ``plan.modules[index]``."""
         m = self._plan.modules[index]
         return self._bytes[m.offset : m.offset + m.length]
+
+    def module_view(self, index: int) -> memoryview:
+        """Core module ``plan.modules[index]`` in place (no copy: a cached module needs none)."""
+        m = self._plan.modules[index]
+        return memoryview(self._bytes)[m.offset : m.offset + m.length]
 
     def to_envelope(self) -> dict[str, Json]:
         """The translation envelope: JSON-ready, deterministic under ``sort_keys``."""
@@ -98,7 +111,19 @@ def artifacts_from_envelope(envelope: dict[str, Json], component_bytes: bytes) -
     if not isinstance(plan_json, dict):
         raise ValueError("translation envelope has no plan")
     plan = plan_from_json(plan_json)
-    for m in plan.modules:
-        if m.offset < 0 or m.offset + m.length > len(component_bytes):
-            raise ValueError("translation envelope names a core module outside the component")
-    return Artifacts._trusted(plan, bytes(component_bytes), actual)
+    data = bytes(component_bytes)
+    _check_modules(plan, data, "translation envelope")
+    return Artifacts._trusted(plan, data, actual)
+
+
+def _check_modules(plan: Plan, data: bytes, what: str = "plan") -> None:
+    """Refuse a plan whose core modules are not where, or not what, it says in ``data``."""
+    view = memoryview(data)
+    for index, m in enumerate(plan.modules):
+        if m.offset < 0 or m.length < 0 or m.offset + m.length > len(data):
+            raise ValueError(f"{what} names a core module outside the component")
+        digest = hashlib.sha256(view[m.offset : m.offset + m.length]).hexdigest()
+        if digest != m.sha256:
+            raise ValueError(
+                f"{what}: core module {index} has sha-256 {digest}, the plan says {m.sha256}"
+            )

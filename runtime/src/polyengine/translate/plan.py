@@ -46,8 +46,7 @@ function types use :func:`~polyengine.types.model.valtype_to_json` and
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from polyengine.types.model import (
     FuncType,
@@ -58,6 +57,11 @@ from polyengine.types.model import (
     valtype_from_json,
     valtype_to_json,
 )
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:  # the same classes, made without compiling generated methods (start-up)
+    from polyengine.types.record import frozen_dataclass as dataclass
 
 PLAN_FORMAT_VERSION = 1
 

@@ -13,8 +13,12 @@ and ``Variant`` (CanonicalABI.md §"Despecialization").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:  # the same classes, made without compiling generated methods (start-up)
+    from polyengine.types.record import frozen_dataclass as dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,126 @@
+"""``frozen_dataclass``: the type model's and plan's classes behave as frozen dataclasses do."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from typing import Any
+
+import pytest
+
+from polyengine.types import model as m
+from polyengine.types.record import frozen_dataclass
+
+
+@frozen_dataclass(frozen=True, slots=True)
+class Base:
+    a: int
+
+
+@frozen_dataclass(frozen=True, slots=True)
+class Made(Base):
+    b: str
+    c: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StdBase:
+    a: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Std(StdBase):
+    b: str
+    c: tuple[int, ...] = ()
+
+
+def test_the_same_behaviour_as_the_standard_decorator() -> None:
+    ours, std = Made(1, "x", (2,)), Std(1, "x", (2,))
+    assert repr(ours) == repr(std).replace("Std(", "Made(")
+    assert ours == Made(1, "x", (2,)) and ours != Made(1, "y", (2,))
+    assert hash(ours) == hash(Made(1, "x", (2,))) == hash(std)
+    assert ours != std  # another class: never equal, as for dataclasses
+    assert Made(1, b="x") == Made(a=1, b="x", c=())
+    assert Made.__match_args__ == Std.__match_args__ == ("a", "b", "c")
+    assert [f.name for f in dataclasses.fields(ours)] == ["a", "b", "c"]
+    assert dataclasses.fields(Made)[2].default == ()
+    assert dataclasses.is_dataclass(ours) and dataclasses.is_dataclass(Made)
+    assert dataclasses.replace(ours, b="z") == Made(1, "z", (2,))
+    assert dataclasses.asdict(ours) == {"a": 1, "b": "x", "c": (2,)}
+    assert not hasattr(ours, "__dict__")
+    assert Made.__init__.__qualname__ == "Made.__init__"
+    match ours:
+        case Made(a, b, c):
+            assert (a, b, c) == (1, "x", (2,))
+        case _:
+            pytest.fail("no match")
+
+
+def test_frozen() -> None:
+    ours = Made(1, "x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ours.a = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del ours.b  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((), {}, "missing required argument: 'a'"),
+        ((1,), {}, "missing required argument: 'b'"),
+        ((1, "x", (), 4), {}, "takes 4 positional arguments but 5 were given"),
+        ((1, "x"), {"a": 2}, "multiple values for argument 'a'"),
+        ((1, "x"), {"d": 2}, "unexpected keyword argument 'd'"),
+    ],
+)
+def test_bad_arguments_are_refused(
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        Made(*args, **kwargs)
+
+
+def test_pickle_and_copy_round_trip() -> None:
+    t = m.Record((m.Field("f", m.List(m.Option(m.U8()), 4)), m.Field("g", m.String())))
+    for proto in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(t, protocol=proto)) == t
+    assert copy.deepcopy(t) == t and copy.copy(t) == t
+    with pytest.raises(TypeError, match="a state of 1 fields, expected 2"):
+        m.List.__new__(m.List).__setstate__([m.U8()])
+
+
+def test_unsupported_forms_are_refused() -> None:
+    with pytest.raises(TypeError, match="frozen=True, slots=True only"):
+        frozen_dataclass(frozen=True)
+
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="bases made the same way"):
+
+        @frozen_dataclass(frozen=True, slots=True)
+        class Child(Plain):
+            x: int
+
+    with pytest.raises(TypeError, match="field\\(\\) is not supported"):
+
+        @frozen_dataclass(frozen=True, slots=True)
+        class WithField:
+            x: list[int] = dataclasses.field(default_factory=list)
+
+    with pytest.raises(TypeError, match="non-default argument 'y'"):
+
+        @frozen_dataclass(frozen=True, slots=True)
+        class Order:
+            x: int = 0
+            y: int  # type: ignore[misc]
+
+
+def test_a_standard_dataclass_may_derive_from_one() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Derived(m.ValType):
+        x: int
+
+    assert Derived(1) == Derived(1) and dataclasses.fields(Derived)[0].name == "x"
