@@ -222,7 +222,7 @@ class TaskModel:
         defer: bool = True,
         never_parks: bool = False,
     ) -> engine.CoreFunc:
-        core = flatten_functype(ft, "lower", is_async=o.is_async)
+        core = flatten_functype(ft, "lower", is_async=o.is_async, ptr_type=self.rt.addrtype(o))
         built: CanonLower | None = None
         if never_parks:
             # an async lower of a host function never blocks: a plain host function
