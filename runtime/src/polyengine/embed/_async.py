@@ -49,7 +49,7 @@ from polyengine.concurrency import (
     run_to_completion,
 )
 from polyengine.concurrency.driver import CancelMode
-from polyengine.concurrency.engine_seam import builtin_host_func, engine_core
+from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.thread import CoreVal, Thread
@@ -233,7 +233,8 @@ class TaskModel:
                 if built is None:
                     built = build()
                 thread = store.current
-                assert thread is not None, "a lowered import was called outside any task"
+                if thread is None:
+                    no_current_task("a lowered import")
                 return canon_lower_async(built, thread, list(args))
 
             return engine.define_host_func(
