@@ -52,6 +52,7 @@ from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.lift import canon_lower_async
+from polyengine.concurrency.reentry import check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
@@ -642,6 +643,10 @@ class AsyncExportCall:
         if self.tasks.store.current is not None:
             await asyncio.sleep(0)
         lf = self._check()
+        try:
+            check_not_on_stack(lf.inst, self.name)
+        except ConcurrencyTrap as trap:
+            _raise_for(trap)
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
         try:

@@ -266,8 +266,8 @@ class ExportCall:
             for a in ancestors:
                 if not a.may_enter:
                     raise Trap(
-                        f"cannot call {name}: component instance {a.name}, an ancestor of "
-                        f"{ci.name}, is already entered",
+                        f"cannot enter component instance {a.name} to call {name}: "
+                        f"it is an ancestor of {ci.name} and already entered",
                         code="cannot-enter",
                     )
             for a in ancestors:
@@ -559,7 +559,8 @@ class ComponentRuntime:
             )
         if not rec.ci.may_enter:
             raise Trap(
-                f"cannot call {what}: component instance {rec.ci.name} is already entered",
+                f"cannot enter component instance {rec.ci.name} to call {what}: "
+                "it is already entered",
                 code="cannot-enter",
             )
 
