@@ -237,8 +237,7 @@ class _Checker:
         if isinstance(expected, pln.FuncDesc):
             if isinstance(obj, type):
                 return  # a class serves as a constructor
-            if not callable(obj) and not _is_namespace(obj):
-                raise self.fail(where, f"expected func found {type(obj).__name__}")
+            # any other non-callable is refused by resolution, naming the import
             if _is_namespace(obj):
                 raise self.fail(where, "expected func found instance")
             return
