@@ -232,7 +232,7 @@ def test_task_return_with_other_options_traps() -> None:
         canon_task_return(thread, None, "other options", lambda _t, f: [], [])
         yield from ()
 
-    with pytest.raises(Trap, match="options mismatch"):
+    with pytest.raises(Trap, match=r"invalid task\.return signature or options"):
         run_to_completion(stackful(inst, body), [])
 
 

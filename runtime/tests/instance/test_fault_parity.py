@@ -206,7 +206,8 @@ def test_guest_faults_agree(wat: Wat, case: str, export: str, args: Any) -> None
 
 REENTRANT = [
     (
-        "host import f trapped: cannot call ok: component instance #0 is already entered",
+        "host import f trapped: cannot enter component instance #0 to call ok: "
+        "it is already entered",
         "cannot-enter",
     ),
 ]

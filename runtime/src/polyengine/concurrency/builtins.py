@@ -153,8 +153,18 @@ def canon_task_return(
     ctrap_if(
         not task.async_, TrapCode.TASK_STATE, "task.return called by a synchronously lifted task"
     )
-    ctrap_if(result_type != task.ft.result, TrapCode.TASK_STATE, "task.return result type mismatch")
-    ctrap_if(return_key != task.return_key, TrapCode.TASK_STATE, "task.return options mismatch")
+    ctrap_if(
+        result_type != task.ft.result,
+        TrapCode.TASK_STATE,
+        "invalid task.return signature or options: its result type is not the lifted "
+        "function's",
+    )
+    ctrap_if(
+        return_key != task.return_key,
+        TrapCode.TASK_STATE,
+        "invalid task.return signature or options: its string encoding or memory is not "
+        "the lift's (LiftOptions.equal)",
+    )
     task.return_(lift(task, flat_args))
     return []
 

@@ -32,6 +32,7 @@ from polyengine.abi.trap import escaped, host_import_trap
 from polyengine.types.model import FuncType
 
 from .lift import CanonLift, start_task
+from .reentry import on_stack
 from .store import InstanceState, Store
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Task
 from .thread import Suspends, Thread
@@ -517,7 +518,10 @@ class _HostFuncSpec:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        started = _eager_start(loop, coro, self.name)
+        current = self.driver.store.current
+        sync = current is not None and not current.task.ft.is_async
+        with on_stack(caller, sync):
+            started = _eager_start(loop, coro, self.name)
         if isinstance(started, _Finished):
             return self._finished(started, on_resolve, caller, args)
         task, cont = started

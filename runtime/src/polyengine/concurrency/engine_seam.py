@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from types import GeneratorType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from polyengine.abi.trap import fault
 from polyengine.engine import (
@@ -323,6 +323,21 @@ def engine_core(func: CoreFunc) -> TaskCoreFunc:
     return start_on
 
 
+def no_current_task(what: str | None) -> NoReturn:
+    """Trap: a built-in (or lowered import) ran where no task is current.
+
+    Core code the host runs outside any task (a ``realloc`` called while
+    the host lowers an export's arguments, say) has no current thread for
+    the built-in to act on (CanonicalABI.md §"Canonical built-ins":
+    ``current_thread()``).
+    """
+    ctrap(
+        TrapCode.TASK_STATE,
+        f"{what or 'a built-in'} was called where no task is current "
+        "(core code the host runs outside any task)",
+    )
+
+
 def builtin_host_func(
     estore: EngineStore,
     store: Store,
@@ -342,7 +357,8 @@ def builtin_host_func(
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
-            assert thread is not None, "a built-in was called outside any task"
+            if thread is None:
+                no_current_task(kind)
             out: Any = fn(thread, list(args))
             assert not isinstance(out, GeneratorType), f"{kind} may block"
             return out  # list[CoreVal]: a nonblocking kind never returns a generator
@@ -351,7 +367,8 @@ def builtin_host_func(
 
     def entry(args: Sequence[CoreValue]) -> Any:
         thread = store.current
-        assert thread is not None, "a built-in was called outside any task"
+        if thread is None:
+            no_current_task(kind)
         out = fn(thread, list(args))  # a built-in's core types are all numbers
         if not isinstance(out, GeneratorType):
             return out

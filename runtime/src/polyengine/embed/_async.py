@@ -49,9 +49,10 @@ from polyengine.concurrency import (
     run_to_completion,
 )
 from polyengine.concurrency.driver import CancelMode
-from polyengine.concurrency.engine_seam import builtin_host_func, engine_core
+from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.lift import canon_lower_async
+from polyengine.concurrency.reentry import check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
@@ -222,7 +223,7 @@ class TaskModel:
         defer: bool = True,
         never_parks: bool = False,
     ) -> engine.CoreFunc:
-        core = flatten_functype(ft, "lower", is_async=o.is_async)
+        core = flatten_functype(ft, "lower", is_async=o.is_async, ptr_type=self.rt.addrtype(o))
         built: CanonLower | None = None
         if never_parks:
             # an async lower of a host function never blocks: a plain host function
@@ -233,7 +234,8 @@ class TaskModel:
                 if built is None:
                     built = build()
                 thread = store.current
-                assert thread is not None, "a lowered import was called outside any task"
+                if thread is None:
+                    no_current_task("a lowered import")
                 return canon_lower_async(built, thread, list(args))
 
             return engine.define_host_func(
@@ -641,6 +643,10 @@ class AsyncExportCall:
         if self.tasks.store.current is not None:
             await asyncio.sleep(0)
         lf = self._check()
+        try:
+            check_not_on_stack(lf.inst, self.name)
+        except ConcurrencyTrap as trap:
+            _raise_for(trap)
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
         try:

@@ -12,6 +12,7 @@ plan may name a core instance created after the one importing the built-in.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -306,7 +307,20 @@ def _error_context_debug_message(rt: ComponentRuntime, b: pln.Builtin) -> Builti
     codec = ro.compiler.codec(m.String())
     ci = ro.record.ci
 
+    pair = 16 if ro.opts.addrtype == "i64" else 8
+
     def store_string(s: str, ptr: int) -> None:
-        codec.store(LiftLowerContext(ro.opts, ci), s, ptr)
+        try:
+            codec.store(LiftLowerContext(ro.opts, ci), s, ptr)
+        except struct.error:
+            # the string is stored (realloc may grow the memory), then its
+            # (pointer, length) pair at ptr: that store beyond memory traps
+            memory = ro.opts.memory
+            size = 0 if memory is None else len(memory.view())
+            raise Trap(
+                f"error-context.debug-message: string pointer and length out-of-bounds: "
+                f"{pair} bytes at {ptr}, memory is {size}",
+                code=TrapCode.OUT_OF_BOUNDS,
+            ) from None
 
     return _positional(cb.canon_error_context_debug_message, store_string)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._async import AsyncExportCall
+from polyengine.embed._linkcheck import attach
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._runtime import ComponentRuntime, ExportCall
 from polyengine.embed._versions import VersionedRegistry
@@ -366,6 +367,11 @@ def _drop_rep(rt: ResourceType, rep: int) -> None:
 def build_exports(rt: ComponentRuntime) -> Exports:
     """Build the facade over the plan's root exports."""
     classes: dict[int, type[GuestResource]] = {}
+    types_ = rt.resource_types
+
+    def rid(index: int) -> int:
+        """The identity of resource ``index`` of this instance, for link checks."""
+        return id(types_[index])
 
     def resource_class(index: int, name: str) -> type[GuestResource]:
         cls = classes.get(index)
@@ -373,6 +379,7 @@ def build_exports(rt: ComponentRuntime) -> Exports:
             cls = type(pascal(name), (GuestResource,), {"__slots__": ()})
             cls._polyengine_rt = rt.resource_types[index]
             cls._polyengine_runtime = rt
+            attach(cls, pln.TypeDesc(resource=index), rid)
             classes[index] = cls
         return cls
 
@@ -405,7 +412,9 @@ def build_exports(rt: ComponentRuntime) -> Exports:
                 else AsyncExportCall(rt.tasks, e.item, f"{label}{e.name}")
             )
             if pn.kind == "func":
-                funcs[snake(pn.name)] = make_export_function(call, snake(pn.name))
+                function = make_export_function(call, snake(pn.name))
+                attach(function, e.desc, rid)
+                funcs[snake(pn.name)] = function
                 continue
             cls = resources.get(pn.resource or "")
             if cls is None:
@@ -421,10 +430,14 @@ def build_exports(rt: ComponentRuntime) -> Exports:
     top.update(members_of(root_items, ""))
     for e in rt.plan.exports:
         if isinstance(e.item, pln.ExportedInstance):
-            interfaces[e.name] = InterfaceExports(
+            namespace = InterfaceExports(
                 members_of(e.item.items, f"{e.name}#"), f"interface {e.name}"
             )
-    return Exports(top, interfaces)
+            attach(namespace, e.desc, rid)
+            interfaces[e.name] = namespace
+    exports = Exports(top, interfaces)
+    attach(exports, pln.InstanceDesc(tuple((e.name, e.desc) for e in rt.plan.exports)), rid)
+    return exports
 
 
 def _attach(

@@ -14,6 +14,7 @@ from typing import Any
 from polyengine.embed._async import needs_task_model
 from polyengine.embed._facade import Exports, build_exports
 from polyengine.embed._host import HostLinker
+from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
 from polyengine.embed._runtime import ComponentRuntime
 from polyengine.errors import LinkError
@@ -73,11 +74,15 @@ async def instantiate(
 
     Raises :class:`~polyengine.errors.TranslationError` for a malformed
     component, :class:`~polyengine.errors.LinkError` (and its subclass
-    ``MissingImportError``) when an import is missing or mis-shaped, and
+    ``MissingImportError``) when an import is missing or mis-shaped (a
+    supplied import whose type is known, such as another instance's exports,
+    is checked against the declared type before any guest code runs), and
     ``polyengine_protocol.Trap`` when a start function traps.
     """
     arts = to_artifacts(artifacts)
-    linker = HostLinker(Imports(imports), suspend=bool(suspend))
+    supplied = Imports(imports)
+    check_links(arts.plan, supplied, require=("module", "component"))
+    linker = HostLinker(supplied, suspend=bool(suspend))
     for imp in required_imports(arts):
         if imp.kind == "func":
             linker.resolve(imp.path)

@@ -69,6 +69,9 @@ class Imports:
 
     def require_interface(self, name: str, member: str) -> object:
         found = self.interface(name)
+        if found is None and ":" not in name and name in self._top:
+            # a plain-named instance import (``(import "a" (instance ...))``)
+            return self._top[name]
         if found is None:
             hint = ""
             if name.startswith("wasi:"):

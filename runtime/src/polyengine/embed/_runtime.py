@@ -40,7 +40,13 @@ from polyengine.abi.trap import escaped, fault, poisons
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
-from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_functype, flatten_type, needs_pointer
+from polyengine.types.layout import (
+    MAX_FLAT_PARAMS,
+    PtrType,
+    flatten_functype,
+    flatten_type,
+    needs_pointer,
+)
 from polyengine.types.model import S32, S64, U32, U64, ValType
 from polyengine_protocol import Trap
 
@@ -260,8 +266,8 @@ class ExportCall:
             for a in ancestors:
                 if not a.may_enter:
                     raise Trap(
-                        f"cannot call {name}: component instance {a.name}, an ancestor of "
-                        f"{ci.name}, is already entered",
+                        f"cannot enter component instance {a.name} to call {name}: "
+                        f"it is an ancestor of {ci.name} and already entered",
                         code="cannot-enter",
                     )
             for a in ancestors:
@@ -471,6 +477,12 @@ class ComponentRuntime:
         assert isinstance(ext, engine.CoreFunc), ext
         return ext
 
+    def addrtype(self, o: pln.CanonOptions) -> PtrType:
+        """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64)."""
+        from polyengine.embed._memtype import memory_addrtype
+
+        return memory_addrtype(self.plan, self.artifacts.component_bytes, o.memory)
+
     def resolve_options(
         self, o: pln.CanonOptions, *, host_side: bool | None = None, side: str | None = None
     ) -> ResolvedOptions:
@@ -500,8 +512,10 @@ class ComponentRuntime:
         post_return = None
         if o.post_return is not None:
             post_return = self.resolve_func(o.post_return).call_raw
+        addrtype = self.addrtype(o)
         opts = CanonicalOptions(
             string_encoding=o.string_encoding,  # type: ignore[arg-type]
+            addrtype=addrtype,
             memory=memory,
             realloc=realloc,
             post_return=post_return,
@@ -512,6 +526,7 @@ class ComponentRuntime:
             async_values = self.tasks.host_values if side == "host" else self.tasks.hooks
         compiler = Compiler(
             o.string_encoding,  # type: ignore[arg-type]
+            addrtype,
             resource_type=self.resource_types.__getitem__,
             host_resources=self.host_resources if side == "host" else None,
             async_values=async_values,
@@ -544,7 +559,8 @@ class ComponentRuntime:
             )
         if not rec.ci.may_enter:
             raise Trap(
-                f"cannot call {what}: component instance {rec.ci.name} is already entered",
+                f"cannot enter component instance {rec.ci.name} to call {what}: "
+                "it is already entered",
                 code="cannot-enter",
             )
 
@@ -567,14 +583,18 @@ class ComponentRuntime:
             if found is not None:
                 return found
         if isinstance(tr, pln.LowerImport):
-            core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
+            core = flatten_functype(
+                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
+            )
 
             def build_import() -> engine.HostFunction:
                 return self._host_trampolines(self, index, tr)
 
             return engine.DeferredHost(tuple(core.params), tuple(core.results), build_import)
         if isinstance(tr, pln.Adapter):
-            core = flatten_functype(tr.type, "lower", is_async=tr.options.is_async)
+            core = flatten_functype(
+                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
+            )
             adapter = self._adapter(tr)
             return engine.DeferredHost(
                 tuple(core.params), tuple(core.results), lambda: adapter

@@ -172,6 +172,8 @@ class _Missing:
     line: int
     why: str
     skip: bool
+    #: the binary of a core module (it has no instance, but ``register`` can supply it)
+    core: bytes | None = None
 
 
 def _describe(exc: BaseException) -> str:
@@ -201,9 +203,12 @@ class EmbedExecutor:
 
     Keeps the most recent instance (actions without a module name address
     it) and the named ones (``(component $name ...)`` and
-    ``module_instance``). Components importing anything are skipped: the
-    suite's instantiated components are self-contained and the harness has
-    no host to offer them.
+    ``module_instance``). ``register`` makes an instance's exports (or a core
+    module's binary) importable under a name; a component is instantiated
+    with the registered items its root imports name, checked at link time
+    by ``polyengine.instantiate``. A component needing an import nothing was
+    registered for is skipped (the harness has no host to offer it), except
+    under ``assert_unlinkable``, where that import "was not found".
     """
 
     def __init__(self, equivalents: TrapEquivalents | None = None) -> None:
@@ -216,6 +221,8 @@ class EmbedExecutor:
         self._instances: dict[str, _Live | _Missing] = {}
         self._current: _Live | _Missing | None = None
         self._all: list[_Live] = []
+        #: what ``register`` made importable, by name: an instance's exports, a core module
+        self._registered: dict[str, object] = {}
         self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._all)
 
     # ---------------------------------------------------------------- lifecycle
@@ -242,21 +249,53 @@ class EmbedExecutor:
         if not isinstance(module.plan, Plan):
             raise TypeError(f"{module.path.name} was not translated to a Plan")
         artifacts = Artifacts(module.plan, module.data)
-        instance = self._run(polyengine.instantiate(artifacts, {}))
+        imports = {
+            imp.name: self._registered[imp.name]
+            for imp in module.plan.imports
+            if imp.name in self._registered
+        }
+        instance = self._run(polyengine.instantiate(artifacts, imports))
         return _Live(instance, module.plan)
 
-    @staticmethod
-    def _unprovidable(module: LoadedModule) -> str | None:
-        """Why the harness cannot instantiate ``module``, or ``None``."""
+    def _unprovidable(self, module: LoadedModule) -> str | None:
+        """Why the harness cannot instantiate ``module``, or ``None``.
+
+        The imports it can provide are what ``register`` made importable.
+        """
         if module.is_core:
             return "a core module has no component instance to run"
         if not isinstance(module.plan, Plan):
             return "no translation available"
         needed = polyengine.required_imports(Artifacts(module.plan, module.data))
-        if needed:
-            names = ", ".join(f"{leaf.name} ({leaf.kind})" for leaf in needed)
+        missing = [leaf for leaf in needed if leaf.path[0] not in self._registered]
+        if missing:
+            names = ", ".join(f"{leaf.name} ({leaf.kind})" for leaf in missing)
             return f"imports the harness cannot provide: {names}"
         return None
+
+    def register(self, command: Command) -> Outcome:
+        """``(register "as" $name?)``: make an instance (or core module) importable as ``as``.
+
+        A component instance is supplied as its exports; a core module
+        (which this executor does not instantiate) as its binary, for a
+        component's ``core module`` import.
+        """
+        alias = command.raw.get("as")
+        name = command.raw.get("name")
+        if not isinstance(alias, str):
+            return Outcome.failed("register without an 'as' name")
+        found = self._instances.get(name) if isinstance(name, str) else self._current
+        if found is None:
+            return Outcome.failed(f"register of an unknown instance {name!r}")
+        if isinstance(found, _Live):
+            self._registered[alias] = found.instance.exports
+            return Outcome.passed(f"registered as {alias!r}")
+        if found.core is not None:
+            self._registered[alias] = found.core
+            return Outcome.passed(f"registered core module as {alias!r}")
+        self._registered.pop(alias, None)
+        what = f"the instance of line {found.line} does not exist: {found.why}"
+        return Outcome.skipped(what) if found.skip else Outcome.failed(what)
 
     def _keep(self, live: _Live | _Missing, name: str | None) -> None:
         """Make ``live`` the instance actions address (and ``name``'s, if given)."""
@@ -269,7 +308,8 @@ class EmbedExecutor:
     def _start(self, command: Command, module: LoadedModule, name: str | None) -> Outcome:
         why = self._unprovidable(module)
         if why is not None:
-            self._keep(_Missing(command.line, why, skip=True), name)
+            core = module.data if module.is_core else None
+            self._keep(_Missing(command.line, why, skip=True, core=core), name)
             return Outcome.skipped(why)
         try:
             live = self._instantiate(module)
@@ -362,12 +402,23 @@ class EmbedExecutor:
     def assert_unlinkable(self, command: Command, module: LoadedModule, text: str) -> Outcome:
         if module.is_core or not isinstance(module.plan, Plan):
             return Outcome.skipped("no component translation to link")
+        absent = [imp.name for imp in module.plan.imports if imp.name not in self._registered]
+        if absent:
+            message = f"import '{absent[0]}' was not found (nothing is registered under it)"
+            why = self.equivalents.match(text, message)
+            if why is None:
+                return Outcome.failed(f"link error {message!r}; expected {text!r}")
+            return Outcome.passed(f"link error ({why}): {message}")
         try:
             live = self._instantiate(module)
         except CommandTimeout:
             raise
         except LinkError as exc:
-            return Outcome.passed(f"link error: {exc}")
+            message = str(exc)
+            why = self.equivalents.match(text, message)
+            if why is None:
+                return Outcome.failed(f"link error {message!r}; expected {text!r}")
+            return Outcome.passed(f"link error ({why}): {message}")
         except Exception as exc:
             return Outcome.failed(f"expected a link error ({text}), got {_describe(exc)}")
         live.close()
@@ -381,6 +432,8 @@ class EmbedExecutor:
         self._keep(_Missing(command.line, why, skip=outcome.ok is None), name)
 
     def other(self, command: Command) -> Outcome:
+        if command.type == "register":
+            return self.register(command)
         return Outcome.skipped(f"{command.type} is not supported by the embed executor")
 
     # ---------------------------------------------------------------- helpers
