@@ -43,9 +43,6 @@ ALLOWED: frozenset[str] = frozenset(
         "polyengine.cli._run -> polyengine.embed._host",
         # being removed by the executor restructuring
         "polyengine.cli._run -> polyengine.embed._providers",
-        # being removed by the executor restructuring
-        "cycle: polyengine.abi.compile polyengine.abi.handles polyengine.abi.lists"
-        " polyengine.abi.variants",
     }
 )
 
