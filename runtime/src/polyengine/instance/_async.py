@@ -154,7 +154,9 @@ class TaskModel:
         self.rt = rt
         self.store = Store()
         self.driver = Driver(self.store)
-        self.states = [InstanceState(self.store, rec.ci) for rec in rt.records]
+        self.states = [InstanceState(self.store, rec.ci, record=rec) for rec in rt.records]
+        for rec, state in zip(rt.records, self.states, strict=True):
+            rec.tasks = state
         self.hooks = TaskModelHooks()
         self.host_values = rt.host_values(self.store, self.driver)
         self.host_values.resources = lambda: (rt.resource_types.__getitem__, rt.host_resources)
@@ -166,13 +168,7 @@ class TaskModel:
         self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
         self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions]] = {}
-        self.store.on_poison.append(self._on_poison)
         self.store.on_poison.append(self.host_values.on_poison)
-
-    def _on_poison(self, inst: InstanceState, trap: Any) -> None:
-        for rec, st in zip(self.rt.records, self.states, strict=True):
-            if st is inst and rec.poisoned is None:
-                rec.poisoned = fault(trap)
 
     # -- lifts ---------------------------------------------------------------------------
 

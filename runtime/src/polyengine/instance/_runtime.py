@@ -46,7 +46,7 @@ from polyengine.types.model import S32, S64, U32, U64, ValType
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
-    from polyengine.concurrency import Driver, Store
+    from polyengine.concurrency import Driver, InstanceState, Store
     from polyengine.instance._async import HostValueHooks, HostValuesFactory, TaskModel
 
 __all__ = ["ComponentRuntime", "ExportCall", "ImportSite", "InlineCall"]
@@ -55,15 +55,25 @@ CoreVal = int | float
 
 
 class InstanceRecord:
-    """Runtime state of one flattened component instance."""
+    """The one state object of a flattened component instance (CanonicalABI.md
+    §Component Instances).
 
-    __slots__ = ("ci", "id", "poisoned")
+    ``ci`` holds the handle table and the ``may_enter``/``may_leave`` flags,
+    ``poisoned`` the trap that escaped the instance (entering it afterwards is
+    refused), and ``tasks`` the task model's part
+    (:class:`~polyengine.concurrency.InstanceState`), created only when the
+    plan runs on the task model; that part reads and writes ``poisoned`` here.
+    """
+
+    __slots__ = ("ci", "id", "poisoned", "tasks")
 
     def __init__(self, ci: ComponentInstance, ident: int) -> None:
         self.ci = ci
         self.id = ident
         #: the trap that escaped this instance; entering it afterwards is refused
         self.poisoned: BaseException | None = None
+        #: the task model's part of this instance (``None`` on the synchronous path)
+        self.tasks: InstanceState | None = None
 
 
 class ResolvedOptions:
