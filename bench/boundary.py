@@ -54,8 +54,8 @@ else:
 
 import polyengine
 from polyengine import engine
-from polyengine.embed._runtime import ExportCall
 from polyengine.engine import _ffi as effi
+from polyengine.instance import ExportCall
 from polyengine.sync import SyncInstance, instantiate_sync
 from polyengine.translate import plan as pln
 

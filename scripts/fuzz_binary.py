@@ -24,26 +24,26 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from polyengine.binary import read_component
 from polyengine.errors import TranslationError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzz_driver import Finding, FuzzReport, Hang, leb
+from fuzz_driver import time_limit as deadline
 
 PREAMBLE = b"\x00asm\x0d\x00\x01\x00"
 
 
 def _section(sid: int, *items: bytes) -> bytes:
     """A section holding a ``vec`` of ``items`` (or, for ids 1, 4 and 9, the raw body)."""
-    body = b"".join(items) if sid in (1, 4, 9) else _leb(len(items)) + b"".join(items)
-    return bytes([sid]) + _leb(len(body)) + body
+    body = b"".join(items) if sid in (1, 4, 9) else leb(len(items)) + b"".join(items)
+    return bytes([sid]) + leb(len(body)) + body
 
 
 def _builtin_seeds() -> tuple[bytes, ...]:
@@ -124,75 +124,9 @@ SAMPLE_TEXT = """
 """
 
 
-@dataclass
-class Finding:
-    """One input that crashed or hung the reader."""
-
-    kind: str  # "crash" or "hang"
-    mutation: str
-    data: bytes
-    detail: str
-
-
-@dataclass
-class FuzzReport:
-    """Outcome of a fuzzing run."""
-
-    inputs: int = 0
-    accepted: int = 0
-    rejected: int = 0
-    slowest: float = 0.0
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def crashes(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "crash"]
-
-    @property
-    def hangs(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "hang"]
-
-
-class _Hang(BaseException):
-    """Raised by the alarm handler; a BaseException so the reader cannot swallow it."""
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the body after ``seconds`` where SIGALRM is usable, else do nothing
-    (the caller still measures the elapsed time)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise _Hang
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 # -- mutations ---------------------------------------------------------------------
 
 INTERESTING = (0x00, 0x01, 0x02, 0x0D, 0x3F, 0x40, 0x7F, 0x80, 0x81, 0xFF)
-
-
-def _leb(value: int, pad_to: int = 0) -> bytes:
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value or len(out) + 1 < pad_to:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _leb_edit(rng: random.Random, data: bytearray) -> str:
@@ -204,16 +138,16 @@ def _leb_edit(rng: random.Random, data: bytearray) -> str:
     j = min(j + 1, len(data))
     choice = rng.randrange(6)
     if choice == 0:
-        new = _leb(rng.choice((0, 1, 63, 64, 127, 128, 2**31, 2**32 - 1, 2**32, 2**35)))
+        new = leb(rng.choice((0, 1, 63, 64, 127, 128, 2**31, 2**32 - 1, 2**32, 2**35)))
     elif choice == 1:
-        new = _leb(rng.randrange(1 << 14), pad_to=rng.randrange(1, 7))
+        new = leb(rng.randrange(1 << 14), pad_to=rng.randrange(1, 7))
     elif choice == 2:
         new = b"\xff\xff\xff\xff" + bytes([rng.choice((0x0F, 0x10, 0x70, 0x7F, 0x8F))])
     elif choice == 3:
         new = b"\x80" * rng.randrange(1, 12)
     elif choice == 4:
         old = int.from_bytes(bytes(data[i:j]), "little") & 0x7F
-        new = _leb(max(0, old + rng.choice((-2, -1, 1, 2, 1000))))
+        new = leb(max(0, old + rng.choice((-2, -1, 1, 2, 1000))))
     else:
         new = bytes([rng.randrange(256) | 0x80]) * rng.randrange(1, 6) + b"\x00"
     data[i:j] = new
@@ -276,11 +210,11 @@ def fuzz(seeds: Sequence[bytes], seed: int, count: int, time_limit: float = 2.0)
         report.inputs += 1
         start = time.perf_counter()
         try:
-            with _time_limit(time_limit):
+            with deadline(time_limit):
                 read_component(data)
         except TranslationError:
             report.rejected += 1
-        except _Hang:
+        except Hang:
             report.findings.append(Finding("hang", what, data, f"over {time_limit}s"))
             continue
         except Exception as e:

@@ -43,18 +43,19 @@ import os
 import random
 import select
 import shutil
-import signal
 import struct
 import subprocess
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzz_driver import Finding, FuzzReport, Hang, leb
+from fuzz_driver import time_limit as deadline
 
 PREAMBLE = b"\x00asm\x0d\x00\x01\x00"
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,18 +293,6 @@ def directory_seeds(root: Path, limit: int = 1000) -> list[bytes]:
 INTERESTING = (0x00, 0x01, 0x02, 0x0D, 0x3F, 0x40, 0x60, 0x7F, 0x80, 0x81, 0xFF)
 
 
-def _leb(value: int, pad_to: int = 0) -> bytes:
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value or len(out) + 1 < pad_to:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _position(rng: random.Random, seed: Seed, data: bytearray) -> int:
     """Somewhere to mutate: usually outside core modules in a large seed."""
     if len(data) != len(seed.data) or (len(data) < 4096 and rng.random() < 0.5):
@@ -340,7 +329,7 @@ def _byte_op(rng: random.Random, seed: Seed, data: bytearray, others: Sequence[S
             j += 1
         j = min(j + 1, len(data))
         old = int.from_bytes(bytes(data[i:j]), "little") & 0x7F
-        new = _leb(
+        new = leb(
             rng.choice((0, 1, 2, 127, 128, 2**32 - 1, max(0, old + rng.choice((-1, 1, 2))))),
             pad_to=rng.choice((0, 0, 0, 5)),
         )
@@ -498,60 +487,6 @@ class _Worker:
                 stream.close()
 
 
-class _Hang(BaseException):
-    """Raised by the alarm handler; a BaseException so no ``except Exception`` swallows it."""
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the body after ``seconds`` where SIGALRM is usable (the elapsed time is
-    checked by the caller in any case)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise _Hang
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@dataclass
-class Finding:
-    """One input that crashed or hung the translator."""
-
-    kind: str  # "crash" or "hang"
-    mutation: str
-    data: bytes
-    detail: str
-
-
-@dataclass
-class FuzzReport:
-    """Outcome of a fuzzing run."""
-
-    inputs: int = 0
-    accepted: int = 0
-    rejected: int = 0
-    slowest: float = 0.0
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def crashes(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "crash"]
-
-    @property
-    def hangs(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "hang"]
-
-
 def fuzz(
     seeds: Sequence[bytes],
     seed: int,
@@ -587,9 +522,9 @@ def fuzz(
             else:
                 start = time.perf_counter()
                 try:
-                    with _time_limit(time_limit):
+                    with deadline(time_limit):
                         outcome, detail = run_one(data)
-                except _Hang:
+                except Hang:
                     report.findings.append(Finding("hang", what, data, f"over {time_limit}s"))
                     continue
                 elapsed = time.perf_counter() - start

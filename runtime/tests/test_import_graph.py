@@ -31,23 +31,7 @@ FIRST_PARTY = ("polyengine", "polyengine_protocol", "polyengine_wasi")
 # "importer -> target"; a cycle is "cycle: " and its modules, sorted, joined
 # by " ". Remove a line when its violation is gone; the test fails on a line
 # that no longer matches anything.
-ALLOWED: frozenset[str] = frozenset(
-    {
-        # being removed by the executor restructuring
-        "polyengine -> polyengine.embed._instantiate",
-        # being removed by the executor restructuring
-        "polyengine -> polyengine.embed._providers",
-        # being removed by the executor restructuring
-        "polyengine -> polyengine.embed._streams",
-        # being removed by the executor restructuring
-        "polyengine.cli._run -> polyengine.embed._host",
-        # being removed by the executor restructuring
-        "polyengine.cli._run -> polyengine.embed._providers",
-        # being removed by the executor restructuring
-        "cycle: polyengine.abi.compile polyengine.abi.handles polyengine.abi.lists"
-        " polyengine.abi.variants",
-    }
-)
+ALLOWED: frozenset[str] = frozenset({})
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,12 @@ from polyengine.errors import TranslationError as TranslationError
 from polyengine.translate import translate as translate
 
 if TYPE_CHECKING:
-    from polyengine.embed._instantiate import ImportLeaf as ImportLeaf
-    from polyengine.embed._instantiate import Instance as Instance
-    from polyengine.embed._instantiate import instantiate as instantiate
-    from polyengine.embed._instantiate import required_imports as required_imports
-    from polyengine.embed._providers import MissingImportError as MissingImportError
-    from polyengine.embed._streams import create_stream as create_stream
+    from polyengine.embed import ImportLeaf as ImportLeaf
+    from polyengine.embed import Instance as Instance
+    from polyengine.embed import MissingImportError as MissingImportError
+    from polyengine.embed import create_stream as create_stream
+    from polyengine.embed import instantiate as instantiate
+    from polyengine.embed import required_imports as required_imports
     from polyengine.translate import Artifacts as Artifacts
     from polyengine.translate import artifacts_from_envelope as artifacts_from_envelope
 
@@ -53,23 +53,24 @@ __all__ = [
     "translate",
 ]
 
-_INSTANTIATE = frozenset({"ImportLeaf", "Instance", "instantiate", "required_imports"})
+_EMBED = frozenset(
+    {
+        "ImportLeaf",
+        "Instance",
+        "MissingImportError",
+        "create_stream",
+        "instantiate",
+        "required_imports",
+    }
+)
 
 
 def __getattr__(name: str) -> object:
     """Import a name of the embedder API on first use (PEP 562)."""
-    if name in _INSTANTIATE:
-        from polyengine.embed import _instantiate
+    if name in _EMBED:
+        from polyengine import embed
 
-        return _bind(name, _instantiate)
-    if name == "MissingImportError":
-        from polyengine.embed import _providers
-
-        return _bind(name, _providers)
-    if name == "create_stream":
-        from polyengine.embed import _streams
-
-        return _bind(name, _streams)
+        return _bind(name, embed)
     if name in ("Artifacts", "artifacts_from_envelope"):
         from polyengine.translate import artifacts
 

@@ -16,7 +16,7 @@ import pytest
 
 import polyengine
 import polyengine.embed._host as host_module
-from polyengine.embed._runtime import ExportCall
+from polyengine.instance import ExportCall
 from polyengine.translate import plan as pln
 from polyengine_protocol import Trap
 

@@ -34,12 +34,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any
 
 from polyengine.abi.bulk import (
-    CANONICAL_F32_NAN,
-    CANONICAL_F64_NAN,
     NAN,
     NUM_KINDS,
     NumKind,
@@ -68,7 +65,6 @@ from polyengine.abi.strings import (
 )
 from polyengine.abi.trap import Trap, TrapCode
 from polyengine.types.layout import (
-    CoreValType,
     PtrType,
     align_to,
     alignment,
@@ -119,139 +115,34 @@ __all__ = [
     "store",
 ]
 
-CoreVal: TypeAlias = int | float
-Load: TypeAlias = Callable[[LiftLowerContext, int], Any]
-Store: TypeAlias = Callable[[LiftLowerContext, Any, int], None]
-LiftFlat: TypeAlias = Callable[[LiftLowerContext, Sequence[CoreVal], int], Any]
-LowerFlat: TypeAlias = Callable[[LiftLowerContext, Any, list[CoreVal]], None]
-LoadMany: TypeAlias = Callable[[LiftLowerContext, int, int], list[Any]]
-
-MAX_LIST_BYTE_LENGTH = (1 << 28) - 1
-M32 = 0xFFFFFFFF
-M64 = 0xFFFFFFFFFFFFFFFF
-
-U32_STRUCT = struct.Struct("<I")
-_F32S = struct.Struct("<f")
-_U64 = struct.Struct("<Q")
-_F64S = struct.Struct("<d")
-
-
-def snake(label: str) -> str:
-    """The Python key for a WIT label: kebab-case to snake_case (python-mapping.md §1)."""
-    return label.replace("-", "_")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Codec:
-    """The compiled canonical ABI of one value type (see the module docstring)."""
-
-    t: ValType
-    size: int
-    align: int
-    flat: tuple[CoreValType, ...]
-    load: Load
-    store: Store
-    lift_flat: LiftFlat
-    lower_flat: LowerFlat
-    #: ``load_many(cx, ptr, n)``: ``n`` consecutive elements at once, when faster than ``load``
-    load_many: LoadMany | None = None
-
-
-class AsyncValueHooks(Protocol):
-    """How ``stream``, ``future`` and ``error-context`` values cross the ABI.
-
-    They travel as ``i32`` indices into the instance's handle table; what a
-    handle *is* belongs to the concurrency layer, which implements these
-    (CanonicalABI.md §"Loading" ``lift_stream``/``lift_future``/
-    ``lift_error_context`` and §"Storing" ``lower_*``).
-    """
-
-    def lift_stream(self, cx: LiftLowerContext, i: int, t: Stream) -> object: ...
-
-    def lower_stream(self, cx: LiftLowerContext, v: object, t: Stream) -> int: ...
-
-    def lift_future(self, cx: LiftLowerContext, i: int, t: Future) -> object: ...
-
-    def lower_future(self, cx: LiftLowerContext, v: object, t: Future) -> int: ...
-
-    def lift_error_context(self, cx: LiftLowerContext, i: int) -> object: ...
-
-    def lower_error_context(self, cx: LiftLowerContext, v: object) -> int: ...
-
-
-# --- core value conversions (§"Loading"/§"Storing" float helpers) --------------
-
-
-def decode_i32_as_float(i: int) -> float:
-    x: float = _F32S.unpack(U32_STRUCT.pack(i & M32))[0]
-    return NAN if x != x else x
-
-
-def decode_i64_as_float(i: int) -> float:
-    x: float = _F64S.unpack(_U64.pack(i & M64))[0]
-    return NAN if x != x else x
-
-
-def encode_float_as_i32(f: float) -> int:
-    if f != f:
-        return CANONICAL_F32_NAN
-    r: int = U32_STRUCT.unpack(_F32S.pack(f32_round(f)))[0]
-    return r
-
-
-def encode_float_as_i64(f: float) -> int:
-    if f != f:
-        return CANONICAL_F64_NAN
-    r: int = _U64.unpack(_F64S.pack(f))[0]
-    return r
-
-
-def _wrap_i32(x: CoreVal) -> CoreVal:
-    return int(x) & M32
-
-
-def _identity(x: CoreVal) -> CoreVal:
-    return x
-
-
-LIFT_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
-    ("i32", "f32"): decode_i32_as_float,
-    ("i64", "i32"): _wrap_i32,
-    ("i64", "f32"): decode_i32_as_float,
-    ("i64", "f64"): decode_i64_as_float,
-}
-LOWER_COERCE: dict[tuple[str, str], Callable[[Any], CoreVal]] = {
-    ("f32", "i32"): encode_float_as_i32,
-    ("i32", "i64"): _identity,
-    ("f32", "i64"): encode_float_as_i32,
-    ("f64", "i64"): encode_float_as_i64,
-}
-
-
-def with_segment(e: LowerError, segment: str) -> LowerError:
-    e.prefix(segment)
-    return e
-
-
-def need_mapping(v: Any, what: str) -> Mapping[str, Any]:
-    if type(v) is dict or isinstance(v, Mapping):
-        return v
-    raise LowerTypeError(f"expected a dict for {what}, got {describe(v)}")
-
-
-def need_sequence(v: Any, what: str) -> Sequence[Any]:
-    if type(v) is list or type(v) is tuple:
-        return v
-    if isinstance(v, str) or not isinstance(v, Sequence):
-        raise LowerTypeError(f"expected a sequence for {what}, got {describe(v)}")
-    return v
-
-
-def unsupported(what: str) -> Callable[..., Any]:
-    def fail(*_args: Any) -> Any:
-        raise NotImplementedError(f"{what} values need the concurrency layer's hooks")
-
-    return fail
+from polyengine.abi.codec import (  # noqa: F401 - re-exported names of the codec leaf
+    F32_STRUCT,
+    F64_STRUCT,
+    LIFT_COERCE,
+    LOWER_COERCE,
+    M32,
+    M64,
+    MAX_LIST_BYTE_LENGTH,
+    U32_STRUCT,
+    U64_STRUCT,
+    AsyncValueHooks,
+    Codec,
+    CoreVal,
+    LiftFlat,
+    Load,
+    LoadMany,
+    LowerFlat,
+    Store,
+    decode_i32_as_float,
+    decode_i64_as_float,
+    encode_float_as_i32,
+    encode_float_as_i64,
+    need_mapping,
+    need_sequence,
+    snake,
+    unsupported,
+    with_segment,
+)
 
 
 class Compiler:
@@ -454,7 +345,7 @@ class Compiler:
 
     def _f32(self, t: ValType) -> Codec:
         check = self._float_check("f32")
-        unpack_from, pack_into = _F32S.unpack_from, _F32S.pack_into
+        unpack_from, pack_into = F32_STRUCT.unpack_from, F32_STRUCT.pack_into
 
         def load(cx: LiftLowerContext, ptr: int) -> float:
             x: float = unpack_from(cx.mv, ptr)[0]
@@ -478,7 +369,7 @@ class Compiler:
 
     def _f64(self, t: ValType) -> Codec:
         check = self._float_check("f64")
-        unpack_from, pack_into = _F64S.unpack_from, _F64S.pack_into
+        unpack_from, pack_into = F64_STRUCT.unpack_from, F64_STRUCT.pack_into
 
         def load(cx: LiftLowerContext, ptr: int) -> float:
             x: float = unpack_from(cx.mv, ptr)[0]

@@ -11,13 +11,16 @@ concurrency layer's :class:`~polyengine.abi.compile.AsyncValueHooks`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from polyengine.abi.compile import M32, U32_STRUCT, Codec, Compiler, CoreVal, unsupported
+from polyengine.abi.codec import M32, U32_STRUCT, Codec, CoreVal, unsupported
 from polyengine.abi.errors import LowerTypeError, describe
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import lift_borrow, lift_own, lower_borrow, lower_own
 from polyengine.types.model import Borrow, ErrorContext, Future, Own, Stream, ValType
+
+if TYPE_CHECKING:
+    from polyengine.abi.compile import Compiler
 
 __all__ = ["compile_async_value", "compile_handle", "i32_codec"]
 

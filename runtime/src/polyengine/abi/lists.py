@@ -11,21 +11,17 @@ lists of other numbers and of ``bool`` move through
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyengine.abi.bulk import NUM_KINDS, load_numbers, numbers_to_bytes
-from polyengine.abi.compile import (
-    MAX_LIST_BYTE_LENGTH,
-    Codec,
-    Compiler,
-    CoreVal,
-    need_sequence,
-    with_segment,
-)
+from polyengine.abi.codec import MAX_LIST_BYTE_LENGTH, Codec, CoreVal, need_sequence, with_segment
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.trap import range_trap
 from polyengine.types.model import U8, Bool, Char, List, Map, String
+
+if TYPE_CHECKING:
+    from polyengine.abi.compile import Compiler
 
 __all__ = ["compile_fixed_list", "compile_list", "compile_map"]
 

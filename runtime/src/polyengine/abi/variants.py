@@ -20,16 +20,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from polyengine.abi.compile import (
-    LIFT_COERCE,
-    LOWER_COERCE,
-    M32,
-    Codec,
-    Compiler,
-    CoreVal,
-)
+from polyengine.abi.codec import LIFT_COERCE, LOWER_COERCE, M32, Codec, CoreVal
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.trap import TrapCode, trap
@@ -42,6 +35,9 @@ from polyengine.types.layout import (
     max_case_alignment,
 )
 from polyengine.types.model import Enum, Option, Result, ValType, Variant
+
+if TYPE_CHECKING:
+    from polyengine.abi.compile import Compiler
 
 __all__ = ["compile_variant"]
 

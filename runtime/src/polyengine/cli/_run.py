@@ -431,8 +431,7 @@ def _wasi_imports(
 def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
     """Name the first import no provider serves (before any guest code runs)."""
     from polyengine import MissingImportError, required_imports
-    from polyengine.embed._host import HostLinker
-    from polyengine.embed._providers import Imports
+    from polyengine.embed import HostLinker, Imports
 
     try:
         linker = HostLinker(Imports(imports), suspend=False)

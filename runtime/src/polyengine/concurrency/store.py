@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from polyengine.abi.resources import ComponentInstance, Table
-from polyengine.abi.trap import escaped, passes_through
+from polyengine.abi.trap import escaped, fault, passes_through
 
 from .sched import SchedulePolicy
 from .traps import Trap, TrapCode, ctrap_if
@@ -36,6 +36,21 @@ class HandleTable(Protocol):
     def remove(self, i: int) -> object: ...
 
 
+class PoisonRecord(Protocol):
+    """Where an instance's ``poisoned`` trap lives (its one state object)."""
+
+    poisoned: BaseException | None
+
+
+class _PoisonCell:
+    """The ``poisoned`` field of an instance whose runtime passed no state object."""
+
+    __slots__ = ("poisoned",)
+
+    def __init__(self) -> None:
+        self.poisoned: BaseException | None = None
+
+
 class InstanceState:
     """Concurrency state of one component instance (§Component Instances).
 
@@ -45,8 +60,11 @@ class InstanceState:
     ``threads`` (the thread table), ``backpressure`` (the
     ``backpressure.inc``/``dec`` counter), ``num_waiting_to_enter``,
     ``exclusive_thread`` (the implicit lock taken by sync-lifted and
-    callback-lifted async exports) and ``poisoned`` (the trap that escaped
-    this instance, after which it can no longer be entered).
+    callback-lifted async exports). ``poisoned`` (the trap that escaped this
+    instance, after which it can no longer be entered) is not a field of its
+    own: it lives on ``record``, the one state object of the instance that
+    the runtime passes in (any object with a ``poisoned`` attribute), so the
+    synchronous path and the task model read and write the same field.
     """
 
     __slots__ = (
@@ -55,7 +73,7 @@ class InstanceState:
         "ci",
         "exclusive_thread",
         "num_waiting_to_enter",
-        "poisoned",
+        "record",
         "store",
         "threads",
     )
@@ -70,6 +88,7 @@ class InstanceState:
         *,
         parent: InstanceState | None = None,
         name: str = "",
+        record: PoisonRecord | None = None,
     ) -> None:
         if ci is None:
             ci = ComponentInstance(parent.ci if parent is not None else None, name)
@@ -82,13 +101,23 @@ class InstanceState:
         self.backpressure = 0
         self.num_waiting_to_enter = 0
         self.exclusive_thread: Thread | None = None
-        self.poisoned: Trap | None = None
+        #: holds ``poisoned``: the instance's one state object, or a cell of its own
+        self.record: PoisonRecord = record if record is not None else _PoisonCell()
         #: the entering set per caller (the instance tree never changes)
         self._entering_from: dict[InstanceState | None, tuple[ComponentInstance, ...]] = {}
         store.states[ci] = self
 
     def __repr__(self) -> str:
         return f"<InstanceState {self.ci.name or hex(id(self))}>"
+
+    @property
+    def poisoned(self) -> BaseException | None:
+        """The trap that escaped this instance, as the embedder sees it (:func:`fault`)."""
+        return self.record.poisoned
+
+    @poisoned.setter
+    def poisoned(self, trap: BaseException) -> None:
+        self.record.poisoned = fault(trap)
 
     @property
     def handles(self) -> HandleTable:

@@ -21,11 +21,10 @@ from typing import Any, ClassVar
 
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
-from polyengine.embed._async import AsyncExportCall
 from polyengine.embed._linkcheck import attach
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
-from polyengine.embed._runtime import ComponentRuntime, ExportCall
 from polyengine.embed._versions import VersionedRegistry
+from polyengine.instance import AsyncExportCall, ComponentRuntime, ExportCall
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
 from polyengine_protocol import (

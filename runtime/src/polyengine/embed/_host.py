@@ -20,7 +20,6 @@ very resource type, else a ``LowerTypeError`` names the value's path.
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,9 +32,9 @@ from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceTyp
 from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
-from polyengine.embed._runtime import ComponentRuntime, CoreVal, ResolvedOptions
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
+from polyengine.instance import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType, Future, Result
@@ -261,7 +260,6 @@ class HostLinker:
         self.resources = HostResourceTable()
         self._callables: dict[tuple[str, ...], Callable[..., Any]] = {}
         #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
-        self._bound: weakref.ref[ComponentRuntime] | None = None
 
     # resolution ------------------------------------------------------------------
 
@@ -342,22 +340,17 @@ class HostLinker:
             cls = None if found is None else get_member(found[1], key)
         return cls if isinstance(cls, type) else None
 
-    def bind_runtime(self, rt: ComponentRuntime) -> None:
-        """Bind each host-implemented resource type of ``rt`` to its host class.
+    def bind_resource(self, rtype: ResourceType, res: pln.ResourceType) -> None:
+        """Bind a host-implemented resource type to its host class, if the imports give one.
 
         Lowering a value into an ``own``/``borrow`` of such a type then
-        checks that it is an instance of that class (idempotent; the
-        trampoline builders call it, and ``instantiate`` may call it once the
-        runtime exists).
+        checks that it is an instance of that class (the runtime calls this
+        for each imported resource type as it creates it).
         """
-        if self._bound is not None and self._bound() is rt:
+        if res.import_path is None:
             return
-        self._bound = weakref.ref(rt)
-        for rtype, res in zip(rt.resource_types, rt.plan.resources, strict=True):
-            if rtype.impl is not None or not res.imported or res.import_path is None:
-                continue
-            cls = self.resource_class(res.import_path)
-            self.resources.bind_class(rtype, cls, describe_import(res.import_path))
+        cls = self.resource_class(res.import_path)
+        self.resources.bind_class(rtype, cls, describe_import(res.import_path))
 
     def _member(
         self, provider: object, kind: str, resource: str | None, name: str, where: str
@@ -408,22 +401,19 @@ class HostLinker:
         """Whether the import at ``path`` is marked ``suspending()``."""
         return _is_marked_suspending(self.resolve(path))
 
-    def task_trampoline(
-        self, rt: ComponentRuntime, index: int, tr: pln.LowerImport
-    ) -> CoreFunc | None:
+    def task_trampoline(self, site: ImportSite, tr: pln.LowerImport) -> CoreFunc | None:
         """The task-model trampoline of ``tr``, or ``None`` when the plain one serves.
 
         An ``async func`` import, an async ``canon lower`` and a
         ``suspending()``-marked import may park their caller; an unmarked
         sync import is called in place (an awaitable it returns traps).
         """
-        self.bind_runtime(rt)
         fn = self.resolve(tr.path)
         marked = _is_marked_suspending(fn)
         if not (marked or tr.type.is_async or tr.options.is_async):
             return None
-        assert rt.tasks is not None
-        return rt.tasks.lower_import(
+        assert site.tasks is not None
+        return site.tasks.lower_import(
             tr,
             fn,
             describe_import(tr.path),
@@ -434,7 +424,7 @@ class HostLinker:
         )
 
     def trampoline(
-        self, rt: ComponentRuntime, index: int, tr: pln.LowerImport
+        self, site: ImportSite, tr: pln.LowerImport
     ) -> Callable[[Sequence[CoreVal]], list[CoreVal]]:
         """The core function body of lowered import ``tr`` (sync ``canon lower``).
 
@@ -445,7 +435,6 @@ class HostLinker:
         involved. A result its inline check does not accept takes the
         general path, which settles, converts or rejects it.
         """
-        self.bind_runtime(rt)
         fn = self.resolve(tr.path)
         where = describe_import(tr.path)
         ft = tr.type
@@ -453,14 +442,13 @@ class HostLinker:
         marked = _is_marked_suspending(fn)
         # A12: an import whose result is a future returns the future's source
         source = isinstance(ft.result, Future)
-        runtime = weakref.proxy(rt)
         runtime_resources = self.resources
         #: the resolved options and value codecs, from the first call on
         prepared: tuple[ResolvedOptions, LoweredFunc] | None = None
 
         def prepare() -> tuple[ResolvedOptions, LoweredFunc]:
             nonlocal prepared
-            ro = runtime.resolve_options(tr.options, host_side=True)
+            ro = site.resolve()
             prepared = (ro, LoweredFunc.compile(ro.compiler, ft))
             return prepared
 
@@ -494,7 +482,7 @@ class HostLinker:
 
         if result_wrap is not None or source or tr.options.is_async:
             return body
-        ci = rt.records[tr.options.instance].ci
+        ci = site.instance
 
         def finish(value: Any, flat: Sequence[CoreVal]) -> list[CoreVal]:
             """The general path's end, for a result the inline check did not accept."""

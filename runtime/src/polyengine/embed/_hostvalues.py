@@ -73,10 +73,11 @@ from polyengine.embed._streams import (
     _FutureDropped,
     create_stream,
 )
+from polyengine.instance import FutureSource
 from polyengine.types import model as m
 from polyengine_protocol import ERROR_CONTEXT, PeerTrappedError, StreamProducerError, has_brand
 
-__all__ = ["FutureSource", "HostValues"]
+__all__ = ["HostValues"]
 
 
 def _byte_chunk(item: Any) -> bytes:
@@ -85,15 +86,6 @@ def _byte_chunk(item: Any) -> bytes:
     if isinstance(item, int):
         return bytes((item,))
     return bytes(item)
-
-
-class FutureSource:
-    """An awaitable that an import returned as its ``future`` result (A12), kept unawaited."""
-
-    __slots__ = ("awaitable",)
-
-    def __init__(self, awaitable: Awaitable[Any]) -> None:
-        self.awaitable = awaitable
 
 
 class HostValues:
@@ -554,7 +546,9 @@ def lowering_site(v: object) -> str | None:
             root = _value_label(frame, v)
             continue
         module = frame.f_globals.get("__name__", "")
-        if not isinstance(module, str) or not module.startswith("polyengine.embed"):
+        if not isinstance(module, str) or not module.startswith(
+            ("polyengine.embed", "polyengine.instance")
+        ):
             continue
         where = loc.get("where")
         if isinstance(where, str):

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from polyengine.embed._async import needs_task_model
 from polyengine.embed._facade import Exports, build_exports
 from polyengine.embed._host import HostLinker
+from polyengine.embed._hostvalues import HostValues
 from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
-from polyengine.embed._runtime import ComponentRuntime
 from polyengine.errors import LinkError
+from polyengine.instance import ComponentRuntime, needs_task_model
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
@@ -98,10 +98,11 @@ async def instantiate(
         linker.trampoline,
         host_resources=linker.resources,
         host_resource_dtor=lambda _index, rep: linker.resources.host_dtor(rep),
+        bind_host_resource=linker.bind_resource,
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
+        host_values=HostValues,
     )
-    linker.bind_runtime(runtime)
     return Instance(runtime, build_exports(runtime))
 
 

@@ -13,6 +13,7 @@ that is created after the instance importing the trampoline.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -51,23 +52,34 @@ from polyengine.types.model import S32, S64, U32, U64, ValType
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
-    from polyengine.embed._async import TaskModel
+    from polyengine.concurrency import Driver, InstanceState, Store
+    from polyengine.instance._async import HostValueHooks, HostValuesFactory, TaskModel
 
-__all__ = ["ComponentRuntime", "ExportCall", "InlineCall"]
+__all__ = ["ComponentRuntime", "ExportCall", "ImportSite", "InlineCall"]
 
 CoreVal = int | float
 
 
 class InstanceRecord:
-    """Runtime state of one flattened component instance."""
+    """The one state object of a flattened component instance (CanonicalABI.md
+    §Component Instances).
 
-    __slots__ = ("ci", "id", "poisoned")
+    ``ci`` holds the handle table and the ``may_enter``/``may_leave`` flags,
+    ``poisoned`` the trap that escaped the instance (entering it afterwards is
+    refused), and ``tasks`` the task model's part
+    (:class:`~polyengine.concurrency.InstanceState`), created only when the
+    plan runs on the task model; that part reads and writes ``poisoned`` here.
+    """
+
+    __slots__ = ("ci", "id", "poisoned", "tasks")
 
     def __init__(self, ci: ComponentInstance, ident: int) -> None:
         self.ci = ci
         self.id = ident
         #: the trap that escaped this instance; entering it afterwards is refused
         self.poisoned: BaseException | None = None
+        #: the task model's part of this instance (``None`` on the synchronous path)
+        self.tasks: InstanceState | None = None
 
 
 class ResolvedOptions:
@@ -85,6 +97,21 @@ class ResolvedOptions:
 _EXACT_FORMATS: dict[type, str] = {U32: "I", S32: "i", U64: "Q", S64: "q"}
 #: the slot format of each core type's unsigned reading
 _CORE_FORMATS = {"i32": "I", "i64": "Q", "f32": "f", "f64": "d"}
+
+
+class ImportSite(NamedTuple):
+    """What a lowered host import's trampoline needs of the instance lowering it.
+
+    The runtime hands it down to the embed layer's trampoline builder, so
+    the builder never holds the runtime: ``instance`` is the lowering
+    component instance, ``resolve`` its canonical options (resolved on the
+    first call, CanonicalABI.md §``canon lower``), ``tasks`` the task model
+    when the plan runs on it.
+    """
+
+    instance: ComponentInstance
+    resolve: Callable[[], ResolvedOptions]
+    tasks: TaskModel | None
 
 
 class InlineCall(NamedTuple):
@@ -378,6 +405,10 @@ class ExportCall:
         return guard, body, env
 
 
+def _no_host_values(_store: Store, _driver: Driver) -> HostValueHooks:
+    raise AssertionError("the plain synchronous path has no task-model store")
+
+
 class ComponentRuntime:
     """One instantiated component: its engine store, core instances and per-instance state.
 
@@ -389,19 +420,24 @@ class ComponentRuntime:
     def __init__(
         self,
         artifacts: Artifacts,
-        host_trampolines: Callable[[ComponentRuntime, int, pln.LowerImport], engine.HostFunction],
+        host_trampolines: Callable[[ImportSite, pln.LowerImport], engine.HostFunction],
         *,
         host_resources: Any = None,
         host_resource_dtor: Callable[[int, int], None] | None = None,
+        bind_host_resource: Callable[[ResourceType, pln.ResourceType], None] | None = None,
         task_model: bool = False,
-        task_lowerer: Callable[[ComponentRuntime, int, pln.LowerImport], engine.CoreFunc | None]
-        | None = None,
+        task_lowerer: Callable[[ImportSite, pln.LowerImport], engine.CoreFunc | None] | None = None,
+        host_values: HostValuesFactory | None = None,
     ) -> None:
         plan = artifacts.plan
         self.plan = plan
         self.artifacts = artifacts
         self.store = engine.EngineStore(suspend=task_model)
         self.host_resources = host_resources
+        if task_model and host_values is None:
+            raise ValueError("a task-model runtime needs the host values' factory")
+        #: makes the host side's stream/future values of the task model's store
+        self.host_values: HostValuesFactory = host_values or _no_host_values
         self.records: list[InstanceRecord] = []
         for ci_plan in plan.component_instances:
             parent = None if ci_plan.parent is None else self.records[ci_plan.parent].ci
@@ -415,6 +451,8 @@ class ComponentRuntime:
                 rtype.dtor = self._guest_dtor(res.dtor)
             elif res.imported and host_resource_dtor is not None:
                 rtype.dtor = _bind_index(host_resource_dtor, index)
+            if res.imported and impl is None and bind_host_resource is not None:
+                bind_host_resource(rtype, res)
             self.resource_types.append(rtype)
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
@@ -422,7 +460,7 @@ class ComponentRuntime:
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
         if task_model:
-            from polyengine.embed._async import TaskModel
+            from polyengine.instance._async import TaskModel
 
             self.tasks = TaskModel(self)
             for rtype, res in zip(self.resource_types, plan.resources, strict=True):
@@ -588,7 +626,7 @@ class ComponentRuntime:
             )
 
             def build_import() -> engine.HostFunction:
-                return self._host_trampolines(self, index, tr)
+                return self._host_trampolines(self._import_site(tr), tr)
 
             return engine.DeferredHost(tuple(core.params), tuple(core.results), build_import)
         if isinstance(tr, pln.Adapter):
@@ -596,9 +634,7 @@ class ComponentRuntime:
                 tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
             )
             adapter = self._adapter(tr)
-            return engine.DeferredHost(
-                tuple(core.params), tuple(core.results), lambda: adapter
-            )
+            return engine.DeferredHost(tuple(core.params), tuple(core.results), lambda: adapter)
         fn, params, results = self._builtin(tr)
         return engine.DeferredHost(tuple(params), tuple(results), lambda: fn)
 
@@ -612,9 +648,22 @@ class ComponentRuntime:
             if tr.kind.startswith("resource.") or tr.kind == "unavailable":
                 return None
             return tasks.builtin(tr)
-        if self._task_lowerer is None:
+        if self._task_lowerer is None or not isinstance(tr, pln.LowerImport):
             return None
-        return self._task_lowerer(self, index, tr)
+        return self._task_lowerer(self._import_site(tr), tr)
+
+    def _import_site(self, tr: pln.LowerImport) -> ImportSite:
+        """What the embed layer's trampoline of host import ``tr`` needs of this runtime."""
+        resolve_options = weakref.WeakMethod(self.resolve_options)
+        o = tr.options
+
+        def resolve() -> ResolvedOptions:
+            method = resolve_options()
+            if method is None:
+                raise ReferenceError("the component instance is gone")
+            return method(o, host_side=True)
+
+        return ImportSite(self.records[o.instance].ci, resolve, self.tasks)
 
     def _guest_dtor(self, ref: pln.CoreDef) -> Callable[[int], None]:
         def dtor(rep: int) -> None:

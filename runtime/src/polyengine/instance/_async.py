@@ -7,7 +7,7 @@ task-model built-ins, ``stream``/``future`` values) or with imports marked
 an activation of the concurrency layer on a wasmtime fiber, scheduled by one
 :class:`~polyengine.concurrency.Driver` per instantiation on the running
 asyncio loop. :class:`TaskModel` builds, for a
-:class:`~polyengine.embed._runtime.ComponentRuntime`:
+:class:`~polyengine.instance._runtime.ComponentRuntime`:
 
 * the :class:`~polyengine.concurrency.CanonLift` of each ``canon lift``
   (callback or stackful when ``async``);
@@ -16,7 +16,7 @@ asyncio loop. :class:`TaskModel` builds, for a
   functions of the driver, the call parking the guest until they settle; an
   unmarked sync import keeps the plain trampoline;
 * guest→guest adapters as ``canon lower`` of the callee's lift;
-* every canonical built-in (:mod:`~polyengine.embed._builtins`).
+* every canonical built-in (:mod:`~polyengine.instance._builtins`).
 
 Exports are awaited through :class:`AsyncExportCall`.
 """
@@ -29,9 +29,10 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from polyengine import engine
+from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.trap import escaped, fault, passes_through, poisons
@@ -56,8 +57,7 @@ from polyengine.concurrency.reentry import check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
-from polyengine.embed._builtins import ReturnKey, builtin_signature, task_model_builtin
-from polyengine.embed._hostvalues import FutureSource, HostValues
+from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
@@ -69,9 +69,37 @@ from polyengine_protocol import (
 )
 
 if TYPE_CHECKING:
-    from polyengine.embed._runtime import ComponentRuntime, ResolvedOptions
+    from polyengine.instance._runtime import ComponentRuntime, ResolvedOptions
 
-__all__ = ["AsyncExportCall", "TaskModel", "needs_task_model"]
+__all__ = ["AsyncExportCall", "FutureSource", "HostValueHooks", "TaskModel", "needs_task_model"]
+
+
+class FutureSource:
+    """An awaitable that an import returned as its ``future`` result (A12), kept unawaited."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+
+class HostValueHooks(AsyncValueHooks, Protocol):
+    """The host side's stream, future and error-context values of one store.
+
+    The embed layer makes them (host ``Stream``/``Future`` handles) and hands
+    the factory down at construction; the task model calls them when a value
+    crosses to or from the host, and tells them when an instance is poisoned
+    (embedder-api A7).
+    """
+
+    #: (resource type of an index, host resource table), for stream<own<R>> (A13)
+    resources: Callable[[], tuple[Callable[[int], Any], Any]] | None
+
+    def on_poison(self, inst: InstanceState, trap: BaseException) -> None: ...
+
+
+#: makes the host values of one store, driven by its driver
+HostValuesFactory = Callable[[Store, Driver], HostValueHooks]
 
 
 def _has_async_value(t: m.ValType | None) -> bool:
@@ -127,9 +155,11 @@ class TaskModel:
         self.rt = rt
         self.store = Store()
         self.driver = Driver(self.store)
-        self.states = [InstanceState(self.store, rec.ci) for rec in rt.records]
+        self.states = [InstanceState(self.store, rec.ci, record=rec) for rec in rt.records]
+        for rec, state in zip(rt.records, self.states, strict=True):
+            rec.tasks = state
         self.hooks = TaskModelHooks()
-        self.host_values = HostValues(self.store, self.driver)
+        self.host_values = rt.host_values(self.store, self.driver)
         self.host_values.resources = lambda: (rt.resource_types.__getitem__, rt.host_resources)
         #: true while core instances are instantiated (start functions run)
         self.in_start = False
@@ -139,13 +169,7 @@ class TaskModel:
         self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
         self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions]] = {}
-        self.store.on_poison.append(self._on_poison)
         self.store.on_poison.append(self.host_values.on_poison)
-
-    def _on_poison(self, inst: InstanceState, trap: Any) -> None:
-        for rec, st in zip(self.rt.records, self.states, strict=True):
-            if st is inst and rec.poisoned is None:
-                rec.poisoned = fault(trap)
 
     # -- lifts ---------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from polyengine.types import model as m
 from polyengine.types.layout import MAX_FLAT_PARAMS, flatten_type
 
 if TYPE_CHECKING:
-    from polyengine.embed._runtime import ComponentRuntime
+    from polyengine.instance._runtime import ComponentRuntime
 
 __all__ = ["ReturnKey", "builtin_signature", "task_model_builtin"]
 
