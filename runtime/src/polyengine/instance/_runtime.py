@@ -517,7 +517,7 @@ class ComponentRuntime:
 
     def addrtype(self, o: pln.CanonOptions) -> PtrType:
         """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64)."""
-        from polyengine.embed._memtype import memory_addrtype
+        from polyengine.instance._memtype import memory_addrtype
 
         return memory_addrtype(self.plan, self.artifacts.component_bytes, o.memory)
 
