@@ -115,6 +115,16 @@ class GuestMemory(_StoreItem):
     def page_size(self) -> int:
         return int(ffi.memory_page_size(self._ctx(), self._addr))
 
+    def is_64(self) -> bool:
+        """Whether this is a 64-bit memory (memory64: ``i64`` addresses)."""
+        ty = ffi.memory_type(self._ctx(), self._addr)
+        if not ty:
+            raise RuntimeError("wasmtime returned no type for a memory")
+        try:
+            return bool(ffi.memorytype_is64(ty))
+        finally:
+            ffi.memorytype_delete(ty)
+
     def view(self) -> memoryview:
         """A writable byte view (format ``'B'``) of the whole memory, as of now."""
         ctx = self._ctx()

@@ -516,10 +516,21 @@ class ComponentRuntime:
         return ext
 
     def addrtype(self, o: pln.CanonOptions) -> PtrType:
-        """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64)."""
+        """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64).
+
+        A live memory says so itself (the engine asks wasmtime); before its core
+        instance exists, the exporting module's signature is read instead.
+        """
+        m = o.memory
+        if m is None:
+            return "i32"
+        if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
+            live = self.core_instances[m.instance].get(m.name)
+            if isinstance(live, engine.GuestMemory):
+                return "i64" if live.is_64() else "i32"
         from polyengine.instance._memtype import memory_addrtype
 
-        return memory_addrtype(self.plan, self.artifacts.component_bytes, o.memory)
+        return memory_addrtype(self.plan, self.artifacts.component_bytes, m)
 
     def resolve_options(
         self, o: pln.CanonOptions, *, host_side: bool | None = None, side: str | None = None
