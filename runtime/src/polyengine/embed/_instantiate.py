@@ -17,6 +17,7 @@ from polyengine.embed._host import HostLinker
 from polyengine.embed._providers import Imports
 from polyengine.embed._runtime import ComponentRuntime
 from polyengine.errors import LinkError
+from polyengine.limits import Limits
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
@@ -59,7 +60,11 @@ class Instance:
 
 
 async def instantiate(
-    artifacts: Any, imports: Mapping[str, object] | None = None, *, suspend: bool | None = None
+    artifacts: Any,
+    imports: Mapping[str, object] | None = None,
+    *,
+    suspend: bool | None = None,
+    limits: Limits | None = None,
 ) -> Instance:
     """Instantiate a component with the host's ``imports``.
 
@@ -69,13 +74,17 @@ async def instantiate(
     loop (architecture.md §4); any other keeps plain synchronous calls.
     ``suspend=False`` forces the plain path: marked imports then refuse
     awaitables (``SuspensionUnavailable``), and a component that needs the
-    task model is refused with ``LinkError``.
+    task model is refused with ``LinkError``. ``limits``
+    (:class:`polyengine.Limits`) bounds the instance's fuel, time, memory,
+    tables and instances; exceeding one traps with its code.
 
     Raises :class:`~polyengine.errors.TranslationError` for a malformed
     component, :class:`~polyengine.errors.LinkError` (and its subclass
     ``MissingImportError``) when an import is missing or mis-shaped, and
     ``polyengine_protocol.Trap`` when a start function traps.
     """
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a polyengine.Limits, not {type(limits).__name__}")
     arts = to_artifacts(artifacts)
     linker = HostLinker(Imports(imports), suspend=bool(suspend))
     for imp in required_imports(arts):
@@ -95,6 +104,7 @@ async def instantiate(
         host_resource_dtor=lambda _index, rep: linker.resources.host_dtor(rep),
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
+        limits=limits,
     )
     linker.bind_runtime(runtime)
     return Instance(runtime, build_exports(runtime))
