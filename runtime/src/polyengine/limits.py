@@ -92,10 +92,7 @@ class Limits:
             raise ValueError("Limits.fuel_per_call needs Limits.fuel")
         t = self.timeout
         if t is not None and (
-            isinstance(t, bool)
-            or not isinstance(t, int | float)
-            or not math.isfinite(t)
-            or t <= 0
+            isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0
         ):
             raise ValueError(f"Limits.timeout must be None or positive seconds, not {t!r}")
 

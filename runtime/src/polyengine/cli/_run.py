@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from polyengine.cli import _wave
+from polyengine.cli._limits import WasmOptionError, add_wasm_options, limits_from
 from polyengine.errors import LinkError, TranslationError
 from polyengine.translate import Artifacts
 from polyengine.translate import plan as pln
@@ -100,6 +101,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="a WASI option as wasmtime spells it: inherit-env, inherit-network, "
         "cli-exit-with-code, p3 (comma-separated or repeated)",
     )
+    add_wasm_options(p)
 
 
 def register(subparsers: Any) -> None:
@@ -200,7 +202,9 @@ class _Progress:
             self._stream.flush()
 
 
-def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> None:
+def precompile(
+    arts: Artifacts, label: str, *, stream: TextIO | None = None, fuel: bool = False
+) -> None:
     """Compile the component's core modules into the engine's caches.
 
     Modules already in the on-disk cache load from it; when the uncached
@@ -208,7 +212,7 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
     """
     from polyengine import engine
 
-    eng = engine.get_engine()
+    eng = engine.get_engine(engine.EngineConfig(consume_fuel=True) if fuel else None)
     cache = engine.module_cache_dir(eng)
     fingerprint = eng.config.code_fingerprint()
     modules = [arts.module_bytes(i) for i in range(len(arts.plan.modules))]
@@ -230,7 +234,7 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
                     f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
                     f"module {n} of {len(uncached)}"
                 )
-            engine.compile_module(modules[i], name=f"module {i}")
+            engine.compile_module(modules[i], name=f"module {i}", engine=eng)
             done += len(modules[i])
     finally:
         if progress is not None:
@@ -470,6 +474,10 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
     except _wave.WaveError as exc:
         return _error(f"cannot parse the call {call_text!r}: {exc}")
     try:
+        limits = limits_from(args.wasm_options)
+    except WasmOptionError as exc:
+        return _error(str(exc))
+    try:
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -501,7 +509,8 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 )
         imports = _wasi_imports(args, program, guest_args)
         _check_imports(arts, imports)
-        precompile(arts, program, stream=sys.stderr)
+        fuel = limits is not None and limits.fuel is not None
+        precompile(arts, program, stream=sys.stderr, fuel=fuel)
     except TranslationError as exc:
         return _error(f"{path} is not a valid component: {exc}")
     except CliError as exc:
@@ -523,6 +532,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 run_name=run_name,
                 target=target,
                 params=params,
+                limits=limits,
             )
         )
     except KeyboardInterrupt:
@@ -587,13 +597,14 @@ async def _execute(
     run_name: str | None,
     target: ExportFunc | None,
     params: list[Any],
+    limits: Any = None,
 ) -> int:
     from polyengine import instantiate
     from polyengine_protocol import is_component_exception, is_trap
 
     what = "failed to instantiate the component"
     try:
-        instance = await instantiate(arts, imports)
+        instance = await instantiate(arts, imports, limits=limits)
         try:
             if target is None:
                 assert run_name is not None
@@ -612,6 +623,13 @@ async def _execute(
             return 0
         finally:
             instance.close()
+    except asyncio.CancelledError as exc:
+        # SIGINT (asyncio.run cancels the main task): a guest that was running
+        # is interrupted; report its trap as wasmtime does, then exit with 130
+        interrupted = exc.__context__
+        if interrupted is not None and getattr(interrupted, "code", None) == "interrupt":
+            _report_trap(program, what, interrupted)
+        raise
     except Exception as exc:
         exit_request = _wasi_exit_in(exc)
         if exit_request is not None:
