@@ -21,6 +21,10 @@ field                     meaning                        trap code
 ``max_instances``         core instances of the store    ``instance-limit``
 ``max_memories``          linear memories of the store   ``memory-limit``
 ``max_tables``            tables of the store            ``table-limit``
+``max_lift_bytes``        bytes plus elements of lists   ``lift-limit``
+                          and strings one lift or lower
+                          reads from guest memory
+                          (default 1 GiB)
 ========================  =============================  ====================
 
 The memory and table bounds are wasmtime's store limiter, with its meaning
@@ -75,6 +79,7 @@ class Limits:
     max_instances: int | None = None
     max_memories: int | None = None
     max_tables: int | None = None
+    max_lift_bytes: int = 1 << 30
 
     def __post_init__(self) -> None:
         _check_count("fuel", self.fuel, 1 << 64)
@@ -84,6 +89,7 @@ class Limits:
             "max_instances",
             "max_memories",
             "max_tables",
+            "max_lift_bytes",
         ):
             _check_count(name, getattr(self, name))
         if not isinstance(self.fuel_per_call, bool):

@@ -54,3 +54,21 @@ BIG_TABLE = """(component
   (core instance $i (instantiate $m))
   (func (export "ok") (result u32) (canon lift (core func $i "ok")))
 )"""
+
+# ``nest`` returns list<list<list<list<u8>>>> whose every list is the same 64 pairs
+# at 1024, each (1024, 64): 64**4 bytes (16 MiB) lifted out of 512 bytes of memory.
+_PAIR = "\\00\\04\\00\\00\\40\\00\\00\\00"
+NESTED = f"""(component
+  (core module $m
+    (memory (export "mem") 1)
+    (data (i32.const 1024) "{_PAIR * 64}")
+    (func (export "nest") (result i32) (i32.const 1024))
+    (func (export "nest3") (result i32) (i32.const 1024)))
+  (core instance $i (instantiate $m))
+  (type $l4 (list (list (list (list u8)))))
+  (type $l3 (list (list (list u8))))
+  (func (export "nest") (result $l4)
+    (canon lift (core func $i "nest") (memory (core memory $i "mem"))))
+  (func (export "nest3") (result $l3)
+    (canon lift (core func $i "nest3") (memory (core memory $i "mem"))))
+)"""

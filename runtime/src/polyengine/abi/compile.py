@@ -544,6 +544,10 @@ class Compiler:
         guest = self.guest_strings
 
         def lift_str(cx: LiftLowerContext, ptr: int, units: int) -> Any:
+            left = cx.budget - units
+            cx.budget = left
+            if left < 0:
+                cx.charge(0, 0)
             s = decode(cx.mv, ptr, units)
             return StringValue(s, enc, units) if guest else s
 

@@ -123,6 +123,10 @@ def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:
         nbytes = n * es
         if nbytes > MAX_LIST_BYTE_LENGTH or ptr & (ea - 1) or ptr + nbytes > len(cx.mv):
             range_trap("list", ptr, nbytes, ea, len(cx.mv), limit=MAX_LIST_BYTE_LENGTH)
+        left = cx.budget - nbytes - n
+        cx.budget = left
+        if left < 0:
+            cx.charge(0, 0)
         return read(cx, ptr, n)
 
     def store_range(cx: LiftLowerContext, v: Any) -> tuple[int, int]:

@@ -410,6 +410,8 @@ class ComponentRuntime:
         for ci_plan in plan.component_instances:
             parent = None if ci_plan.parent is None else self.records[ci_plan.parent].ci
             ci = ComponentInstance(parent, ci_plan.path or f"#{ci_plan.id}")
+            if limits is not None:
+                ci.lift_budget = limits.max_lift_bytes
             self.records.append(InstanceRecord(ci, ci_plan.id))
         self.resource_types: list[ResourceType] = []
         for index, res in enumerate(plan.resources):
