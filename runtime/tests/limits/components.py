@@ -72,3 +72,22 @@ NESTED = f"""(component
   (func (export "nest3") (result $l3)
     (canon lift (core func $i "nest3") (memory (core memory $i "mem"))))
 )"""
+
+_LIBC = """
+  (core module $libc
+    (memory (export "mem") 1)
+    (global $bump (mut i32) (i32.const 4096))
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
+      (local $r i32)
+      (local.set $r (i32.and (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
+                             (i32.sub (i32.const 0) (local.get 2))))
+      (global.set $bump (i32.add (local.get $r) (local.get 3)))
+      (local.get $r)))
+  (core instance $libc (instantiate $libc))
+"""
+LIBC_OPTS = '(memory (core memory $libc "mem")) (realloc (core func $libc "realloc"))'
+
+
+def with_libc(body: str) -> str:
+    """A component with a bump-allocating ``$libc`` instance before ``body``."""
+    return f"(component {_LIBC} {body})"

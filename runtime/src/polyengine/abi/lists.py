@@ -79,7 +79,16 @@ def _elements(
             data = memoryview(numbers_to_bytes(nk, v)).cast("B")
             cx.mv[ptr : ptr + n * nk.size] = data
 
-        return read_num, write_num, lambda v: need_sequence(v, f"list<{nk.name}>")
+        def norm_num(v: Any) -> Sequence[Any]:
+            if isinstance(v, bytes | bytearray | memoryview):
+                # python-mapping.md §2: a bytes-like object is a list<u8> only
+                raise LowerTypeError(
+                    f"expected a sequence of numbers for list<{nk.name}>, got {describe(v)} "
+                    "(a bytes-like object is a list<u8> only)"
+                )
+            return need_sequence(v, f"list<{nk.name}>")
+
+        return read_num, write_num, norm_num
     if isinstance(et, Bool):
 
         def read_bool(cx: LiftLowerContext, ptr: int, n: int) -> list[bool]:
