@@ -418,8 +418,12 @@ class Driver:
     # -- the runner ---------------------------------------------------------------------
 
     def _run_ready(self) -> None:
-        """Run :meth:`_run_ready_now` once after the done-callbacks of this loop iteration."""
+        """Run :meth:`_run_ready_now`: at once with few waiting threads (no extra loop
+        iteration per host result), else once after this loop iteration's done-callbacks."""
         if self._ready_scheduled:
+            return
+        if len(self.store.waiting) <= self.batch:
+            self._run_ready_now()
             return
         try:
             loop = asyncio.get_running_loop()
