@@ -350,6 +350,18 @@ def test_symlink_pointing_out_is_refused(confined: Any, tree: Path, tmp_path: Pa
     assert (tmp_path / "outside.txt").read_bytes() == b"secret"
 
 
+def test_readlink_of_an_absolute_target_is_refused(
+    confined: Any, tree: Path, tmp_path: Path
+) -> None:
+    os.symlink(tmp_path / "outside.txt", tree / "abs")
+    os.symlink("sub/inner.txt", tree / "rel")
+    with pytest.raises(ComponentException) as refused:
+        confined.readlink_at("abs")
+    assert code(refused) == "not-permitted"
+    assert str(tmp_path) not in str(refused.value)
+    assert confined.readlink_at("rel") == "sub/inner.txt"
+
+
 def test_symlink_loop_is_reported(confined: Any, tree: Path) -> None:
     os.symlink("b", tree / "a")
     os.symlink("a", tree / "b")

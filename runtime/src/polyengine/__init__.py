@@ -2,7 +2,8 @@
 
 The application surface (python-mapping.md §7): :func:`translate`,
 :func:`instantiate`, :func:`required_imports`, :func:`artifacts_from_envelope`,
-the named errors, and the submodules :mod:`polyengine.sync` (the blocking
+the named errors, :class:`Limits` (bounds for an untrusted guest), and the
+submodules :mod:`polyengine.sync` (the blocking
 facade) and :mod:`polyengine.testing` (the conformance runner). Host modules
 import :mod:`polyengine_protocol`, never this package.
 
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 from polyengine.errors import LinkError as LinkError
 from polyengine.errors import NameCollisionError as NameCollisionError
 from polyengine.errors import TranslationError as TranslationError
+from polyengine.limits import LimitCode as LimitCode
+from polyengine.limits import Limits as Limits
 
 # ``translate`` the function shadows the subpackage of the same name: bind it
 # here, before anything else imports the subpackage and sets the attribute to
@@ -41,6 +44,8 @@ __all__ = [
     "Artifacts",
     "ImportLeaf",
     "Instance",
+    "LimitCode",
+    "Limits",
     "LinkError",
     "MissingImportError",
     "NameCollisionError",

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from polyengine import Instance, instantiate
+from polyengine.limits import Limits
 from polyengine.translate import Artifacts, translate
 
 __all__ = ["App", "ERROR_PAGE", "ImportsFactory"]
@@ -152,7 +153,7 @@ class _Pool:
     async def _new(self) -> _Slot:
         instance_id = next(self._ids)
         imports = self._app.imports_factory(instance_id)
-        instance = await instantiate(self._app.artifacts(), imports)
+        instance = await instantiate(self._app.artifacts(), imports, limits=self._app.limits)
         names = list(instance.exports)
         p2 = [n for n in names if n.startswith(P2_HANDLER)]
         p3 = [n for n in names if n.startswith(P3_HANDLER)]
@@ -296,8 +297,10 @@ class App:
     (default: wasmtime's, 1 for 0.2 and 128 for 0.3), ``concurrent_reuse``
     how many run at once on a 0.3 instance (default 16), ``idle_timeout`` how long an idle one
     is kept (seconds), ``prewarm`` how many instances are kept ready,
-    ``request_timeout`` bounds each request (seconds), ``headers`` replace
-    or add request headers (wasmtime's ``-H``).
+    ``request_timeout`` bounds each request (seconds; a guest still running
+    then is interrupted), ``headers`` replace or add request headers
+    (wasmtime's ``-H``), ``limits`` (:class:`polyengine.Limits`) bounds
+    every instance of the pool.
     """
 
     def __init__(
@@ -313,8 +316,10 @@ class App:
         headers: Sequence[tuple[str, str]] = (),
         log: Callable[[str], None] | None = None,
         max_concurrent_requests: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._component = component
+        self.limits = limits
         self._artifacts: Artifacts | None = None
         self.imports_factory: ImportsFactory = imports_factory or default_imports()
         self.reuse = reuse

@@ -209,7 +209,7 @@ def test_seeded_wait_on_a_holding_condition_does_not_block() -> None:
 
         call = start_host_call(stackful(InstanceState(store), body), [])
         assert call.resolved, seed
-        assert store.waiting == []
+        assert not store.waiting
 
 
 # --------------------------------------------------------------------------- env

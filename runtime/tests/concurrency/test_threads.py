@@ -225,6 +225,6 @@ def test_store_close_abandons_parked_threads() -> None:
     assert not call.settled
     st.close()
     assert cleaned == ["unwound"]
-    assert st.waiting == []
+    assert not st.waiting
     assert not st.tick()
     st.close()

@@ -277,7 +277,7 @@ def test_fuel_limits_a_runaway_guest(wat: Wat) -> None:
         assert store.get_fuel() == 10_000
         with pytest.raises(CoreTrap) as info:
             instantiate(store, module, []).func("spin").call_raw([])
-        assert info.value.code == "out_of_fuel"
+        assert info.value.code == "out-of-fuel"
 
 
 def test_an_async_host_function_makes_the_store_async_required(wat: Wat) -> None:

@@ -455,7 +455,11 @@ class Descriptor:
 
     def readlink_at(self, path: str) -> str:
         with self._at("readlink-at", path) as (d, n):
-            return os.readlink(n, dir_fd=d)
+            target = os.readlink(n, dir_fd=d)
+        if os.path.isabs(target):
+            # an absolute target names a host path outside every preopen (as wasmtime refuses)
+            raise _fail("not-permitted", f"readlink-at {path!r}: the link's target is absolute")
+        return target
 
     def remove_directory_at(self, path: str) -> None:
         with self._at("remove-directory-at", path, mutate=True) as (d, n):

@@ -435,7 +435,11 @@ class Compiler:
         guest = self.guest_strings
 
         def lift_str(cx: LiftLowerContext, ptr: int, units: int) -> Any:
-            s = decode(cx.mv, ptr, units)
+            s = decode(cx.mv, ptr, units)  # bounds-checked: at most the memory's size
+            left = cx.budget - len(s)
+            cx.budget = left
+            if left < 0:
+                cx.charge(0, 0)
             return StringValue(s, enc, units) if guest else s
 
         def lower_str(cx: LiftLowerContext, v: Any) -> tuple[int, int]:
@@ -517,9 +521,19 @@ class Compiler:
 
         load, lift_flat = self._gen_loads(keys, codecs, offs, foffs)
         fused = fused_loads([ft for _, ft in fields], offs, elem_size(t, self.ptr_type), keys)
+        nkeys, keyset, any_optional = len(keys), frozenset(keys), any(opt)
+
+        def no_extra(v: Mapping[str, Any]) -> None:
+            """Refuse keys that are no field (python-mapping.md §2): a misspelt field."""
+            if len(v) > nkeys or (any_optional and not keyset.issuperset(v)):
+                extra = next(k for k in v if k not in keyset)
+                raise LowerTypeError(
+                    f"unknown field {extra!r} for a record with fields {', '.join(keys)}"
+                )
 
         def store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
             v = need_mapping(v, "record")
+            no_extra(v)
             for k, o, st, optional in stores:
                 x = field(v, k, optional)
                 try:
@@ -530,6 +544,7 @@ class Compiler:
 
         def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
             v = need_mapping(v, "record")
+            no_extra(v)
             for k, lw, optional in lowers:
                 x = field(v, k, optional)
                 try:
@@ -539,7 +554,16 @@ class Compiler:
                     raise
 
         size = elem_size(t, self.ptr_type)
-        store = fused_store([ft for _, ft in fields], offs, size, keys, store) or store
+        fstore = fused_store([ft for _, ft in fields], offs, size, keys, store)
+        if fstore is not None:
+            fast = fstore
+
+            def checked_store(cx: LiftLowerContext, v: Any, ptr: int) -> None:
+                if isinstance(v, Mapping):
+                    no_extra(v)
+                fast(cx, v, ptr)
+
+            store = checked_store
         if fused is not None:
             return self._make(t, fused[0], store, lift_flat, lower_flat, load_many=fused[1])
         return self._make(t, load, store, lift_flat, lower_flat)

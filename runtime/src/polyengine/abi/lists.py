@@ -75,7 +75,16 @@ def _elements(
             data = memoryview(numbers_to_bytes(nk, v)).cast("B")
             cx.mv[ptr : ptr + n * nk.size] = data
 
-        return read_num, write_num, lambda v: need_sequence(v, f"list<{nk.name}>")
+        def norm_num(v: Any) -> Sequence[Any]:
+            if isinstance(v, bytes | bytearray | memoryview):
+                # python-mapping.md §2: a bytes-like object is a list<u8> only
+                raise LowerTypeError(
+                    f"expected a sequence of numbers for list<{nk.name}>, got {describe(v)} "
+                    "(a bytes-like object is a list<u8> only)"
+                )
+            return need_sequence(v, f"list<{nk.name}>")
+
+        return read_num, write_num, norm_num
     if isinstance(et, Bool):
 
         def read_bool(cx: LiftLowerContext, ptr: int, n: int) -> list[bool]:
@@ -119,6 +128,10 @@ def compile_list(comp: Compiler, t: List, ec: Codec) -> Codec:
         nbytes = n * es
         if nbytes > MAX_LIST_BYTE_LENGTH or ptr & (ea - 1) or ptr + nbytes > len(cx.mv):
             range_trap("list", ptr, nbytes, ea, len(cx.mv), limit=MAX_LIST_BYTE_LENGTH)
+        left = cx.budget - nbytes - n
+        cx.budget = left
+        if left < 0:
+            cx.charge(0, 0)
         return read(cx, ptr, n)
 
     def store_range(cx: LiftLowerContext, v: Any) -> tuple[int, int]:

@@ -56,7 +56,7 @@ class LiftLowerContext:
     Call :meth:`refresh` after anything else that may have run guest code.
     """
 
-    __slots__ = ("borrow_scope", "inst", "mv", "opts")
+    __slots__ = ("borrow_scope", "budget", "inst", "mv", "opts")
 
     mv: memoryview
 
@@ -69,6 +69,8 @@ class LiftLowerContext:
         self.opts = opts
         self.inst = inst
         self.borrow_scope = borrow_scope
+        #: what lists and strings may still read (see :meth:`charge`)
+        self.budget = inst.lift_budget
 
     def __getattr__(self, name: str) -> Any:
         # Reached only while the ``mv`` slot is unset: fetch the view lazily.
@@ -78,6 +80,25 @@ class LiftLowerContext:
         mv = memory.view() if memory is not None else _EMPTY
         self.mv = mv
         return mv
+
+    def charge(self, nbytes: int, elements: int) -> None:
+        """Count a list or string lifted out of memory; trap once the budget is spent.
+
+        A guest can make lists whose elements all point at the same memory,
+        so what a lift reads can be exponentially larger than the memory:
+        every list and string lifted is counted (its bytes plus its
+        elements) against the instance's budget for one lift.
+        """
+        left = self.budget - nbytes - elements
+        self.budget = left
+        if left < 0:
+            from polyengine.abi.trap import TrapCode, trap
+
+            trap(
+                TrapCode.LIFT_LIMIT,
+                f"lifting this value reads more than the {self.inst.lift_budget} bytes and "
+                f"elements one call may lift (polyengine.Limits.max_lift_bytes)",
+            )
 
     def refresh(self) -> None:
         """Forget the memory view; the next use re-reads it (memory may have grown)."""

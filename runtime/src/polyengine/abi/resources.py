@@ -110,6 +110,10 @@ class ComponentInstance:
     while a call has entered the instance (or an ancestor) and not left.
     """
 
+    #: bytes plus elements one lift or lower may read out of guest memory
+    #: (``Limits.max_lift_bytes``): bounds nested lists aliasing one range
+    lift_budget: int = 1 << 30
+
     def __init__(self, parent: ComponentInstance | None = None, name: str = "") -> None:
         self.parent = parent
         self.name = name

@@ -71,6 +71,8 @@ class TrapCode:
     HOST_IMPORT = "host-import"
     CORE = "trap"
     INTERNAL = "internal"
+    # limits of an instance (polyengine.Limits)
+    LIFT_LIMIT = "lift-limit"
     UNSPECIFIED = UNSPECIFIED_TRAP_CODE
 
 

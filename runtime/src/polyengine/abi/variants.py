@@ -67,6 +67,19 @@ def _dict_shape(kinds: Sequence[str], payload: Sequence[ValType | None]) -> tupl
             i = index[kind]
         except (KeyError, TypeError):
             raise LowerValueError(f"unknown case {kind!r}; expected one of {list(kinds)}") from None
+        if len(v) > 1 + has_payload[i]:
+            # python-mapping.md §2: a key that is neither 'kind' nor the case's 'value'
+            # (a payloadless case tolerates only ``"value": None``)
+            allowed = ("kind", "value") if has_payload[i] else ("kind",)
+            extra = next((k for k in v if k not in allowed), None)
+            if extra is None:
+                pass
+            elif extra != "value":
+                raise LowerTypeError(
+                    f"unknown key {extra!r}: case {kind!r} takes only 'kind' and 'value'"
+                )
+            elif v["value"] is not None or len(v) > 2:
+                raise LowerTypeError(f"unknown key 'value': case {kind!r} has no payload")
         if not has_payload[i]:
             return i, None
         if optional[i]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from polyengine.cli._limits import WasmOptionError, add_wasm_options, limits_from
 from polyengine.errors import LinkError, TranslationError
 from polyengine.translate import Artifacts
 from polyengine.translate import plan as pln
@@ -101,6 +102,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="a WASI option as wasmtime spells it: inherit-env, inherit-network, "
         "cli-exit-with-code, p3 (comma-separated or repeated)",
     )
+    add_wasm_options(p)
 
 
 def register(subparsers: Any) -> None:
@@ -205,7 +207,9 @@ class _Progress:
             self._stream.flush()
 
 
-def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> None:
+def precompile(
+    arts: Artifacts, label: str, *, stream: TextIO | None = None, fuel: bool = False
+) -> None:
     """Compile the component's core modules into the engine's caches.
 
     Modules already in the on-disk cache load from it; when the uncached
@@ -213,7 +217,7 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
     """
     from polyengine import engine
 
-    eng = engine.get_engine()
+    eng = engine.get_engine(engine.EngineConfig(consume_fuel=True) if fuel else None)
     shas = [m.sha256 for m in arts.plan.modules]  # the plan's own: no hashing again
     uncached = []
     for i, sha in enumerate(shas):
@@ -232,7 +236,7 @@ def precompile(arts: Artifacts, label: str, *, stream: TextIO | None = None) -> 
                     f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
                     f"module {n} of {len(uncached)}"
                 )
-            engine.compile_module(arts.module_view(i), name=f"module {i}", sha256=shas[i])
+            engine.compile_module(arts.module_view(i), name=f"module {i}", sha256=shas[i], engine=eng)
             done += arts.plan.modules[i].length
     finally:
         if progress is not None:
@@ -475,6 +479,10 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
         except _wave.WaveError as exc:
             return _error(f"cannot parse the call {call_text!r}: {exc}")
     try:
+        limits = limits_from(args.wasm_options)
+    except WasmOptionError as exc:
+        return _error(str(exc))
+    try:
         try:
             before = os.stat(path)
             data = path.read_bytes()
@@ -509,7 +517,8 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 )
         imports = _wasi_imports(args, program, guest_args)
         _check_imports(arts, imports)
-        precompile(arts, program, stream=sys.stderr)
+        fuel = limits is not None and limits.fuel is not None
+        precompile(arts, program, stream=sys.stderr, fuel=fuel)
     except TranslationError as exc:
         return _error(f"{path} is not a valid component: {exc}")
     except CliError as exc:
@@ -531,6 +540,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 run_name=run_name,
                 target=target,
                 params=params,
+                limits=limits,
             )
         )
     except KeyboardInterrupt:
@@ -595,13 +605,14 @@ async def _execute(
     run_name: str | None,
     target: ExportFunc | None,
     params: list[Any],
+    limits: Any = None,
 ) -> int:
     from polyengine import instantiate
     from polyengine_protocol import is_component_exception, is_trap
 
     what = "failed to instantiate the component"
     try:
-        instance = await instantiate(arts, imports)
+        instance = await instantiate(arts, imports, limits=limits)
         try:
             if target is None:
                 assert run_name is not None
@@ -622,6 +633,13 @@ async def _execute(
             return 0
         finally:
             instance.close()
+    except asyncio.CancelledError as exc:
+        # SIGINT (asyncio.run cancels the main task): a guest that was running
+        # is interrupted; report its trap as wasmtime does, then exit with 130
+        interrupted = exc.__context__
+        if interrupted is not None and getattr(interrupted, "code", None) == "interrupt":
+            _report_trap(program, what, interrupted)
+        raise
     except Exception as exc:
         exit_request = _wasi_exit_in(exc)
         if exit_request is not None:

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from polyengine.cli._limits import add_wasm_options, limits_from
+
 __all__ = ["register", "serve_command", "parse_duration", "listener"]
 
 INSTALL_HINT = (
@@ -86,7 +88,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--prewarm", type=int, default=0, metavar="N",
                    help="instances kept instantiated ahead of requests")
     p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
-                   help="answer 500 (or cut the response) after this long")
+                   help="answer 500 (or cut the response) after this long, interrupting "
+                   "a guest still running")
+    add_wasm_options(p)
     p.set_defaults(func=serve_command)
 
 
@@ -158,6 +162,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "workers": max(1, args.workers),
         "prewarm": max(0, args.prewarm),
         "request_timeout": args.request_timeout,
+        "limits": limits_from(args.wasm_options),
     }
 
 
@@ -252,6 +257,7 @@ def _serve(options: dict[str, Any], sock: socket.socket) -> int:
         idle_timeout=options["idle_timeout"],
         prewarm=options["prewarm"],
         request_timeout=options["request_timeout"],
+        limits=options.get("limits"),
         headers=options["headers"],
         max_concurrent_requests=options["max_requests"],
     )

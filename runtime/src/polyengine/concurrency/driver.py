@@ -184,6 +184,13 @@ def _no_cancel(_requester: InstanceState | None) -> None:
 def _tick_all(store: Store, limit: int | None = None) -> int:
     """Tick until nothing is ready (or ``limit`` ticks); traps only poison."""
     n = 0
+    if store.policy.deterministic:
+        while limit is None or n < limit:
+            done = store.tick_ready(None if limit is None else limit - n)
+            if not done:
+                break
+            n += done
+        return n
     while limit is None or n < limit:
         try:
             if not store.tick():
@@ -243,6 +250,9 @@ class Driver:
         self._calls: dict[HostCall, asyncio.Future[list[Any] | None]] = {}
         #: what escaped a tick run from a done-callback, for the runner to raise
         self._escaped: BaseException | None = None
+        #: a pass over the ready threads is scheduled (host results settled in one
+        #: loop iteration are served by one pass, not one scan of the waiters each)
+        self._ready_scheduled = False
         store.on_wake = self._on_wake
 
     # -- calls ------------------------------------------------------------------
@@ -409,13 +419,30 @@ class Driver:
     # -- the runner ---------------------------------------------------------------------
 
     def _run_ready(self) -> None:
-        """Tick the threads a host operation readied, from its done-callback.
+        """Run :meth:`_run_ready_now`: at once with few waiting threads (no extra loop
+        iteration per host result), else once after this loop iteration's done-callbacks."""
+        if self._ready_scheduled:
+            return
+        if len(self.store.waiting) <= self.batch:
+            self._run_ready_now()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._run_ready_now()
+            return
+        self._ready_scheduled = True
+        loop.call_soon(self._run_ready_now)
+
+    def _run_ready_now(self) -> None:
+        """Tick the threads host operations readied (scheduled from their done-callbacks).
 
         Hands over to the runner (:meth:`_on_wake`) whenever it has more to
         do than go back to sleep: ticks left over after a batch, no host
         operation in flight (the deadlock check), a store in use, or an
         exception a tick let through (the runner raises it).
         """
+        self._ready_scheduled = False
         store = self.store
         if store.on_wake != self._on_wake:
             store.wake()  # closed, or driven by someone else now

@@ -181,7 +181,8 @@ class InstanceState:
 class Store:
     """Threads waiting to run, and the scheduling policy (§Embedding ``Store``).
 
-    ``waiting`` keeps the order in which threads started waiting, so the FIFO
+    ``waiting`` keeps the order in which threads started waiting (an
+    insertion-ordered dict: a thread stops waiting in O(1)), so the FIFO
     policy resumes the longest-waiting ready thread; the seeded profile
     chooses as :mod:`.sched` describes. ``current`` is the
     thread being stepped (the spec's ``current_thread()``). ``host_pending``
@@ -199,13 +200,16 @@ class Store:
         "on_poison",
         "on_wake",
         "policy",
+        "ready_cache",
         "states",
         "waiting",
     )
 
     def __init__(self, policy: SchedulePolicy | None = None) -> None:
         self.policy = policy if policy is not None else SchedulePolicy.from_env()
-        self.waiting: list[Thread] = []
+        self.waiting: dict[Thread, None] = {}
+        #: ready threads found by the last scan and not resumed yet (``tick_ready``)
+        self.ready_cache: list[Thread] = []
         self.current: Thread | None = None
         self.nesting_depth = 0
         self.host_pending = 0
@@ -301,6 +305,66 @@ class Store:
             self.nesting_depth -= 1
         return True
 
+    def tick_ready(self, limit: int | None = None) -> int:
+        """Resume the threads ready now (at most ``limit``), in waiting order, in one pass.
+
+        Returns how many resumed.
+
+        Equivalent to calling :meth:`tick` until it returns ``False`` (each
+        thread is tested again just before it resumes), without scanning
+        every waiting thread per resumption: threads readied by the same
+        event (N host results settled together) cost one pass, not N. A
+        thread readied by one resumed here waits for the next pass. Traps
+        only poison (as the driver's loop over :meth:`tick` treats them).
+        """
+        assert self.nesting_depth == 0
+        if not self.policy.deterministic:
+            n = 0
+            while limit is None or n < limit:
+                try:
+                    if not self.tick():
+                        return n
+                except Trap:
+                    pass
+                n += 1
+            return n
+        n = self._resume_batch(self.ready_cache, limit)
+        if n == 0:  # the threads left from the last scan are stale: scan again
+            n = self._resume_batch([t for t in self.waiting if t.ready()], limit)
+        return n
+
+    def _resume_batch(self, batch: list[Thread], limit: int | None) -> int:
+        """Resume the still-ready threads of ``batch`` (up to ``limit``); keep the rest."""
+        self.ready_cache = []
+        n = 0
+        for k, thread in enumerate(batch):
+            if limit is not None and n >= limit:
+                self.ready_cache = batch[k:]
+                break
+            if thread not in self.waiting or not thread.ready():
+                continue
+            inst = thread.task.inst
+            if not inst.may_enter_from(None):
+                continue
+            n += 1
+            self.nesting_depth += 1
+            inst.enter_from(None)
+            try:
+                thread.resume()
+            except BaseException as exc:
+                trap = escaped(exc)
+                self.poison(inst, trap)
+                thread.task.fail(trap)
+                if trap is exc or passes_through(exc):
+                    if isinstance(exc, Trap):
+                        continue
+                    raise
+                continue
+            finally:
+                inst.leave_to(None)
+                self.nesting_depth -= 1
+        return n
+
     def poison(self, inst: InstanceState, trap: Trap) -> None:
         """Mark ``inst`` unusable after ``trap`` escaped it; fail its pending tasks."""
         if inst.poisoned is not None:
@@ -333,6 +397,7 @@ class Store:
         for t in list(self.waiting):
             t.abandon()
         self.waiting.clear()
+        self.ready_cache = []
 
     def deadlocked(self) -> bool:
         """No ready thread and no host operation in flight."""

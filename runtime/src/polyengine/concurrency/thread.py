@@ -241,14 +241,14 @@ class Thread:
         assert not self.waiting() and self.ready_func is None
         self.ready_func = ready_func
         self.yielded = yielded
-        self.store.waiting.append(self)
+        self.store.waiting[self] = None
 
     def stop_waiting_internal(self, cancelled: Cancelled) -> None:
         assert self.waiting()
         assert cancelled or self.ready()
         self.ready_func = None
         self.yielded = False
-        self.store.waiting.remove(self)
+        del self.store.waiting[self]
 
     def resume_later(self) -> None:
         assert self.suspended()

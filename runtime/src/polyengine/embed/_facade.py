@@ -11,6 +11,7 @@ whose methods are coroutine functions, with ``drop()``, ``with`` and a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -31,6 +32,7 @@ from polyengine_protocol import (
     RESOURCE_STATE,
     ComponentException,
     InvalidHandleError,
+    Trap,
     define_realm_local,
 )
 
@@ -62,7 +64,12 @@ def make_export_function(call: ExportCall | AsyncExportCall, py_name: str) -> Ca
     async def export(*args: Any) -> Any:
         if len(args) != nparams:
             raise TypeError(f"{label} takes {nparams} argument(s), got {len(args)}")
-        value = await acall(args)
+        try:
+            value = await acall(args)
+        except Trap as exc:
+            if exc.code == "interrupt":
+                await _settle_interrupt()
+            raise
         return value if unwrap is None else unwrap(value)
 
     export.__name__ = export.__qualname__ = py_name
@@ -124,6 +131,7 @@ def sync_export_function(
     env: dict[str, Any] = {
         "__name__": __name__,
         "MISSING": _MISSING,
+        **_SOURCE_ENV,
         "arity_error": functools.partial(_arity_error, label, n, skip),
     }
     filename = f"polyengine export {label}"
@@ -198,6 +206,18 @@ def _checked(general: Callable[[tuple[Any, ...]], Any], arity_error: Any) -> Any
     return checked
 
 
+async def _settle_interrupt() -> None:
+    """Two turns of the loop after an interrupt trap (see ``_source``).
+
+    A due timer runs in the turn after the one the task resumes in.
+    """
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+
+
+_SOURCE_ENV: dict[str, Any] = {"Trap": Trap, "settle_interrupt": _settle_interrupt}
+
+
 def _source(
     is_async: bool, fname: str, n: int, skip: int, body: Sequence[str], *, check_missing: bool
 ) -> str:
@@ -217,6 +237,18 @@ def _source(
     ]
     kind = "async def" if is_async else "def"
     lines = [*head, *body]
+    if is_async:
+        # An interrupted guest (its task's asyncio timeout is due) lets the loop
+        # run once, so the timeout cancels the task: the await raises what the
+        # timeout expects (``CancelledError``, then ``TimeoutError``).
+        lines = [
+            "try:",
+            *(f"    {ln}" for ln in lines),
+            "except Trap as exc:",
+            "    if exc.code == 'interrupt':",
+            "        await settle_interrupt()",
+            "    raise",
+        ]
     return f"{kind} {fname}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
 
 
@@ -226,7 +258,7 @@ def _stub_code(is_async: bool, n: int, skip: int) -> types.CodeType:
     body = [f"return first({_tuple(n)}, {is_async})"]
     src = _source(is_async, "export", n, skip, body, check_missing=True)
     scope: dict[str, Any] = {}
-    exec(compile_source(src, "polyengine export stub"), {"MISSING": _MISSING}, scope)
+    exec(compile_source(src, "polyengine export stub"), {"MISSING": _MISSING, **_SOURCE_ENV}, scope)
     code: types.CodeType = scope["export"].__code__
     return code
 

@@ -18,6 +18,7 @@ from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
 from polyengine.errors import LinkError
 from polyengine.instance import ComponentRuntime, needs_task_model
+from polyengine.limits import Limits
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
@@ -60,7 +61,11 @@ class Instance:
 
 
 async def instantiate(
-    artifacts: Any, imports: Mapping[str, object] | None = None, *, suspend: bool | None = None
+    artifacts: Any,
+    imports: Mapping[str, object] | None = None,
+    *,
+    suspend: bool | None = None,
+    limits: Limits | None = None,
 ) -> Instance:
     """Instantiate a component with the host's ``imports``.
 
@@ -70,7 +75,9 @@ async def instantiate(
     loop (architecture.md §4); any other keeps plain synchronous calls.
     ``suspend=False`` forces the plain path: marked imports then refuse
     awaitables (``SuspensionUnavailable``), and a component that needs the
-    task model is refused with ``LinkError``.
+    task model is refused with ``LinkError``. ``limits``
+    (:class:`polyengine.Limits`) bounds the instance's fuel, time, memory,
+    tables and instances; exceeding one traps with its code.
 
     Raises :class:`~polyengine.errors.TranslationError` for a malformed
     component, :class:`~polyengine.errors.LinkError` (and its subclass
@@ -79,6 +86,8 @@ async def instantiate(
     is checked against the declared type before any guest code runs), and
     ``polyengine_protocol.Trap`` when a start function traps.
     """
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a polyengine.Limits, not {type(limits).__name__}")
     arts = to_artifacts(artifacts)
     supplied = Imports(imports)
     check_links(arts.plan, supplied, require=("module", "component"))
@@ -102,6 +111,7 @@ async def instantiate(
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
         host_values=HostValues,
+        limits=limits,
     )
     return Instance(runtime, build_exports(runtime))
 

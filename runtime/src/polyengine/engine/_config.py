@@ -36,8 +36,10 @@ class EngineConfig:
     ``max_wasm_stack`` bounds the guest's own use of it; at least 256 KiB more
     is kept for host code, whose Python recursion on a fiber is limited to
     what fits (a ``RecursionError``, never an overflow).
-    ``consume_fuel`` and ``epoch_interruption`` enable the corresponding
-    wasmtime limits (set per store).  ``module_cache`` turns the on-disk cache
+    ``consume_fuel`` enables wasmtime's fuel (set per store); with
+    ``epoch_interruption`` (on by default) a running guest can be
+    interrupted: by a deadline, a cancelled asyncio task, a signal
+    (``_interrupt.py``).  ``module_cache`` turns the on-disk cache
     of compiled modules on or off; ``cache_dir`` overrides its location (else
     ``POLYENGINE_CACHE_DIR``, else ``~/.cache/polyengine/modules``).
     """
@@ -45,7 +47,7 @@ class EngineConfig:
     fiber_stack_size: int = 8 * MiB
     max_wasm_stack: int = 512 * 1024
     consume_fuel: bool = False
-    epoch_interruption: bool = False
+    epoch_interruption: bool = True
     module_cache: bool = True
     cache_dir: str | None = None
 

@@ -16,6 +16,7 @@ from ctypes import (
     POINTER,
     c_bool,
     c_char_p,
+    c_int64,
     c_size_t,
     c_uint8,
     c_uint64,
@@ -134,6 +135,15 @@ store_delete = _fn("wasmtime_store_delete", None, P)
 context_set_fuel = _fn("wasmtime_context_set_fuel", P, P, c_uint64)
 context_get_fuel = _fn("wasmtime_context_get_fuel", P, P, POINTER(c_uint64))
 context_set_epoch_deadline = _fn("wasmtime_context_set_epoch_deadline", None, P, c_uint64)
+# ``(context, data, *delta, *kind) -> wasmtime_error_t*``: called when a store's epoch
+# deadline is reached; a NULL error continues with the deadline ``delta`` ticks on.
+EPOCH_CALLBACK = CFUNCTYPE(c_size_t, P, P, POINTER(c_uint64), POINTER(c_uint8))
+store_epoch_deadline_callback = _fn(
+    "wasmtime_store_epoch_deadline_callback", None, P, EPOCH_CALLBACK, P, P
+)
+# (store, memory_size, table_elements, instances, tables, memories); -1 keeps the default.
+store_limiter = _fn("wasmtime_store_limiter", None, P, c_int64, c_int64, c_int64, c_int64, c_int64)
+error_new = _fn("wasmtime_error_new", c_size_t, c_char_p)
 
 func_new_unchecked = _fn("wasmtime_func_new_unchecked", None, P, P, UNCHECKED_CALLBACK, P, P, P)
 func_call_unchecked = _fn("wasmtime_func_call_unchecked", P, P, P, P, c_size_t, P)
@@ -232,7 +242,9 @@ _TRAP_CODE_NAMES: dict[int, str] = {
     member.value: member.name.removeprefix("WASMTIME_TRAP_CODE_").lower()
     for member in wffi.wasmtime_trap_code_enum
 }
-# Shorter spellings for the two most common ones.
+# Shorter spellings for the two most common ones, and the limit codes of ``Limits``.
+_TRAP_CODE_NAMES[wffi.wasmtime_trap_code_enum.WASMTIME_TRAP_CODE_OUT_OF_FUEL.value] = "out-of-fuel"
+
 _TRAP_CODE_NAMES[wffi.wasmtime_trap_code_enum.WASMTIME_TRAP_CODE_UNREACHABLE_CODE_REACHED.value] = (
     "unreachable"
 )

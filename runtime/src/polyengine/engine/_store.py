@@ -14,12 +14,14 @@ import ctypes
 import itertools
 import re
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyengine.errors import LinkError
 
 from . import _ffi as ffi
+from . import _interrupt
 from ._config import Engine, get_engine
 from ._errors import CoreTrap, EngineError, StoreClosedError
 
@@ -67,20 +69,25 @@ class _StoreState:
         "blocking",
         "ctx",
         "current_call",
+        "deadline",
         "depth",
         "direct",
         "engine",
+        "entry_task",
+        "epoch_key",
         "fiber_budget",
         "futures",
         "host_depth",
         "host_envs",
         "host_errors",
+        "interrupt_reason",
         "keepalive",
         "memories",
         "next_token",
         "owner_thread",
         "store_ptr",
         "sync_window",
+        "timeout",
         "views",
     )
 
@@ -128,6 +135,15 @@ class _StoreState:
         self.views: list[weakref.ref[object]] = []
         # Memories whose cached view is dropped on close.
         self.memories: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Interruption (``_interrupt.py``): a pending request, the wall-clock
+        # deadline of the running call (``time.monotonic``, 0 for none) and its
+        # length, the asyncio task that entered the guest last.
+        self.interrupt_reason: str | None = None
+        self.deadline = 0.0
+        self.timeout = 0.0
+        self.entry_task: Any = None
+        self.epoch_key = 0
+        _interrupt.attach(self)
 
     def require_async(self) -> None:
         """From now on every entry into the guest runs on a call future (``_async.py``)."""
@@ -141,17 +157,20 @@ class _StoreState:
 
     def record_host_error(self, exc: BaseException) -> int:
         """Keep ``exc`` and return a new trap whose message names it."""
+        return ffi.new_trap(self.host_error_text(exc))
+
+    def host_error_text(self, exc: BaseException) -> str:
+        """Keep ``exc`` and return the message that names it (see ``raise_from_message``)."""
         token = self.token()
         self.host_errors[token] = exc
         try:
-            text = str(exc)
+            text = exc.__str__()
+            text = text if type(text) is str else "<unprintable>"  # a __str__ may lie
         except BaseException:
             text = "<unprintable>"
         if len(text) > 200:
             text = text[:200] + "..."
-        return ffi.new_trap(
-            f"host function raised {type(exc).__name__}: {text} [{_HOST_ERROR_TAG} {token}]"
-        )
+        return f"host function raised {type(exc).__name__}: {text} [{_HOST_ERROR_TAG} {token}]"
 
     def track_view(self, buffer: object) -> None:
         views = self.views
@@ -169,6 +188,7 @@ class _StoreState:
             ffi.call_future_delete(fut)
         self.ctx = 0
         self.direct = False
+        _interrupt.detach(self)
         self.host_errors.clear()
         for env in self.host_envs:
             HOST_ENTRIES.pop(env, None)
@@ -246,6 +266,9 @@ def trap_summary(message: str) -> str:
 def raise_from_message(state: _StoreState, message: str, code: str | None) -> NoReturn:
     """Raise the exception for a failed call's ``message`` (see ``raise_call_failure``)."""
     summary = trap_summary(message)
+    if _interrupt.INTERRUPT_TAG in summary:
+        why = summary[: summary.index(_interrupt.INTERRUPT_TAG)].rstrip()
+        raise CoreTrap(f"interrupt ({why})", "interrupt", details=message)
     match = _HOST_ERROR_RE.search(summary)
     if match is not None:
         exc = state.host_errors.pop(int(match.group(1)), None)
@@ -257,13 +280,29 @@ def raise_from_message(state: _StoreState, message: str, code: str | None) -> No
     raise CoreTrap(summary, code, details=message)
 
 
+def _limit_code(message: str) -> str | None:
+    """The limit code of an instantiation refused by the store's limiter, if it was."""
+    text = message.lower()
+    if "exceeds memory limits" in text or "memory count too high" in text:
+        return "memory-limit"
+    if "exceeds table limits" in text or "table count too high" in text:
+        return "table-limit"
+    if "instance count too high" in text:
+        return "instance-limit"
+    return None
+
+
 def instantiation_failure(state: _StoreState, module: CoreModule, trap: int, err: int) -> NoReturn:
     """Raise for a failed instantiation: a trap in the start function, else a link error."""
     if trap:
         raise_call_failure(state, trap, err)
     message = ffi.take_error_message(err)
-    if _HOST_ERROR_RE.search(message):
+    if _HOST_ERROR_RE.search(message) or _interrupt.INTERRUPT_TAG in message:
         raise_from_message(state, message, None)
+    limit = _limit_code(message)
+    if limit is not None:
+        lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+        raise CoreTrap(f"{module.name}: {'; '.join(lines)}", limit, details=message)
     if "wasm trap" in message or "wasm backtrace" in message:
         raise CoreTrap(trap_summary(message), None, details=message)
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
@@ -338,5 +377,82 @@ class EngineStore:
         return int(out.value)
 
     def set_epoch_deadline(self, ticks: int) -> None:
-        """Trap once the engine's epoch advances ``ticks`` past the current one."""
+        """Call the deadline callback once the epoch advances ``ticks`` past the current one."""
+        if not isinstance(ticks, int) or not 0 <= ticks < 1 << 64:
+            raise ValueError(f"epoch ticks must be an int in [0, 2**64), not {ticks!r}")
         ffi.context_set_epoch_deadline(self._ctx(), ticks)
+
+    def set_limits(
+        self,
+        *,
+        memory_size: int | None = None,
+        table_elements: int | None = None,
+        instances: int | None = None,
+        tables: int | None = None,
+        memories: int | None = None,
+    ) -> None:
+        """Install wasmtime's store limiter (``None`` keeps a limit at its default).
+
+        ``memory_size`` caps each linear memory in bytes and ``table_elements``
+        each table: growth beyond fails (``memory.grow``/``table.grow`` return
+        -1), creation beyond fails the instantiation. ``instances``,
+        ``tables`` and ``memories`` cap how many the store may create.
+        """
+        values = []
+        for name, value in (
+            ("memory_size", memory_size),
+            ("table_elements", table_elements),
+            ("instances", instances),
+            ("tables", tables),
+            ("memories", memories),
+        ):
+            if value is None:
+                values.append(-1)
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+                raise ValueError(f"{name} must be an int in [0, 2**63), not {value!r}")
+            values.append(value)
+        self._ctx()
+        ffi.store_limiter(self._state.store_ptr, *values)
+
+    def interrupt(self, reason: str = "interrupted by the host") -> None:
+        """Interrupt the guest running in this store within one tick (any thread).
+
+        The running call (or the next one to run guest code) traps with the
+        code ``interrupt``; safe to call from a signal handler or another thread.
+        """
+        self._state.interrupt_reason = reason
+
+    def arm(self, timeout: float | None, fuel: int | None) -> None:
+        """Start a call from the host: its deadline ``timeout`` seconds from now, ``fuel`` set.
+
+        A call made while a guest of this store runs (a host function calling
+        back in) is part of the outer call and re-arms nothing. The asyncio
+        task making the call is noted as the one whose cancellation
+        interrupts the guest when it runs outside the task (``_interrupt.py``).
+        """
+        state = self._state
+        if state.depth or state.host_depth:
+            return
+        if timeout is not None:
+            state.timeout = timeout
+            state.deadline = time.monotonic() + timeout
+        if fuel is not None:
+            self.set_fuel(fuel)
+        self.note_task()
+
+    def note_task(self) -> None:
+        """Note the running asyncio task (if any) as the one the guest runs for."""
+        import asyncio
+
+        loop = asyncio._get_running_loop()
+        self._state.entry_task = None if loop is None else asyncio.current_task(loop)
+
+    def set_deadline(self, seconds: float | None) -> None:
+        """Interrupt guest code of this store once ``seconds`` from now have passed."""
+        state = self._state
+        if seconds is None:
+            state.deadline = 0.0
+            return
+        state.timeout = seconds
+        state.deadline = time.monotonic() + seconds

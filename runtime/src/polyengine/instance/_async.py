@@ -671,6 +671,11 @@ class AsyncExportCall:
             check_not_on_stack(lf.inst, self.name)
         except ConcurrencyTrap as trap:
             _raise_for(trap)
+        begin = self.tasks.rt.begin_call
+        if begin is not None:
+            begin()
+        else:
+            self.tasks.rt.store.note_task()
         driver = self.tasks.driver
         call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
         try:
@@ -693,6 +698,9 @@ class AsyncExportCall:
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
         lf = self._check()
+        begin = self.tasks.rt.begin_call
+        if begin is not None:
+            begin()
         lowered = self.tasks.lower_host_args(self.lift, list(args))
         try:
             results = run_to_completion(lf, lowered)

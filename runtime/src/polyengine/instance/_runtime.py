@@ -54,6 +54,7 @@ from polyengine_protocol import Trap
 if TYPE_CHECKING:
     from polyengine.concurrency import Driver, InstanceState, Store
     from polyengine.instance._async import HostValueHooks, HostValuesFactory, TaskModel
+    from polyengine.limits import Limits
 
 __all__ = ["ComponentRuntime", "ExportCall", "ImportSite", "InlineCall"]
 
@@ -190,6 +191,9 @@ class ExportCall:
         if self.lift.options.post_return is not None:
             post = rt.resolve_func(self.lift.options.post_return)
         general = self._general(ro, lifted, callee, post)
+        begin = rt.begin_call
+        if begin is not None:
+            general = _begun(begin, general)
         names = [f"a{k}" for k in range(len(self.lift.type.params))]
         args = "(" + "".join(f"{a}, " for a in names) + ")"
         run: Callable[[Sequence[Any]], Any] = general
@@ -197,7 +201,8 @@ class ExportCall:
         # An export lifted in a nested instance enters its ancestors too (only
         # the general path does that).
         nested = len(ro.record.ci.entering_set(None)) > 1
-        scalar = None if post is not None or nested else self._scalar(ro, callee, names)
+        plain = post is not None or nested or begin is not None
+        scalar = None if plain else self._scalar(ro, callee, names)
         if scalar is not None:
             guard, core, env = scalar
             env["general"] = general
@@ -428,11 +433,16 @@ class ComponentRuntime:
         task_model: bool = False,
         task_lowerer: Callable[[ImportSite, pln.LowerImport], engine.CoreFunc | None] | None = None,
         host_values: HostValuesFactory | None = None,
+        limits: Limits | None = None,
     ) -> None:
         plan = artifacts.plan
         self.plan = plan
         self.artifacts = artifacts
-        self.store = engine.EngineStore(suspend=task_model)
+        self.limits = limits
+        eng = _engine_for(limits)
+        self.store = engine.EngineStore(eng, suspend=task_model)
+        #: what every call from the host does first (re-arming per-call limits), if anything
+        self.begin_call: Callable[[], None] | None = _apply_limits(self.store, limits)
         self.host_resources = host_resources
         if task_model and host_values is None:
             raise ValueError("a task-model runtime needs the host values' factory")
@@ -442,6 +452,8 @@ class ComponentRuntime:
         for ci_plan in plan.component_instances:
             parent = None if ci_plan.parent is None else self.records[ci_plan.parent].ci
             ci = ComponentInstance(parent, ci_plan.path or f"#{ci_plan.id}")
+            if limits is not None:
+                ci.lift_budget = limits.max_lift_bytes
             self.records.append(InstanceRecord(ci, ci_plan.id))
         self.resource_types: list[ResourceType] = []
         for index, res in enumerate(plan.resources):
@@ -468,7 +480,7 @@ class ComponentRuntime:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
         # The store-independent part (compiled modules, import wiring) is made once per plan.
-        self._linking = _instance_pre(artifacts).link(self.store, self._host_binding)
+        self._linking = _instance_pre(artifacts, eng).link(self.store, self._host_binding)
         for index, core in enumerate(plan.core_instances):
             self.core_instances.append(self._instantiate_core(index, core))
         if self.tasks is not None:
@@ -788,16 +800,51 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 
 
-def _instance_pre(artifacts: Artifacts) -> engine.InstancePre:
+def _engine_for(limits: Limits | None) -> engine.Engine:
+    """The engine an instance under ``limits`` runs on (fuel needs code that counts it)."""
+    if limits is not None and limits.fuel is not None:
+        return engine.get_engine(engine.EngineConfig(consume_fuel=True))
+    return engine.get_engine()
+
+
+def _apply_limits(store: engine.EngineStore, limits: Limits | None) -> Callable[[], None] | None:
+    """Install ``limits`` on a new store; return the per-call step, if one is needed."""
+    if limits is None:
+        return None
+    store.set_limits(
+        memory_size=limits.max_memory_size,
+        table_elements=limits.max_table_elements,
+        instances=limits.max_instances,
+        tables=limits.max_tables,
+        memories=limits.max_memories,
+    )
+    if limits.fuel is not None:
+        store.set_fuel(limits.fuel)
+    if not limits.per_call:
+        return None
+    timeout = limits.timeout
+    fuel = limits.fuel if limits.fuel_per_call else None
+    arm = store.arm
+    if timeout is not None:
+        store.set_deadline(timeout)  # the start functions run under the first deadline
+
+    def begin_call() -> None:
+        arm(timeout, fuel)
+
+    return begin_call
+
+
+def _instance_pre(artifacts: Artifacts, eng: engine.Engine) -> engine.InstancePre:
     """The engine's instance-pre of ``artifacts``' plan (made once per engine and plan)."""
-    eng = engine.get_engine()
     plan = artifacts.plan
     key = (id(eng), id(plan), artifacts.sha256)
     found = _PRES.get(key)
     if found is not None and found[0] is plan:
         return found[1]
     modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
-        engine.compile_module(artifacts.module_view(i), name=f"module {i}", sha256=m.sha256)
+        engine.compile_module(
+            artifacts.module_view(i), name=f"module {i}", sha256=m.sha256, engine=eng
+        )
         for i, m in enumerate(plan.modules)
     ]
     instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []
@@ -834,6 +881,18 @@ def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
         return int(call([old_ptr, old_size, align, new_size])[0])
 
     return realloc
+
+
+def _begun(
+    begin: Callable[[], None], call: Callable[[Sequence[Any]], Any]
+) -> Callable[[Sequence[Any]], Any]:
+    """``call`` re-arming the per-call limits first (``Limits.timeout``, per-call fuel)."""
+
+    def begun(args: Sequence[Any]) -> Any:
+        begin()
+        return call(args)
+
+    return begun
 
 
 def _bind_index(fn: Callable[[int, int], None], index: int) -> Callable[[int], None]:

@@ -1,0 +1,180 @@
+"""Interrupting running guests: one epoch ticker per engine, one deadline callback per store.
+
+Every engine enables wasmtime's epoch interruption. The first store of an
+engine starts the engine's ticker, a daemon thread that advances the epoch
+every :data:`TICK_SECONDS` (one thread per engine, never one per call).
+Every store has a deadline of one tick and the shared callback
+:func:`_on_epoch`, so a guest that runs calls back into Python about every
+tick, on the thread that runs it, and nowhere else. The callback decides
+whether the guest goes on or is interrupted:
+
+- an interruption requested for the store (:meth:`EngineStore.interrupt`,
+  from any thread or a signal handler);
+- the store's wall-clock deadline (``Limits.timeout``) having passed;
+- the asyncio task running the guest being cancelled, or a due
+  ``asyncio.timeout`` (or ``asyncio.wait_for``) timer of that task that
+  the event loop cannot run because the guest holds its thread;
+- a ``KeyboardInterrupt`` or ``SystemExit`` raised by a signal handler
+  inside the callback (Python runs handlers there), which the entering
+  call then raises again.
+
+An interruption ends the guest with a trap whose code is ``interrupt``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from ctypes import _Pointer, c_uint8, c_uint64
+from typing import TYPE_CHECKING, Any
+
+from . import _ffi as ffi
+
+if TYPE_CHECKING:
+    from ._config import Engine
+    from ._store import _StoreState
+
+__all__ = ["INTERRUPT_TAG", "TICK_SECONDS", "attach", "detach"]
+
+#: how often every engine's epoch advances (the resolution of every deadline)
+TICK_SECONDS = 0.01
+#: carried in the error an interrupted guest fails with (``_store.raise_from_message``)
+INTERRUPT_TAG = "[polyengine-interrupt]"
+
+#: the stores that have the deadline callback, by the ``data`` word the callback gets
+_STATES: dict[int, _StoreState] = {}
+_keys = iter(range(1, 1 << 62))
+_tickers: dict[int, threading.Thread] = {}
+_tick_lock = threading.Lock()
+
+
+def _tick(engine: Engine) -> None:
+    advance = engine.wasmtime_engine.increment_epoch
+    sleep = time.sleep
+    while True:
+        sleep(TICK_SECONDS)
+        advance()
+
+
+def _ensure_ticker(engine: Engine) -> None:
+    if id(engine) in _tickers:
+        return
+    with _tick_lock:
+        if id(engine) in _tickers:
+            return
+        thread = threading.Thread(
+            target=_tick, args=(engine,), name="polyengine-epoch", daemon=True
+        )
+        thread.start()
+        _tickers[id(engine)] = thread
+
+
+def _due_timer_cancels(loop: Any, task: Any) -> bool:
+    """Whether a due timer of ``loop`` would cancel ``task`` (asyncio.timeout, wait_for)."""
+    scheduled = getattr(loop, "_scheduled", None)
+    if not scheduled:
+        return False
+    now = loop.time()
+    if scheduled[0].when() > now:
+        return False
+    asyncio = sys.modules["asyncio"]
+    timeout_type = getattr(asyncio, "Timeout", None)
+    release = getattr(asyncio.tasks, "_release_waiter", None)
+    waiters: list[object] | None = None
+    for handle in scheduled:
+        if handle.when() > now or handle.cancelled():
+            continue
+        callback = getattr(handle, "_callback", None)
+        owner = getattr(callback, "__self__", None)
+        if timeout_type is not None and isinstance(owner, timeout_type):
+            if getattr(owner, "_task", None) is task:
+                return True
+            continue
+        if release is not None and callback is release:
+            # asyncio.wait_for (before 3.12): the waiter its timer releases is the one
+            # the task running the guest will release when it finishes.
+            if waiters is None:
+                waiters = [
+                    getattr(cb, "args", (None,))[0]
+                    for cb, _ctx in getattr(task, "_callbacks", None) or ()
+                    if getattr(cb, "func", None) is release
+                ]
+            args = getattr(handle, "_args", None) or (None,)
+            if args[0] is not None and any(w is args[0] for w in waiters):
+                return True
+    return False
+
+
+def _reason(state: _StoreState) -> str | None:
+    """Why the guest running in ``state``'s store must stop now, or ``None``."""
+    why = state.interrupt_reason
+    if why is not None:
+        state.interrupt_reason = None
+        return why
+    deadline = state.deadline
+    if deadline and time.monotonic() >= deadline:
+        state.deadline = 0.0
+        return f"the call ran past its deadline of {state.timeout:g} s"
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return None
+    current = asyncio.current_task(loop)
+    if current is not None and getattr(current, "_must_cancel", False):
+        return "the asyncio task running the guest was cancelled"
+    entry = state.entry_task
+    if entry is not None and entry is not current and not entry.done():
+        # the task that called into the store, waiting while another task (the
+        # task model's driver) runs the guest: a cancellation reached its waiter
+        waiter = getattr(entry, "_fut_waiter", None)
+        if waiter is not None and waiter.cancelled():
+            return "the asyncio task that called the guest was cancelled"
+    else:
+        entry = None
+    for task in (current, entry):
+        if task is not None and _due_timer_cancels(loop, task):
+            return "an asyncio timeout of the task running the guest expired"
+    return None
+
+
+def _on_epoch(_ctx: Any, data: Any, delta: _Pointer[c_uint64], kind: _Pointer[c_uint8]) -> int:
+    """The deadline callback of every store: go on for one more tick, or interrupt."""
+    state = None
+    try:
+        delta[0] = 1
+        kind[0] = 0  # WASMTIME_UPDATE_DEADLINE_CONTINUE
+        state = _STATES.get(data or 0)
+        why = None if state is None else _reason(state)
+        if why is None:
+            return 0
+        return int(ffi.error_new(f"{why} {INTERRUPT_TAG}".encode("utf-8", "replace")))
+    except BaseException as exc:  # a signal handler's KeyboardInterrupt, SystemExit
+        if state is None:
+            return int(ffi.error_new(f"{type(exc).__name__} {INTERRUPT_TAG}".encode()))
+        return int(ffi.error_new(state.host_error_text(exc).encode("utf-8", "replace")))
+
+
+#: the one C callback of every store (ctypes keeps it alive with this module)
+_EPOCH_CALLBACK = ffi.EPOCH_CALLBACK(_on_epoch)
+
+
+def attach(state: _StoreState) -> None:
+    """Give a new store the deadline callback and start its engine's ticker."""
+    if not state.engine.config.epoch_interruption:
+        return
+    key = next(_keys)
+    _STATES[key] = state
+    state.epoch_key = key
+    ffi.store_epoch_deadline_callback(state.store_ptr, _EPOCH_CALLBACK, key, None)
+    ffi.context_set_epoch_deadline(state.ctx, 1)
+    _ensure_ticker(state.engine)
+
+
+def detach(state: _StoreState) -> None:
+    """Forget a closed store (its callback is never called again)."""
+    if state.epoch_key:
+        _STATES.pop(state.epoch_key, None)
+        state.epoch_key = 0
