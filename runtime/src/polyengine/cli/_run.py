@@ -236,7 +236,9 @@ def precompile(
                     f"{done / (1 << 20):.1f} of {total:.1f} MiB of core code, "
                     f"module {n} of {len(uncached)}"
                 )
-            engine.compile_module(arts.module_view(i), name=f"module {i}", sha256=shas[i], engine=eng)
+            engine.compile_module(
+                arts.module_view(i), name=f"module {i}", sha256=shas[i], engine=eng
+            )
             done += arts.plan.modules[i].length
     finally:
         if progress is not None:
