@@ -86,7 +86,7 @@ from ._registry import copy_census as copy_census
 from ._registry import register_runtime_copy as register_runtime_copy
 from ._registry import runtime_copies as runtime_copies
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     # brand keys

@@ -12,6 +12,8 @@ PUBLIC = [
     "Artifacts",
     "ImportLeaf",
     "Instance",
+    "LimitCode",
+    "Limits",
     "LinkError",
     "MissingImportError",
     "NameCollisionError",
