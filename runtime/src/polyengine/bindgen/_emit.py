@@ -15,7 +15,7 @@ import keyword
 from dataclasses import dataclass, field
 
 from polyengine.bindgen._names import Namespace, pascal, snake
-from polyengine.bindgen._types import LINE, TypeSpeller, q
+from polyengine.bindgen._types import LINE, TypeSpeller, q, qualified
 from polyengine.bindgen._world import Func, Interface, Resource, World, read_world
 from polyengine.bindings import world_digest, world_leaves
 from polyengine.errors import NameCollisionError
@@ -146,7 +146,7 @@ class _Generator:
                 self.res_owner[res.rt] = (iface, res)
                 base = pascal(res.wit_name)
                 cls = self.ns.claim(
-                    [base, pascal(iface.short) + base],
+                    qualified(iface, base),
                     ("res", res.rt),
                     f"resource {res.wit_name!r}",
                 )
