@@ -36,10 +36,7 @@ GUESTS = {
     "c_abi": ("c-abi", "c_abi_host"),
     "pipes": ("py-async", "pipes_host"),
     "js_sm": ("js-sm", None),
-    # two interfaces define `error-code` (wasi:http/types, wasi:filesystem/types)
-    "http_proxy": ("py-http-proxy", None),
-    "http_service": ("py-http-service", None),
-    "js_http": ("js-http", None),
+    # two interfaces define `error-code` (wasi:filesystem/types, wasi:sockets/types)
     "p3_files": ("py-p3-files", None),
     "p3_tcp": ("py-p3-tcp", None),
 }
