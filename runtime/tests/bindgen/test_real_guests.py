@@ -36,6 +36,9 @@ GUESTS = {
     "c_abi": ("c-abi", "c_abi_host"),
     "pipes": ("py-async", "pipes_host"),
     "js_sm": ("js-sm", None),
+    # two interfaces define `error-code` (wasi:filesystem/types, wasi:sockets/types)
+    "p3_files": ("py-p3-files", None),
+    "p3_tcp": ("py-p3-tcp", None),
 }
 ROUND_TRIP = [
     "py-stub-values",

@@ -15,7 +15,7 @@ import keyword
 from dataclasses import dataclass, field
 
 from polyengine.bindgen._names import Namespace, pascal, snake
-from polyengine.bindgen._types import LINE, TypeSpeller, q
+from polyengine.bindgen._types import LINE, TypeSpeller, q, qualified
 from polyengine.bindgen._world import Func, Interface, Resource, World, read_world
 from polyengine.bindings import world_digest, world_leaves
 from polyengine.errors import NameCollisionError
@@ -146,7 +146,7 @@ class _Generator:
                 self.res_owner[res.rt] = (iface, res)
                 base = pascal(res.wit_name)
                 cls = self.ns.claim(
-                    [base, pascal(iface.short) + base],
+                    qualified(iface, base),
                     ("res", res.rt),
                     f"resource {res.wit_name!r}",
                 )
@@ -344,7 +344,11 @@ class _Generator:
             if iface.key in self.with_ or not iface.has_leaves():
                 continue
             name = self.ns.claim(
-                [pascal(iface.short) + "Provider", pascal(iface.short) + "ImportProvider"],
+                [
+                    pascal(iface.short) + "Provider",
+                    pascal(iface.short) + "ImportProvider",
+                    *qualified(iface, "Provider")[2:],
+                ],
                 ("provider", iface.key),
                 f"the provider of {iface.key}",
             )
@@ -516,7 +520,7 @@ class _Stubs(_Generator):
             if iface.direction != "import":
                 continue
             name = self.local.claim(
-                [f"{pascal(iface.short)}{pascal(res.wit_name)}"], ("res", rt), res.wit_name
+                qualified(iface, pascal(res.wit_name))[1:], ("res", rt), res.wit_name
             )
             impl[rt] = name
             members = [
@@ -537,7 +541,11 @@ class _Stubs(_Generator):
                 continue
             assert iface.key is not None
             name = self.local.claim(
-                [pascal(iface.short) + "Provider", pascal(iface.short) + "ImportProvider"],
+                [
+                    pascal(iface.short) + "Provider",
+                    pascal(iface.short) + "ImportProvider",
+                    *qualified(iface, "Provider")[2:],
+                ],
                 ("provider", iface.key),
                 iface.key,
             )

@@ -13,7 +13,7 @@ import keyword
 from collections.abc import Callable
 
 from polyengine.bindgen._names import Namespace, field_key, pascal
-from polyengine.bindgen._world import World
+from polyengine.bindgen._world import Interface, World
 from polyengine.types.model import (
     F32,
     F64,
@@ -78,6 +78,18 @@ def wrap_union(lhs: str, parts: list[str]) -> str:
     return f"{lhs}(\n    {body}\n)"
 
 
+def qualified(iface: Interface, base: str) -> list[str]:
+    """Candidate Python names of an item: bare, then interface-, then package-qualified.
+
+    Two interfaces of one world may both define ``error-code``; the later one
+    (in world order) takes the first free candidate, so the choice is deterministic.
+    """
+    short = pascal(iface.short) + base
+    if not iface.package:
+        return [base, short]
+    return [base, short, pascal(iface.package) + short]
+
+
 class TypeSpeller:
     """Names, definitions and spellings of the world's value types."""
 
@@ -96,7 +108,7 @@ class TypeSpeller:
                 if isinstance(t, _NAMED) and t not in self.names:
                     base = pascal(wit_name)
                     self.names[t] = ns.claim(
-                        [base, pascal(iface.short) + base], ("type", t), f"type {wit_name!r}"
+                        qualified(iface, base), ("type", t), f"type {wit_name!r}"
                     )
 
     # -- spelling ---------------------------------------------------------------------

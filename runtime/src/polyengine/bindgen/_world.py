@@ -57,6 +57,14 @@ class Interface:
         tail = self.key.rsplit("/", 1)[-1]
         return tail.split("@", 1)[0]
 
+    @property
+    def package(self) -> str:
+        """The package name without namespace and version (``http`` of ``wasi:http/types``)."""
+        if self.key is None or "/" not in self.key:
+            return ""
+        head = self.key.rsplit("/", 1)[0]
+        return head.split(":", 1)[-1]
+
     def has_leaves(self) -> bool:
         return bool(self.funcs or any(r.funcs for r in self.resources) or self.resources)
 
