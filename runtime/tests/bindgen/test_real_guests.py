@@ -39,6 +39,10 @@ GUESTS = {
     # two interfaces define `error-code` (wasi:filesystem/types, wasi:sockets/types)
     "p3_files": ("py-p3-files", None),
     "p3_tcp": ("py-p3-tcp", None),
+    # wasi:http guests: `error-code` in wasi:http/types and wasi:io or wasi:filesystem
+    "http_proxy": ("py-http-proxy", None),
+    "http_service": ("py-http-service", None),
+    "js_http": ("js-http", None),
 }
 ROUND_TRIP = [
     "py-stub-values",
