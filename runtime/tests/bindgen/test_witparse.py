@@ -242,11 +242,6 @@ def test_wit_plan_equals_the_component(case: str, tmp_path: Path, wasm_tools: st
     assert generate(wit.plan, opts) == generate(plan, opts)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="polyengine.translate rejects the component (the exported interface's shim imports "
-    "a type of another export: 'type not valid to be used as import'); the WIT side works",
-)
 def test_export_using_another_export(tmp_path: Path, wasm_tools: str) -> None:
     src = tmp_path / "world.wit"
     src.write_text(

@@ -153,6 +153,12 @@ def visible_extern(arena: Arena, t: ExternT, allowed: Allowed) -> bool:
         case FuncType():
             return all(_visible(arena, x, allowed) for x in (*t.param_types(), *t.result_types()))
         case TypeT(ValType() as vt):
+            # ``(type (eq T))`` where T is an earlier type import of this component
+            # is valid whatever T's own parts are named: T passed this check when it
+            # was imported (in a shim instantiated with arguments, T is bound to the
+            # argument, whose parts carry the names of the component it came from)
+            if any(how == "import" and allowed(how, owner) for how, owner in arena.names_of(vt)):
+                return True
             return all(_visible(arena, c, allowed) for c in _kids(vt))
         case TypeT(FuncType() as ft):
             return visible_extern(arena, ft, allowed)
