@@ -213,21 +213,7 @@ REENTRANT = [
 ]
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "sync",
-        pytest.param(
-            "task",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the task model starts a host call made while a guest of the store "
-                "runs one loop iteration later (python-mapping.md §4) instead of refusing "
-                "it, so a reentrant call from a host import is deferred, not a trap",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("kind", ["sync", "task"])
 def test_reentrance_is_refused(wat: Wat, kind: str) -> None:
     """A host import calling back into its own instance is refused with ``cannot-enter``."""
     holder: list[Any] = []

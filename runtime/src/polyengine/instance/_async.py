@@ -627,6 +627,28 @@ def _raise_for(trap: BaseException) -> NoReturn:
     raise converted from trap
 
 
+def _refuse_sync_reentrance(current: Thread, lf: CanonLift, name: str) -> None:
+    """Trap when the host calls into the instance of the synchronous task running now.
+
+    A synchronous task holds its instance (and the ancestors it entered)
+    until it returns (CanonicalABI.md §``canon lift``, Component Invariant
+    #2), so a host import it called cannot enter that instance again: the
+    call is refused at once, as on the plain synchronous path, rather than
+    deferred to a loop iteration in which the caller still holds it. A call
+    into another instance, or made while an ``async`` task runs, is deferred.
+    """
+    task = current.task
+    if task.async_:
+        return
+    held = task.inst.ci.self_and_ancestors()
+    ci = lf.inst.ci
+    if ci in held:
+        raise Trap(
+            f"cannot enter component instance {ci.name} to call {name}: it is already entered",
+            code="cannot-enter",
+        )
+
+
 class AsyncExportCall:
     """A lifted export called from the host through the task model."""
 
@@ -664,7 +686,10 @@ class AsyncExportCall:
         host coroutine, python-mapping.md §4), the call starts one loop
         iteration later, once the guest is off the engine.
         """
-        if self.tasks.store.current is not None:
+        current = self.tasks.store.current
+        if current is not None:
+            lf = self._check()
+            _refuse_sync_reentrance(current, lf, self.name)
             await asyncio.sleep(0)
         lf = self._check()
         try:
