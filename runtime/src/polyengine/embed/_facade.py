@@ -25,7 +25,7 @@ from polyengine.abi.resources import ResourceType
 from polyengine.embed._linkcheck import attach
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._versions import VersionedRegistry
-from polyengine.instance import AsyncExportCall, ComponentRuntime, ExportCall
+from polyengine.instance import AsyncExportCall, ComponentRuntime, ExportCall, export_call
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
 from polyengine_protocol import (
@@ -437,11 +437,7 @@ def build_exports(rt: ComponentRuntime) -> Exports:
             if not isinstance(e.item, pln.Lift):
                 continue
             pn = parsed[e.name]
-            call: ExportCall | AsyncExportCall = (
-                ExportCall(rt, e.item, f"{label}{e.name}")
-                if rt.tasks is None
-                else AsyncExportCall(rt.tasks, e.item, f"{label}{e.name}")
-            )
+            call = export_call(rt, e.item, f"{label}{e.name}")
             if pn.kind == "func":
                 function = make_export_function(call, snake(pn.name))
                 attach(function, e.desc, rid)

@@ -8,7 +8,8 @@ async features (or suspending imports) runs on the task model; the
 synchronous path is its degenerate case.
 
 The face: :class:`ComponentRuntime` (one instantiation), :class:`ExportCall`
-and :class:`AsyncExportCall` (an export, called or awaited),
+and :class:`AsyncExportCall` (an export, called or awaited, as
+:func:`export_call` chooses at instantiation),
 :func:`needs_task_model`, and the seam the embed layer fills in for host
 values (:class:`HostValueHooks`, :class:`FutureSource`).
 """
@@ -21,12 +22,11 @@ from polyengine.instance._async import (
     TaskModel,
     needs_task_model,
 )
+from polyengine.instance._lift import ExportCall, InlineCall, export_call
 from polyengine.instance._runtime import (
     ComponentRuntime,
     CoreVal,
-    ExportCall,
     ImportSite,
-    InlineCall,
     ResolvedOptions,
 )
 
@@ -42,5 +42,6 @@ __all__ = [
     "InlineCall",
     "ResolvedOptions",
     "TaskModel",
+    "export_call",
     "needs_task_model",
 ]

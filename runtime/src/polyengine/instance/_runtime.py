@@ -18,14 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from polyengine import engine
-from polyengine.abi.bulk import NAN
-from polyengine.abi.codegen import make_function
 from polyengine.abi.compile import AsyncValueHooks, Compiler
 from polyengine.abi.functions import (
     LiftedFunc,
     LoweredFunc,
-    scalar_lifting,
-    scalar_lowering,
 )
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import (
@@ -37,7 +33,7 @@ from polyengine.abi.resources import (
     canon_resource_new,
     canon_resource_rep,
 )
-from polyengine.abi.trap import escaped, fault, poisons
+from polyengine.abi.trap import escaped, fault
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -48,7 +44,7 @@ from polyengine.types.layout import (
     flatten_type,
     needs_pointer,
 )
-from polyengine.types.model import S32, S64, U32, U64, ValType
+from polyengine.types.model import ValType
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
@@ -56,7 +52,7 @@ if TYPE_CHECKING:
     from polyengine.instance._async import HostValueHooks, HostValuesFactory, TaskModel
     from polyengine.limits import Limits
 
-__all__ = ["ComponentRuntime", "ExportCall", "ImportSite", "InlineCall"]
+__all__ = ["ComponentRuntime", "ImportSite"]
 
 CoreVal = int | float
 
@@ -94,12 +90,6 @@ class ResolvedOptions:
         self.record = record
 
 
-#: integer types whose 32- or 64-bit slot format range-checks exactly (engine.CoreFunc.specialize)
-_EXACT_FORMATS: dict[type, str] = {U32: "I", S32: "i", U64: "Q", S64: "q"}
-#: the slot format of each core type's unsigned reading
-_CORE_FORMATS = {"i32": "I", "i64": "Q", "f32": "f", "f64": "d"}
-
-
 class ImportSite(NamedTuple):
     """What a lowered host import's trampoline needs of the instance lowering it.
 
@@ -113,301 +103,6 @@ class ImportSite(NamedTuple):
     instance: ComponentInstance
     resolve: Callable[[], ResolvedOptions]
     tasks: TaskModel | None
-
-
-class InlineCall(NamedTuple):
-    """An export call as Python statements, for code generated around it.
-
-    ``body`` (the lines of one function body, every path of which returns)
-    calls the export with the arguments held in the local variables
-    ``names`` and returns the lifted result; ``env`` holds every global name
-    it uses.
-    """
-
-    names: list[str]
-    body: list[str]
-    env: dict[str, Any]
-    #: the body's first step tests every argument's type and hands any value of
-    #: another type to the global ``general`` (the general call), before anything else
-    typed: bool
-
-
-class ExportCall:
-    """A lifted export specialized for calls from the host (``canon lift``, sync path).
-
-    Built once at instantiation; the first call resolves the options and
-    compiles the call into one closure (the value codecs for the function
-    type, the callee's unchecked entry point, the instance's state), so a
-    call does no type dispatch and no attribute lookups. An export whose
-    parameters and result are all ``bool``, integers or floats, without
-    ``post-return``, gets a generated function that converts them inline and
-    needs no lifting context and no borrow scope; arguments its inline
-    checks do not accept take the general path, which converts or rejects
-    them.
-
-    ``__call__`` is a slot holding the compiled call (before the first call,
-    the step that compiles it), so calling the instance enters the compiled
-    call with no Python frame in between; :meth:`inline` gives the same call
-    as statements, which the exports facade compiles into its coroutines.
-    """
-
-    __slots__ = (
-        "__call__",
-        "_callee",
-        "_inline",
-        "_lifted",
-        "_options",
-        "_post_return",
-        "_rt",
-        "lift",
-        "name",
-    )
-
-    if TYPE_CHECKING:
-
-        def __call__(self, args: Sequence[Any]) -> Any:
-            """Call the export with host values; return the lifted result value."""
-
-    def __init__(self, rt: ComponentRuntime, lift: pln.Lift, name: str) -> None:
-        self._rt = rt
-        self.lift = lift
-        self.name = name
-        self._options: ResolvedOptions | None = None
-        self._lifted: LiftedFunc | None = None
-        self._callee: engine.CoreFunc | None = None
-        self._post_return: engine.CoreFunc | None = None
-        self._inline: InlineCall | None = None
-        ExportCall.__dict__["__call__"].__set__(self, self._first_call)
-
-    def _first_call(self, args: Sequence[Any]) -> Any:
-        return self._prepare()(args)
-
-    def _prepare(self) -> Callable[[Sequence[Any]], Any]:
-        rt = self._rt
-        ro = rt.resolve_options(self.lift.options, host_side=True)
-        lifted = LiftedFunc.compile(ro.compiler, self.lift.type)
-        callee = rt.resolve_func(self.lift.func)
-        post = None
-        if self.lift.options.post_return is not None:
-            post = rt.resolve_func(self.lift.options.post_return)
-        general = self._general(ro, lifted, callee, post)
-        begin = rt.begin_call
-        if begin is not None:
-            general = _begun(begin, general)
-        names = [f"a{k}" for k in range(len(self.lift.type.params))]
-        args = "(" + "".join(f"{a}, " for a in names) + ")"
-        run: Callable[[Sequence[Any]], Any] = general
-        inline = InlineCall(names, [f"return general({args})"], {"general": general}, False)
-        # An export lifted in a nested instance enters its ancestors too (only
-        # the general path does that).
-        nested = len(ro.record.ci.entering_set(None)) > 1
-        plain = post is not None or nested or begin is not None
-        scalar = None if plain else self._scalar(ro, callee, names)
-        if scalar is not None:
-            guard, core, env = scalar
-            env["general"] = general
-            entry = [
-                "if rec.poisoned is not None or not ci.may_enter:",
-                "    check_enter(rec, name)",
-            ]
-
-            def test(fallback: str) -> list[str]:
-                return [f"if not ({guard}):", f"    return general({fallback})"] if names else []
-
-            unpack = [f"{''.join(a + ', ' for a in names)}= args"] if names else []
-            count = [f"if len(args) != {len(names)}:", "    return general(args)"]
-            run = make_function(
-                "export_call",
-                "args",
-                [*entry, *count, *unpack, *test("args"), *core("args")],
-                env,
-            )
-            # The type tests first: a value they refuse reaches ``general`` before anything
-            # else happens (the general call makes the entry test itself).
-            inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
-        self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
-        self._inline = inline
-        ExportCall.__dict__["__call__"].__set__(self, run)
-        return run
-
-    def inline(self) -> InlineCall:
-        """The call as statements over the arguments ``a0, a1, ...`` (compiling it if needed).
-
-        For callers that generate their own entry point around the call (the
-        exports facade's coroutine functions), saving the frame of ``__call__``.
-        """
-        if self._inline is None:
-            self._prepare()
-        assert self._inline is not None
-        return self._inline
-
-    def _general(
-        self,
-        ro: ResolvedOptions,
-        lifted: LiftedFunc,
-        callee: engine.CoreFunc,
-        post: engine.CoreFunc | None,
-    ) -> Callable[[Sequence[Any]], Any]:
-        """The call of any signature: lower, call, lift, post-return (§"`canon lift`")."""
-        rec = ro.record
-        ci = rec.ci
-        opts = ro.opts
-        name = self.name
-        check_enter = self._rt.check_enter
-        lower_params, lift_results = lifted.lower_params, lifted.lift_results
-        post_call = None if post is None else post.call_raw
-        call_flat = callee.flat_call()
-
-        def call(args: Sequence[Any]) -> Any:
-            if rec.poisoned is not None or not ci.may_enter:
-                check_enter(rec, name)
-            ci.may_enter = False
-            try:
-                borrows = CallBorrows()
-                cx = LiftLowerContext(opts, ci, borrows)
-                flat = lower_params(cx, args)
-                results = call_flat(flat)
-                borrows.exit()
-                cx.refresh()
-                value = lift_results(cx, results)
-                if post_call is not None:
-                    ci.may_leave = False
-                    try:
-                        post_call(results)
-                    finally:
-                        ci.may_leave = True
-                return value
-            except BaseException as exc:
-                trap = fault(exc)
-                if poisons(exc, trap):
-                    rec.poisoned = escaped(exc)
-                    if trap is not exc:
-                        raise trap from trap.__cause__
-                raise
-            finally:
-                ci.may_enter = True
-
-        ancestors = tuple(a for a in ci.entering_set(None) if a is not ci)
-        if not ancestors:
-            return call
-
-        def call_nested(args: Sequence[Any]) -> Any:
-            """``call`` for an instance with ancestors: enter them all (``enter_from``)."""
-            if rec.poisoned is not None:
-                check_enter(rec, name)
-            for a in ancestors:
-                if not a.may_enter:
-                    raise Trap(
-                        f"cannot enter component instance {a.name} to call {name}: "
-                        f"it is an ancestor of {ci.name} and already entered",
-                        code="cannot-enter",
-                    )
-            for a in ancestors:
-                a.may_enter = False
-            try:
-                return call(args)
-            finally:
-                for a in ancestors:
-                    a.may_enter = True
-
-        return call_nested
-
-    def _scalar(
-        self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
-    ) -> tuple[str, Callable[[str], list[str]], dict[str, Any]] | None:
-        """The inline call of a scalar-only export, or ``None`` for other signatures.
-
-        ``(guard, body, env)`` for arguments held in the variables ``names``:
-        when ``guard`` holds, the lines ``body(fallback)`` perform the same
-        steps as :meth:`_general` with nothing to lift from or lower into
-        memory and no handle to borrow (the entry bookkeeping, the core call,
-        the result's conversion), after the caller has done the entry test;
-        otherwise the general call converts or rejects the arguments. ``env``
-        holds the names the statements use.
-
-        The core call is the engine's specialised call of the callee
-        (:meth:`engine.CoreFunc.specialize`): a 32- or 64-bit integer goes
-        into its slot in the format of its own signedness, which refuses
-        exactly the values out of its range (``ValueError`` before anything
-        runs, then ``general(fallback)`` converts or rejects them), so its
-        guard is only ``type(v) is int``; a result of such a type comes back
-        in its own format.
-        """
-        ft = self.lift.type
-        ptypes, rtypes = ft.param_types(), ft.result_types()
-        core = flatten_functype(ft, "lift")
-        if (
-            callee.params != tuple(core.params)
-            or callee.results != tuple(core.results)
-            or len(core.params) != len(ptypes)
-            or len(core.results) != len(rtypes)
-            or any(t not in _CORE_FORMATS for t in (*core.params, *core.results))
-        ):
-            return None
-        lowerings = [scalar_lowering(t, v) for t, v in zip(ptypes, names, strict=True)]
-        liftings = [scalar_lifting(t, "r", 0, exact=True) for t in rtypes]
-        if None in lowerings or None in liftings:
-            return None
-        if callee.store.closed:  # the general call says so
-            return None
-        parts: list[str] = []
-        formats: list[str] = []
-        flats: list[str] = []
-        for t, v, lowering, core_t in zip(ptypes, names, lowerings, core.params, strict=True):
-            assert lowering is not None
-            exact = _EXACT_FORMATS.get(type(t))
-            if exact is not None:
-                parts.append(f"type({v}) is int")
-                formats.append(exact)
-                flats.append(v)
-            else:
-                parts.append(lowering[0])
-                formats.append(_CORE_FORMATS[core_t])
-                flats.append(lowering[1])
-        guard = " and ".join(f"({p})" for p in parts) or "True"
-        rformats = ""
-        result = "None"
-        if rtypes:
-            exact = _EXACT_FORMATS.get(type(rtypes[0]))
-            rformats = exact if exact is not None else _CORE_FORMATS[core.results[0]]
-            result = "r" if exact is not None else str(liftings[0])
-        call = f"r = core({', '.join(flats)})" if rtypes else f"core({', '.join(flats)})"
-
-        def body(fallback: str) -> list[str]:
-            return [
-                "ci.may_enter = False",
-                "try:",
-                f"    {call}",
-                # raised by the core call only before the guest runs: an argument
-                # out of its slot's range (the general call converts or rejects it)
-                "except ValueError:",
-                "    ci.may_enter = True",
-                f"    return general({fallback})",
-                "except BaseException as exc:",
-                "    failure = fault(exc)",
-                "    if poisons(exc, failure):",
-                "        rec.poisoned = escaped(exc)",
-                "        if failure is not exc:",
-                "            raise failure from failure.__cause__",
-                "    raise",
-                "finally:",
-                "    ci.may_enter = True",
-                f"return {result}",
-            ]
-
-        rec = ro.record
-        env: dict[str, Any] = {
-            "core": callee.specialize("".join(formats), rformats),
-            "NAN": NAN,
-            "rec": rec,
-            "ci": rec.ci,
-            "name": self.name,
-            "check_enter": self._rt.check_enter,
-            "fault": fault,
-            "poisons": poisons,
-            "escaped": escaped,
-        }
-        return guard, body, env
 
 
 def _no_host_values(_store: Store, _driver: Driver) -> HostValueHooks:
@@ -881,18 +576,6 @@ def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
         return int(call([old_ptr, old_size, align, new_size])[0])
 
     return realloc
-
-
-def _begun(
-    begin: Callable[[], None], call: Callable[[Sequence[Any]], Any]
-) -> Callable[[Sequence[Any]], Any]:
-    """``call`` re-arming the per-call limits first (``Limits.timeout``, per-call fuel)."""
-
-    def begun(args: Sequence[Any]) -> Any:
-        begin()
-        return call(args)
-
-    return begun
 
 
 def _bind_index(fn: Callable[[int, int], None], index: int) -> Callable[[int], None]:
