@@ -406,14 +406,14 @@ class HostValues:
             v = v.awaitable
         given = v
         if isinstance(v, Future):
-            reader = v._reader
+            reader = v._source
             if reader is not None and reader.store is self.store and reader.shared.t != t.t:
                 raise LowerTypeError("the future has another value type")
             shared = v._take_shared(self.store)
             if shared is not None:
                 self.passed[id(shared)] = v
                 return shared
-            if v._reader is None or v._passed:
+            if v._source is None or v._passed:
                 raise LowerTypeError("the future was dropped or passed to a guest already")
             v._passed = True  # pumped from here on: the host no longer awaits it (A15)
             v = _FutureRead(v)
@@ -634,7 +634,7 @@ def _shared_of(handle: Stream | Future) -> SharedStreamImpl | SharedFutureImpl |
     if isinstance(handle, Stream):
         src = handle._source
         return src.shared if isinstance(src, HostStreamReader) and not src.closed else None
-    reader = handle._reader
+    reader = handle._source
     return reader.shared if reader is not None and not reader.closed else None
 
 

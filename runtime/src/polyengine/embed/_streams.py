@@ -27,7 +27,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Callable, Generator
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 from polyengine.concurrency import (
     CopyResult,
@@ -75,7 +75,81 @@ def _busy(what: str) -> TypeError:
     return TypeError(f"an operation is already in flight on this {what} (one per end, A7)")
 
 
-class Stream:
+_Reader = TypeVar("_Reader", HostStreamReader, HostFutureReader)
+_Shared = TypeVar("_Shared", SharedStreamImpl, SharedFutureImpl)
+
+
+class _HostEnd(Generic[_Reader, _Shared]):
+    """What the host's readable ends of a stream and of a future share.
+
+    ``_source`` is the end the handle reads (``None`` once dropped or
+    passed); passing it into a guest of the same store hands the guest the
+    shared stream or future itself (:meth:`_take_shared`), and a guest
+    handing that back revives this same handle (:meth:`_revive_reader`,
+    A5). ``_peer_trap`` is the trap of the instance holding the other end
+    (A7), ``_busy`` the one operation in flight (A7), ``_lift`` what makes
+    host values of raw elements holding ``own<R>`` (A13), if they do.
+    Leaving ``async with`` drops the end.
+    """
+
+    __slots__ = ("__weakref__", "_busy", "_lift", "_passed", "_peer_trap", "_store", "_via")
+
+    #: the concurrency layer's reader class of this kind of end
+    _READER: ClassVar[type[HostStreamReader] | type[HostFutureReader]]
+    #: refusal of passing the end while an operation is in flight
+    _BUSY_PASS: ClassVar[str]
+    #: the state word of an open end in ``repr``
+    _OPEN: ClassVar[str]
+
+    _source: Any
+
+    def __init__(self, store: Store | None) -> None:
+        self._store = store
+        self._peer_trap: BaseException | None = None
+        self._passed = False
+        self._busy = False
+        #: the guest stream or future this handle was passed into a guest as (A5)
+        self._via: _Shared | None = None
+        self._lift: Callable[[Any], Any] | None = None
+
+    def drop(self) -> None:
+        raise NotImplementedError
+
+    def _take_shared(self, store: Store) -> _Shared | None:
+        """The guest stream or future under this handle, taken over, if it belongs to ``store``."""
+        src = self._source
+        if isinstance(src, self._READER) and src.store is store and not src.closed:
+            if self._busy:
+                raise TypeError(self._BUSY_PASS)
+            self._source = None
+            self._passed = True
+            shared = cast("_Shared", src.shared)
+            self._via = shared
+            src._close()
+            return shared
+        return None
+
+    def _revive_reader(self, reader: _Reader) -> None:
+        """A guest handed back what this handle passed to it (A5): read it again."""
+        assert self._passed and self._source is None and self._via is reader.shared
+        self._source = reader
+        self._passed = False
+        self._via = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.drop()
+
+    def __repr__(self) -> str:
+        state = "passed" if self._passed else "dropped" if self._source is None else self._OPEN
+        return f"<{type(self).__name__} {state}>"
+
+
+class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
     """The readable end of a ``stream<T>`` held by the host.
 
     ``async for chunk in stream`` reads chunks (``bytes`` for ``stream<u8>``,
@@ -93,36 +167,19 @@ class Stream:
     """
 
     __polyengine_brand__ = STREAM
-    __slots__ = (
-        "__weakref__",
-        "_busy",
-        "_bytes",
-        "_lift",
-        "_passed",
-        "_peer_trap",
-        "_session",
-        "_source",
-        "_store",
-        "_via",
-        "elem",
-    )
+    __slots__ = ("_bytes", "_session", "_source", "elem")
+    _READER = HostStreamReader
+    _BUSY_PASS = "cannot pass a stream with a read in flight to a guest"
+    _OPEN = "open"
 
     def __init__(
         self, elem: m.ValType | None, source: HostStreamReader | _Pipe, store: Store | None
     ) -> None:
+        super().__init__(store)
         self.elem = elem
         self._bytes = isinstance(elem, m.U8) or (elem is None and store is None)
         self._source: HostStreamReader | _Pipe | None = source
-        self._store = store
-        #: the trap of the instance holding the other end (A7)
-        self._peer_trap: BaseException | None = None
-        self._passed = False
-        self._busy = False
         self._session: DirectSession | None = None
-        #: the guest stream this handle was passed into a guest as (A5 round trips)
-        self._via: SharedStreamImpl | None = None
-        #: makes host values of raw elements holding own<R> (A13), if they do
-        self._lift: Callable[[Any], Any] | None = None
         if isinstance(source, _Pipe):
             source.stream = weakref.ref(self)
 
@@ -238,26 +295,6 @@ class Stream:
         if src is not None:
             src.drop()
 
-    def _take_shared(self, store: Store) -> SharedStreamImpl | None:
-        """The guest stream under this handle, taken over, if it belongs to ``store``."""
-        src = self._source
-        if isinstance(src, HostStreamReader) and src.store is store and not src.closed:
-            if self._busy:
-                raise TypeError("cannot pass a stream with a read in flight to a guest")
-            self._source = None
-            self._passed = True
-            self._via = src.shared
-            src._close()
-            return src.shared
-        return None
-
-    def _revive_reader(self, reader: HostStreamReader) -> None:
-        """A guest handed back the stream this handle passed to it (A5): read it again."""
-        assert self._passed and self._source is None and self._via is reader.shared
-        self._source = reader
-        self._passed = False
-        self._via = None
-
     def _take_pipe(self) -> _Pipe | None:
         """The unbound pipe under this handle, taken over for lowering into a guest."""
         src = self._source
@@ -275,18 +312,6 @@ class Stream:
         self._passed = False
         self.elem = elem
         self._bytes = isinstance(elem, m.U8)
-
-    async def __aenter__(self) -> Stream:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.drop()
-
-    def __repr__(self) -> str:
-        state = "passed" if self._passed else "dropped" if self._source is None else "open"
-        return f"<Stream {state}>"
 
 
 class StreamWriter:
@@ -440,7 +465,7 @@ def create_stream() -> tuple[Stream, StreamWriter]:
     return Stream(None, pipe, None), StreamWriter(pipe)
 
 
-class Future:
+class Future(_HostEnd[HostFutureReader, SharedFutureImpl]):
     """The readable end of a ``future<T>`` held by the host: ``await future`` yields ``T``.
 
     ``drop()`` and ``cancel()`` are total and silent (A16): they never raise
@@ -449,31 +474,16 @@ class Future:
     """
 
     __polyengine_brand__ = FUTURE
-    __slots__ = (
-        "__weakref__",
-        "_busy",
-        "_lift",
-        "_outcome",
-        "_passed",
-        "_peer_trap",
-        "_reader",
-        "_store",
-        "_via",
-    )
+    __slots__ = ("_outcome", "_source")
+    _READER = HostFutureReader
+    _BUSY_PASS = "cannot pass a future being awaited to a guest"
+    _OPEN = "pending"
 
     def __init__(self, reader: HostFutureReader, store: Store) -> None:
-        self._reader: HostFutureReader | None = reader
-        self._store = store
-        #: the trap of the instance holding the writable end (A7)
-        self._peer_trap: BaseException | None = None
+        super().__init__(store)
+        self._source: HostFutureReader | None = reader
         #: the value (or failure) once read: awaiting again gives it again
         self._outcome: tuple[bool, Any] | None = None
-        self._passed = False
-        self._busy = False
-        #: the guest future this handle was passed into a guest as (A5 round trips)
-        self._via: SharedFutureImpl | None = None
-        #: makes a host value of a raw value holding own<R> (A13), if it does
-        self._lift: Callable[[Any], Any] | None = None
 
     async def _get(self, internal: bool = False) -> Any:
         if self._passed and not internal:
@@ -483,7 +493,7 @@ class Future:
             if outcome[0]:
                 return outcome[1]
             raise outcome[1]
-        reader = self._reader
+        reader = self._source
         if reader is None:
             raise ValueError("this future was dropped")
         if self._busy:
@@ -494,7 +504,7 @@ class Future:
                 raise _FutureDropped
             value = await reader.read()
         except _FutureDropped:
-            self._reader = None
+            self._source = None
             exc: BaseException
             shared = reader.shared
             if self._peer_trap is not None:
@@ -510,7 +520,7 @@ class Future:
             raise exc from exc.__cause__
         finally:
             self._busy = False
-        self._reader = None
+        self._source = None
         if self._lift is not None:
             value = self._lift(value)
         self._outcome = (True, value)
@@ -521,7 +531,7 @@ class Future:
 
     def drop(self) -> None:
         """Release the end (idempotent, never raises)."""
-        reader, self._reader = self._reader, None
+        reader, self._source = self._source, None
         if reader is not None:
             with contextlib.suppress(Exception):  # total by contract (A16)
                 reader.drop()
@@ -529,37 +539,6 @@ class Future:
     def cancel(self) -> None:
         """Same as :meth:`drop` (a total, fire-and-forget handle operation, A16)."""
         self.drop()
-
-    def _take_shared(self, store: Store) -> SharedFutureImpl | None:
-        reader = self._reader
-        if reader is not None and reader.store is store and not reader.closed:
-            if self._busy:
-                raise TypeError("cannot pass a future being awaited to a guest")
-            self._reader = None
-            self._passed = True
-            self._via = reader.shared
-            reader._close()
-            return reader.shared
-        return None
-
-    def _revive_reader(self, reader: HostFutureReader) -> None:
-        """A guest handed back the future this handle passed to it (A5): await it again."""
-        assert self._passed and self._reader is None and self._via is reader.shared
-        self._reader = reader
-        self._passed = False
-        self._via = None
-
-    async def __aenter__(self) -> Future:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.drop()
-
-    def __repr__(self) -> str:
-        state = "passed" if self._passed else "dropped" if self._reader is None else "pending"
-        return f"<Future {state}>"
 
 
 class _FutureDropped(Exception):
