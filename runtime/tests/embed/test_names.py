@@ -23,6 +23,12 @@ def test_snake_and_keywords() -> None:
     assert field_key("from") == "from"
 
 
+@pytest.mark.parametrize("soft", ["match", "case", "type"])
+def test_soft_keywords_stay(soft: str) -> None:
+    """Only hard keywords are mangled, so a name is the same on 3.11, 3.12 and 3.13."""
+    assert snake(soft) == soft
+
+
 def test_pascal() -> None:
     assert pascal("tcp-socket") == "TcpSocket"
     assert pascal("counter") == "Counter"

@@ -88,7 +88,7 @@ class _Out:
     used: set[str] = field(default_factory=set)
 
 
-_AVOID = frozenset({"self", "cls", "l", "O", "I", "match", "case", "type", "_"})
+_AVOID = frozenset({"self", "cls", "l", "O", "I"})
 
 
 def _params(ft: FuncType, skip_self: bool) -> list[tuple[str, ValType]]:
@@ -97,7 +97,8 @@ def _params(ft: FuncType, skip_self: bool) -> list[tuple[str, ValType]]:
     out: list[tuple[str, ValType]] = []
     for wit, t in params:
         # Parameters are positional-only, so their names are the bindings' own: the
-        # same on every Python version (``type`` is a soft keyword from 3.12 on).
+        # same on every Python version: hard keywords are mangled, soft ones
+        # (``match``, ``case``, ``type``) are identifiers and stay (python-mapping.md §1).
         py = wit.replace("-", "_")
         if keyword.iskeyword(py) or py in _AVOID:
             py += "_"

@@ -17,9 +17,14 @@ from polyengine.errors import NameCollisionError
 
 
 def snake(name: str) -> str:
-    """``get-resolution`` → ``get_resolution``; keywords gain a trailing underscore."""
+    """``get-resolution`` → ``get_resolution``; hard keywords gain a trailing underscore.
+
+    Only ``keyword.kwlist`` is mangled (python-mapping.md §1): soft keywords
+    (``match``, ``case``, ``type``) are identifiers and stay, so a name is
+    the same on every supported Python version.
+    """
     out = name.replace("-", "_")
-    if keyword.iskeyword(out) or keyword.issoftkeyword(out):
+    if keyword.iskeyword(out):
         out += "_"
     return out
 

@@ -9,7 +9,7 @@ class Iface:
     def from_(self, type_: int, self_: str, class_: bool) -> Record:
         return {"class": type_, "from": self_, "match": class_, "type": 1, "self": -1}
 
-    def match_(self, case: Enum) -> Flags:
+    def match(self, case: Enum) -> Flags:
         return flags("async", "class") if case == "import" else flags()
 
     def lambda_(self, return_: Variant) -> None:
@@ -25,6 +25,6 @@ async def main(data: bytes) -> None:
     }
     world: World = await instantiate(data, imports)
     r: Record = await world.interface.from_(1, "s", True)
-    f: Flags = await world.interface.match_("none")
+    f: Flags = await world.interface.match("none")
     await world.exports.export(3)
     print(r["class"], f["is"])
