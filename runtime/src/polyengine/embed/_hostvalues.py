@@ -23,9 +23,11 @@ future dies while it is parked is cancelled (A13); a failed producer is a
 the reader never takes, and lift through :func:`~._pipe.element_lifting`
 (the host receives live resource objects).
 
-Known limits: a handle pumped into *another* store (a cross-store hop) comes
-back from that store as a new handle over the pump, not as the original
-object; a producer nested inside a stream element is not site-named; a
+A guest stream or future handle belongs to the store it was lifted from:
+lowering it into another store is refused with a ``TypeError`` naming the
+remedy (pass its contents by value), never silently pumped.
+
+Known limits: a producer nested inside a stream element is not site-named; a
 resource element read from one store cannot be pumped into another (a
 resource belongs to its store: the pump fails naming the element).
 """
@@ -78,6 +80,12 @@ from polyengine.types import model as m
 from polyengine_protocol import ERROR_CONTEXT, PeerTrappedError, StreamProducerError, has_brand
 
 __all__ = ["HostValues"]
+
+#: a handle lowered into a store other than its own (embedder-api §"Streams and futures")
+_CROSS_STORE = (
+    "the {what} belongs to another store (another instantiation): a handle is used "
+    "only in its own store; pass its contents by value instead, e.g. {by}"
+)
 
 
 def _byte_chunk(item: Any) -> bytes:
@@ -191,11 +199,9 @@ class HostValues:
         pipe: _Pipe | None = None
         if isinstance(v, Stream):
             src = v._source
-            if (
-                isinstance(src, HostStreamReader)
-                and src.store is self.store
-                and src.shared.t != t.t
-            ):
+            if isinstance(src, HostStreamReader) and src.store is not self.store:
+                raise LowerTypeError(_CROSS_STORE.format(what="stream", by="(c async for c in s)"))
+            if isinstance(src, HostStreamReader) and src.shared.t != t.t:
                 raise LowerTypeError("the stream has another element type")
             shared = v._take_shared(self.store)
             if shared is not None:
@@ -407,7 +413,11 @@ class HostValues:
         given = v
         if isinstance(v, Future):
             reader = v._source
-            if reader is not None and reader.store is self.store and reader.shared.t != t.t:
+            if reader is not None and reader.store is not self.store:
+                raise LowerTypeError(
+                    _CROSS_STORE.format(what="future", by="asyncio.ensure_future(f)")
+                )
+            if reader is not None and reader.shared.t != t.t:
                 raise LowerTypeError("the future has another value type")
             shared = v._take_shared(self.store)
             if shared is not None:
