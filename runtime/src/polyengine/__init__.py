@@ -27,6 +27,7 @@ from polyengine.limits import Limits as Limits
 # here, before anything else imports the subpackage and sets the attribute to
 # the module. The face of polyengine.translate imports nothing until used.
 from polyengine.translate import translate as translate
+from polyengine_protocol import register_runtime_copy as _register_runtime_copy
 
 if TYPE_CHECKING:
     from polyengine.embed import ImportLeaf as ImportLeaf
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
     from polyengine.translate import artifacts_from_envelope as artifacts_from_envelope
 
 __version__ = "0.1.0"
+
+# embedder-api A9: this copy of the runtime is in the process-global registry,
+# so the diagnostics of every copy can name all of them.
+_register_runtime_copy(__version__, module=__file__)
 
 __all__ = [
     "Artifacts",

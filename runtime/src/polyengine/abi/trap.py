@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from polyengine.engine import CoreTrap
-from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap, is_trap, is_wasi_exit
+from polyengine_protocol import UNSPECIFIED_TRAP_CODE, Trap, copy_census, is_trap, is_wasi_exit
 
 __all__ = [
     "HostImportError",
@@ -163,14 +163,17 @@ def host_import_trap(import_name: str, exc: BaseException) -> Trap:
     A trap (anything carrying the trap brand) is named by :func:`host_trap`;
     any other exception becomes a :class:`HostImportError` with code
     ``host-import`` and the message ``host import <name> raised <type>:
-    <message>``. Either chains to ``exc``. Both the synchronous and the task
+    <message>``, followed by the copy census when more than one runtime copy
+    is registered (embedder-api A9). Either chains to ``exc``. Both the synchronous and the task
     model's host functions use this one conversion.
     """
     if is_trap(exc):
         return host_trap(import_name, exc)
-    named = HostImportError(
-        f"host import {import_name} raised {type(exc).__name__}: {exc}", code=TrapCode.HOST_IMPORT
-    )
+    message = f"host import {import_name} raised {type(exc).__name__}: {exc}"
+    census = copy_census()
+    if census is not None:  # embedder-api A9: an unbranded throw from a multi-copy process
+        message = f"{message}\n{census}"
+    named = HostImportError(message, code=TrapCode.HOST_IMPORT)
     named.__cause__ = exc
     return named
 

@@ -77,9 +77,30 @@ from polyengine.embed._streams import (
 )
 from polyengine.instance import FutureSource
 from polyengine.types import model as m
-from polyengine_protocol import ERROR_CONTEXT, PeerTrappedError, StreamProducerError, has_brand
+from polyengine_protocol import (
+    ERROR_CONTEXT,
+    FUTURE,
+    STREAM,
+    PeerTrappedError,
+    StreamProducerError,
+    copy_census,
+    has_brand,
+)
 
 __all__ = ["HostValues"]
+
+def _foreign(v: object, what: str, by: str) -> str:
+    """The refusal of a branded handle minted by another copy of the runtime (A9)."""
+    cls = type(v)
+    text = (
+        f"the {what} was made by another copy of polyengine ({cls.__module__}."
+        f"{cls.__qualname__} carries the {what} brand but is not this copy's class): "
+        f"a handle works only in the copy that made it; pass its contents by value "
+        f"instead, e.g. {by}"
+    )
+    census = copy_census()
+    return text if census is None else f"{text}\n{census}"
+
 
 #: a handle lowered into a store other than its own (embedder-api §"Streams and futures")
 _CROSS_STORE = (
@@ -216,6 +237,8 @@ class HostValues:
             pipe = v._take_pipe()
             if pipe is None:
                 v._passed = True  # pumped from here on: the host no longer reads it (A15)
+        elif has_brand(v, STREAM):
+            raise LowerTypeError(_foreign(v, "stream", "(c async for c in s)"))
         elif isinstance(v, str) or not (
             hasattr(v, "__aiter__") or isinstance(v, Iterable | bytes | bytearray | memoryview)
         ):
@@ -427,6 +450,8 @@ class HostValues:
                 raise LowerTypeError("the future was dropped or passed to a guest already")
             v._passed = True  # pumped from here on: the host no longer awaits it (A15)
             v = _FutureRead(v)
+        elif has_brand(v, FUTURE):
+            raise LowerTypeError(_foreign(v, "future", "asyncio.ensure_future(f)"))
         elif not inspect.isawaitable(v):
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
@@ -513,6 +538,10 @@ class HostValues:
             value = v._value
         elif has_brand(v, ERROR_CONTEXT) and isinstance(getattr(v, "message", None), str):
             value = ErrorContextValue(getattr(v, "message"))  # noqa: B009
+        elif has_brand(v, ERROR_CONTEXT):
+            # A20: a branded carrier of a string message is honoured; one without is a
+            # stateful handle of another copy (A9)
+            raise LowerTypeError(_foreign(v, "error-context", "an ErrorContext of its message"))
         else:
             raise LowerTypeError(f"expected an error-context, got {type(v).__name__}")
         return self.hooks.lower_error_context(cx, value)
