@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
@@ -45,7 +45,7 @@ from polyengine.embed._direct import (
     retract,
     run_on_shared,
 )
-from polyengine.embed._pipe import Chunk, HostFedFuture, _as_chunk, _Pipe, _Rebind
+from polyengine.embed._pipe import HostFedFuture, _as_chunk, _Pipe, _Rebind
 from polyengine.types import model as m
 from polyengine_protocol import (
     ERROR_CONTEXT,
@@ -343,7 +343,7 @@ class StreamWriter:
         if trap is not None:
             raise PeerTrappedError("the instance reading this stream trapped", trap, progress)
 
-    async def write(self, chunk: Chunk, /) -> int:
+    async def write(self, chunk: Sequence[Any], /) -> int:
         """Offer ``chunk``; resolves with how many elements the reader took (0: it is gone)."""
         pipe = self._enter()
         try:
@@ -351,7 +351,7 @@ class StreamWriter:
         finally:
             self._busy = False
 
-    async def _write(self, pipe: _Pipe, chunk: Chunk) -> int:
+    async def _write(self, pipe: _Pipe, chunk: Sequence[Any]) -> int:
         data = _as_chunk(chunk)
         taken = 0
         while data:
@@ -375,11 +375,11 @@ class StreamWriter:
             return taken + out
         return taken
 
-    async def write_all(self, chunk: Chunk, /) -> int:
+    async def write_all(self, chunk: Sequence[Any], /) -> int:
         """Offer ``chunk`` until all of it is taken or the reader is gone; the total taken."""
         pipe = self._enter()
         try:
-            rest: Chunk = chunk if isinstance(chunk, bytes | bytearray | list) else bytes(chunk)
+            rest = _as_chunk(chunk)
             if isinstance(rest, bytearray):
                 rest = memoryview(rest)
             total = 0
