@@ -100,6 +100,11 @@ class HostResourceTable:
         self._classes: dict[ResourceType, tuple[type | None, str]] = {}
         #: the resource type each registered host object was first passed as
         self._types: dict[int, ResourceType] = {}
+        #: reps of host objects registered only because they were lent (``borrow``),
+        #: with the number of export calls holding them
+        self._lends: dict[int, int] = {}
+        #: the lends of the export call whose arguments are being lowered
+        self._lending: list[int] | None = None
 
     def begin_call(self) -> list[object] | None:
         """Start collecting the borrowed wrappers a host import receives."""
@@ -115,6 +120,37 @@ class HostResourceTable:
             invalidate = getattr(wrapper, "_polyengine_invalidate", None)
             if invalidate is not None:
                 invalidate()
+
+    def begin_lending(self) -> list[int] | None:
+        """Start collecting the host objects an export call's arguments lend (``borrow``)."""
+        outer = self._lending
+        self._lending = []
+        return outer
+
+    def end_lending(self, outer: list[int] | None) -> list[int]:
+        """The arguments are lowered: the lends to release when the call ends."""
+        lent = self._lending or []
+        self._lending = outer
+        return lent
+
+    def release_lent(self, lent: list[int]) -> None:
+        """The export call ended: forget the objects it alone held as borrows.
+
+        A borrow never outlives the call it was passed to (CanonicalABI.md
+        §"Borrowed handles"), so an object registered only to be lent is
+        forgotten once no call holds it; one the guest owns meanwhile stays.
+        """
+        lends = self._lends
+        for rep in lent:
+            count = lends.get(rep)
+            if count is None:
+                continue  # owned by the guest since: it stays registered
+            if count > 1:
+                lends[rep] = count - 1
+                continue
+            del lends[rep]
+            if rep in self._objects:
+                self._forget(rep)
 
     # host-implemented --------------------------------------------------------------
 
@@ -210,14 +246,23 @@ class HostResourceTable:
         """The rep of ``value`` passed as ``own<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
             self._check_host(rt, value, "own")
-            return self._register(value, rt)
+            rep = self._register(value, rt)
+            self._lends.pop(rep, None)  # the guest owns it now: no call's lend releases it
+            return rep
         return _guest_rep(value, rt, take=True)
 
     def lower_borrow(self, rt: ResourceType, value: object) -> int:
         """The rep of ``value`` passed as ``borrow<rt>``; ``LowerTypeError`` when it is not one."""
         if rt.impl is None:
             self._check_host(rt, value, "borrow")
-            return self._register(value, rt)
+            rep = self._reps.get(id(value))
+            if rep is None or rep in self._lends:
+                # lent for this call only: released when it ends (release_lent)
+                rep = self._register(value, rt)
+                if self._lending is not None:
+                    self._lends[rep] = self._lends.get(rep, 0) + 1
+                    self._lending.append(rep)
+            return rep
         return _guest_rep(value, rt, take=False)
 
 

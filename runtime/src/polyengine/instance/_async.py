@@ -205,8 +205,13 @@ class TaskModel:
         self._pinned.append(lift)
         return lf
 
-    def lower_host_args(self, lift: pln.Lift, args: list[Any]) -> list[Any]:
+    def lower_host_args(
+        self, lift: pln.Lift, args: list[Any]
+    ) -> tuple[list[Any], Callable[[], None] | None]:
         """Lower the host's arguments of ``lift`` now (CanonicalABI.md §``canon lift``).
+
+        Returns the lowered arguments and what to call when the call ends:
+        the release of the host objects they lend (``borrow``), if any.
 
         Raises the lowering error (``TypeError``, ``OverflowError``,
         ``InvalidHandleError``...) for bad arguments; a trap in the guest's
@@ -218,16 +223,23 @@ class TaskModel:
         values, ro = self._host_lowering[id(lift)]
         scope = _BorrowScope()
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
+        host = self.rt.lender(lift.type)
+        outer = None if host is None else host.begin_lending()
         try:
             flat = values.lower_params(cx, args)
         except BaseException as exc:
+            if host is not None:
+                host.release_lent(host.end_lending(outer))
             trap = fault(exc)
             if poisons(exc, trap):
                 self.store.poison(lf.inst, escaped(exc))
             if trap is exc:
                 raise
             raise trap from trap.__cause__
-        return [_Prelowered(flat, scope)]
+        lent = None if host is None else host.end_lending(outer)
+        return [_Prelowered(flat, scope)], (
+            None if not lent else lambda: host.release_lent(lent)
+        )
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
         """The callable component function of a lift, for guest callers."""
@@ -702,7 +714,8 @@ class AsyncExportCall:
         else:
             self.tasks.rt.store.note_task()
         driver = self.tasks.driver
-        call, fut = driver.start(lf, self.tasks.lower_host_args(self.lift, list(args)))
+        lowered, release = self.tasks.lower_host_args(self.lift, list(args))
+        call, fut = driver.start(lf, lowered)
         try:
             results = await fut
         except asyncio.CancelledError:
@@ -714,6 +727,9 @@ class AsyncExportCall:
             raise
         except ConcurrencyTrap as trap:
             _raise_for(trap)
+        finally:
+            if release is not None:
+                release()
         if call is not None:
             # the callee task may outlive the call (work after task.return):
             # it must not keep the host's result values alive
@@ -726,7 +742,7 @@ class AsyncExportCall:
         begin = self.tasks.rt.begin_call
         if begin is not None:
             begin()
-        lowered = self.tasks.lower_host_args(self.lift, list(args))
+        lowered, release = self.tasks.lower_host_args(self.lift, list(args))
         try:
             results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
@@ -735,4 +751,7 @@ class AsyncExportCall:
             raise Trap(
                 f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
             ) from exc
+        finally:
+            if release is not None:
+                release()
         return results[0] if results else None

@@ -227,9 +227,11 @@ class ExportCall:
             finally:
                 ci.may_enter = True
 
+        host = self._rt.lender(self.lift.type)
+        run = call if host is None else _lending(host, call)
         ancestors = tuple(a for a in ci.entering_set(None) if a is not ci)
         if not ancestors:
-            return call
+            return run
 
         def call_nested(args: Sequence[Any]) -> Any:
             """``call`` for an instance with ancestors: enter them all (``enter_from``)."""
@@ -245,7 +247,7 @@ class ExportCall:
             for a in ancestors:
                 a.may_enter = False
             try:
-                return call(args)
+                return run(args)
             finally:
                 for a in ancestors:
                     a.may_enter = True
@@ -360,3 +362,16 @@ def _begun(
         return call(args)
 
     return begun
+
+
+def _lending(host: Any, call: Callable[[Sequence[Any]], Any]) -> Callable[[Sequence[Any]], Any]:
+    """``call`` whose arguments lend host objects (``borrow``) for the call only."""
+
+    def lending(args: Sequence[Any]) -> Any:
+        outer = host.begin_lending()
+        try:
+            return call(args)
+        finally:
+            host.release_lent(host.end_lending(outer))
+
+    return lending

@@ -44,7 +44,7 @@ from polyengine.types.layout import (
     flatten_type,
     needs_pointer,
 )
-from polyengine.types.model import ValType
+from polyengine.types.model import Borrow, FuncType, ValType
 from polyengine_protocol import Trap
 
 if TYPE_CHECKING:
@@ -291,6 +291,23 @@ class ComponentRuntime:
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
         return ro
+
+    def lender(self, ft: FuncType) -> Any:
+        """The host resource table when ``ft``'s parameters lend host objects, else ``None``.
+
+        A host object passed as ``borrow<R>`` of a host-implemented ``R`` is
+        registered for the export call only (CanonicalABI.md §"Borrowed
+        handles"): the caller brackets the lowering of its arguments with the
+        table's ``begin_lending``/``end_lending`` and calls ``release_lent``
+        when the call ends.
+        """
+        host = self.host_resources
+        if host is None:
+            return None
+        types = self.resource_types
+        if any(_lends(t, types) for t in ft.param_types()):
+            return host
+        return None
 
     def return_key(self, o: pln.CanonOptions, result: ValType | None) -> object:
         """What ``task.return``'s options must share with the lift: encoding and memory.
@@ -576,6 +593,22 @@ def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
         return int(call([old_ptr, old_size, align, new_size])[0])
 
     return realloc
+
+
+def _lends(t: ValType, types: list[ResourceType]) -> bool:
+    """Whether a value of type ``t`` may hold a ``borrow`` of a host-implemented resource."""
+    if isinstance(t, Borrow):
+        return types[t.rt].impl is None
+    for f in ("t", "ok", "error"):
+        sub = getattr(t, f, None)
+        if isinstance(sub, ValType) and _lends(sub, types):
+            return True
+    for f in ("fields", "cases", "ts"):
+        for item in getattr(t, f, None) or ():
+            inner = getattr(item, "t", item)
+            if isinstance(inner, ValType) and _lends(inner, types):
+                return True
+    return False
 
 
 def _bind_index(fn: Callable[[int, int], None], index: int) -> Callable[[int], None]:
