@@ -1,0 +1,77 @@
+"""Refusals and inert marks that held without a test (python-mapping.md §4, §6).
+
+* ``read_direct`` and ``write_direct`` are for ``stream<u8>`` only (A21): a
+  direct session on a stream of another element type is a ``TypeError``
+  naming the rule, and the handle stays usable.
+* ``abortable()`` (A24) concerns the cancellation of an ``async`` import's
+  host task; on a sync-typed import, which a guest cannot cancel, it is inert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import polyengine
+from polyengine_protocol import abortable
+
+from . import async_components as ac
+from .test_async import aio
+
+Wat = Callable[[str], bytes]
+
+IMPORTING = """(component
+  (import "f" (func $f (param "x" u32) (result u32)))
+  (core func $fl (canon lower (func $f)))
+  (core module $m
+    (import "" "f" (func $f (param i32) (result i32)))
+    (func (export "call-f") (param i32) (result i32) (call $f (local.get 0))))
+  (core instance $i (instantiate $m (with "" (instance (export "f" (func $fl))))))
+  (func (export "call-f") (param "x" u32) (result u32) (canon lift (core func $i "call-f"))))
+"""
+
+
+def never(_: Any) -> str:
+    raise AssertionError("the direct callback must not run")
+
+
+@aio
+async def test_read_direct_refuses_a_stream_of_strings(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.WORDS))
+    with inst:
+        words = await inst.exports.words()
+        with pytest.raises(TypeError, match=r"read_direct needs a stream<u8>"):
+            await words.read_direct(never)
+        # refused before anything was taken: the stream still reads
+        got: list[str] = []
+        async for chunk in words:
+            got += chunk
+        assert got == ["hi", "there"]
+
+
+@aio
+async def test_write_direct_refuses_a_stream_of_strings(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(ac.WORDS))
+    with inst:
+        stream, writer = polyengine.create_stream()
+        call = asyncio.ensure_future(inst.exports.measure(stream))
+        await asyncio.sleep(0)  # the guest holds the stream<string> now
+        with pytest.raises(TypeError, match=r"write_direct needs a stream<u8>"):
+            await asyncio.wait_for(writer.write_direct(never), 5)
+        async with writer:
+            assert await writer.write_all(["abc"]) == 1
+        assert await asyncio.wait_for(call, 5) == 1000 + 3
+
+
+@aio
+async def test_abortable_is_inert_on_a_sync_typed_import(wat: Wat) -> None:
+    @abortable
+    def f(x: int) -> int:
+        return x + 1
+
+    inst = await polyengine.instantiate(wat(IMPORTING), {"f": f})
+    with inst:
+        assert [await inst.exports.call_f(i) for i in range(3)] == [1, 2, 3]
