@@ -3,6 +3,8 @@
 * ``read_direct`` and ``write_direct`` are for ``stream<u8>`` only (A21): a
   direct session on a stream of another element type is a ``TypeError``
   naming the rule, and the handle stays usable.
+* A failure of the guest's background work between calls surfaces on the
+  next call (A11).
 * ``abortable()`` (A24) concerns the cancellation of an ``async`` import's
   host task; on a sync-typed import, which a guest cannot cancel, it is inert.
 """
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 import polyengine
-from polyengine_protocol import abortable
+from polyengine_protocol import Trap, abortable
 
 from . import async_components as ac
 from .test_async import aio
@@ -75,3 +77,32 @@ async def test_abortable_is_inert_on_a_sync_typed_import(wat: Wat) -> None:
     inst = await polyengine.instantiate(wat(IMPORTING), {"f": f})
     with inst:
         assert [await inst.exports.call_f(i) for i in range(3)] == [1, 2, 3]
+
+
+@aio
+async def test_a_failure_between_calls_surfaces_on_the_next_call(wat: Wat) -> None:
+    """A11: background work of the guest runs between calls; its trap poisons the
+    instance and the next call reports it, naming the original failure."""
+    landed: list[int] = []
+
+    async def tick() -> int:
+        await asyncio.sleep(0)
+        landed.append(1)
+        return 5
+
+    def notify(v: int) -> None:
+        raise ValueError(f"late failure {v}")
+
+    inst = await polyengine.instantiate(wat(ac.BACKGROUND), {"tick": tick, "notify": notify})
+    with inst:
+        await asyncio.wait_for(inst.exports.spawn(), 5)  # returns before the tick lands
+        for _ in range(100):
+            if landed:
+                break
+            await asyncio.sleep(0)
+        for _ in range(10):  # the callback runs once the driver sees the tick settle
+            await asyncio.sleep(0)
+        with pytest.raises(Trap) as info:
+            await asyncio.wait_for(inst.exports.spawn(), 5)
+        assert info.value.code == "instance-poisoned"
+        assert "host import notify raised ValueError: late failure 5" in str(info.value)
