@@ -5,6 +5,8 @@
   naming the rule, and the handle stays usable.
 * A failure of the guest's background work between calls surfaces on the
   next call (A11).
+* A guest-resource constructor that parks cannot complete synchronously: a
+  named trap.
 * ``abortable()`` (A24) concerns the cancellation of an ``async`` import's
   host task; on a sync-typed import, which a guest cannot cancel, it is inert.
 """
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 import polyengine
-from polyengine_protocol import Trap, abortable
+from polyengine_protocol import Trap, abortable, suspending
 
 from . import async_components as ac
 from .test_async import aio
@@ -106,3 +108,38 @@ async def test_a_failure_between_calls_surfaces_on_the_next_call(wat: Wat) -> No
             await asyncio.wait_for(inst.exports.spawn(), 5)
         assert info.value.code == "instance-poisoned"
         assert "host import notify raised ValueError: late failure 5" in str(info.value)
+
+
+# a guest resource whose constructor parks in a suspending() host import
+PARKING_CTOR = """
+(component
+  (import "nap" (func $nap))
+  (core func $nap (canon lower (func $nap)))
+  (type $r (resource (rep i32)))
+  (core func $new (canon resource.new $r))
+  (core module $m
+    (import "h" "nap" (func $nap))
+    (import "h" "new" (func $new (param i32) (result i32)))
+    (func (export "ctor") (result i32) (call $nap) (call $new (i32.const 1))))
+  (core instance $i (instantiate $m
+    (with "h" (instance (export "nap" (func $nap)) (export "new" (func $new))))))
+  (export $r2 "r" (type $r))
+  (func (export "[constructor]r") (result (own $r2)) (canon lift (core func $i "ctor")))
+)
+"""
+
+
+@aio
+async def test_a_guest_constructor_that_cannot_finish_synchronously_traps(wat: Wat) -> None:
+    """A guest-resource constructor is a synchronous call (python-mapping.md §5): one
+    that parks cannot complete, and the embedder gets the named trap."""
+
+    async def nap() -> None:
+        await asyncio.sleep(0)
+
+    inst = await polyengine.instantiate(wat(PARKING_CTOR), {"nap": suspending(nap)})
+    with inst:
+        with pytest.raises(Trap, match=r"did not complete synchronously") as info:
+            inst.exports.R()
+        assert info.value.code == "cannot-block-sync"
+        assert "[constructor]r" in str(info.value)
