@@ -35,6 +35,7 @@ from polyengine.types.layout import (
     MAX_FLAT_RESULTS,
     CoreFuncType,
     align_to,
+    contains_async_value,
     flatten_functype,
 )
 from polyengine.types.model import (
@@ -93,7 +94,10 @@ class ValuesCodec:
         self.tuple_size = align_to(size, align)
         self.tuple_align = align
         self._loads = list(zip(offsets, [c.load for c in self.codecs], strict=True))
-        self._stores = list(zip(offsets, [c.store for c in self.codecs], strict=True))
+        self._stores = [
+            (o, c.store, contains_async_value(c.t))
+            for o, c in zip(offsets, self.codecs, strict=True)
+        ]
         self._lift_direct = _gen_lift_direct(self.codecs, flat_offsets)
         self._lower_direct = _gen_lower_direct(self.codecs, self.names)
 
@@ -138,10 +142,13 @@ class ValuesCodec:
             flat = []
         self._check_tuple_ptr(cx, ptr)
         stores = self._stores
+        names = self.names
         k = 0
         try:
             for k, v in enumerate(vs):
-                o, st = stores[k]
+                o, st, has_async = stores[k]
+                if has_async:
+                    cx.at = (names[k], v)
                 st(cx, v, ptr + o)
             return flat
         except LowerError as e:
@@ -333,6 +340,8 @@ def _gen_lower(
         env[f"lw{k}"] = c.lower_flat
         if k:
             body.append(f"    k = {k}")
+        if contains_async_value(c.t):  # a host producer inside is named by this value
+            body.append(f"    cx.at = (names[{k}], v{k})")
         body += [f"    {line}" for line in _lower_stmts(c.t, k)]
     body += [
         "    pass",

@@ -50,13 +50,17 @@ class LiftLowerContext:
     (``add_lender``) when lifting them out of a caller; ``None`` when the
     types hold no ``borrow``.
 
+    ``at`` and ``where`` say which value of which function is being lowered
+    (set only around values that may hold a stream or future), so a host
+    producer can be named by where it was passed.
+
     ``mv`` caches the memory's current view. It is read on first use (a
     call passing only scalars never asks the engine for a view) and again
     after every ``realloc`` call (the only guest code the ABI layer runs).
     Call :meth:`refresh` after anything else that may have run guest code.
     """
 
-    __slots__ = ("borrow_scope", "budget", "inst", "mv", "opts")
+    __slots__ = ("at", "borrow_scope", "budget", "inst", "mv", "opts", "where")
 
     mv: memoryview
 
@@ -71,6 +75,12 @@ class LiftLowerContext:
         self.borrow_scope = borrow_scope
         #: what lists and strings may still read (see :meth:`charge`)
         self.budget = inst.lift_budget
+        #: the value being lowered that may hold a stream or future: (its label, e.g.
+        #: ``parameter `s```, and the whole value), so a host producer found inside it
+        #: can be named where it was passed
+        self.at: tuple[str, object] | None = None
+        #: the function whose values these are (an export's or import's name), if known
+        self.where: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         # Reached only while the ``mv`` slot is unset: fetch the view lazily.

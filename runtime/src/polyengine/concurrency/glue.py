@@ -88,7 +88,9 @@ def canon_lower_from_abi(
 
     def lower_results(subtask: Subtask, result: list[Any], flat: list[CoreVal]) -> list[CoreVal]:
         v = result[0] if has_result else None
-        return values.lower_results(LiftLowerContext(opts, ci, subtask), v, flat)
+        cx = LiftLowerContext(opts, ci, subtask)
+        cx.where = host_import
+        return values.lower_results(cx, v, flat)
 
     if host_import is not None:
         lower_values = lower_results

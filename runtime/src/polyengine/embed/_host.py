@@ -504,6 +504,7 @@ class HostLinker:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
             lenders = CallLenders()
             cx = LiftLowerContext(ro.opts, ci, lenders)
+            cx.where = where
             borrowed = runtime_resources.begin_call()
             args = lowered.lift_params(cx, flat)
             try:
@@ -539,8 +540,10 @@ class HostLinker:
                 raise host_import_trap(where, exc) from exc
             ro, lowered = prepared or prepare()
             lenders = CallLenders()
+            cx = LiftLowerContext(ro.opts, ci, lenders)
+            cx.where = where
             try:
-                out = lowered.lower_results(LiftLowerContext(ro.opts, ci, lenders), value, flat)
+                out = lowered.lower_results(cx, value, flat)
             except LowerError as exc:
                 raise host_result_error(where, exc) from exc
             lenders.deliver_resolve()

@@ -37,10 +37,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import sys
 import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from types import FrameType
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any
 
 from polyengine.abi.errors import LowerTypeError
@@ -206,9 +204,11 @@ class HostValues:
         return handle
 
     def lower_stream(self, cx: LiftLowerContext, v: object, t: m.Stream) -> int:
-        return self.hooks.lower_stream(cx, self.stream_of(v, t), t)
+        return self.hooks.lower_stream(cx, self.stream_of(v, t, cx), t)
 
-    def stream_of(self, v: object, t: m.Stream) -> SharedStreamImpl:
+    def stream_of(
+        self, v: object, t: m.Stream, cx: LiftLowerContext | None = None
+    ) -> SharedStreamImpl:
         """The shared stream to hand a guest for the host value ``v``.
 
         A guest stream of this store passes through as itself; a host pipe
@@ -251,7 +251,7 @@ class HostValues:
             pipe = writer._pipe
             inner._source = None
             inner._passed = True
-            site = lowering_site(v) or f"a stream ({type(v).__name__})"
+            site = lowering_site(cx, v) or f"a stream ({type(v).__name__})"
             self._spawn(self._pump_stream(v, t.t, writer, site))
         shared_fed = HostFedStream(t.t, pipe)
         pipe.bind(self.store, shared_fed)
@@ -425,9 +425,11 @@ class HostValues:
         return handle
 
     def lower_future(self, cx: LiftLowerContext, v: object, t: m.Future) -> int:
-        return self.hooks.lower_future(cx, self.future_of(v, t), t)
+        return self.hooks.lower_future(cx, self.future_of(v, t, cx), t)
 
-    def future_of(self, v: object, t: m.Future) -> SharedFutureImpl:
+    def future_of(
+        self, v: object, t: m.Future, cx: LiftLowerContext | None = None
+    ) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
         if isinstance(v, SharedFutureImpl):
             return v
@@ -456,7 +458,7 @@ class HostValues:
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
-        site = lowering_site(given) or f"a future ({type(given).__name__})"
+        site = lowering_site(cx, given) or f"a future ({type(given).__name__})"
         shared = HostFedFuture(t.t)
         writer = HostFutureWriter(self.store, shared)
         self._spawn(self._pump_future(v, writer, shared, site))
@@ -561,63 +563,27 @@ def _producer_error(site: str, exc: BaseException) -> StreamProducerError:
     return StreamProducerError(f"producer for {site} raised {type(exc).__name__}: {exc}", exc)
 
 
-def lowering_site(v: object) -> str | None:
+def lowering_site(cx: LiftLowerContext | None, v: object) -> str | None:
     """Where the host value ``v`` is being lowered, e.g. ``parameter `data` of consume``.
 
     Lowering labels its values only on the way out of a failure
     (:class:`~polyengine.abi.errors.LowerError` paths), while a producer
-    fails later, after the lowering succeeded; so the site is read now from
-    the lowering in progress: the compiled lowering function's label of the
-    value it is at (its ``names`` and index ``k``), the path of ``v``
-    inside that value (found by identity: ``.field``, ``[i]``), and the
-    function named by the embed layer's caller (an import's ``where``, an
-    export call's ``name``). ``None`` when the frames do not show a lowering
+    fails later, after the lowering succeeded; so the site is taken now
+    from the lowering context: the value being lowered (``cx.at``: its
+    label and the whole value, set by the compiled lowering before a value
+    that may hold a stream or future), the path of ``v`` inside it (found by
+    identity: ``.field``, ``[i]``), and the function (``cx.where``: the
+    export's or the import's name). ``None`` when the context does not say
     (``v`` is then named by its type).
     """
-    frame: FrameType | None = sys._getframe(1)
-    root: str | None = None
-    for _ in range(_SITE_DEPTH):
-        frame = frame.f_back if frame is not None else None
-        if frame is None:
-            break
-        loc = frame.f_locals
-        if root is None:
-            root = _value_label(frame, v)
-            continue
-        module = frame.f_globals.get("__name__", "")
-        if not isinstance(module, str) or not module.startswith(
-            ("polyengine.embed", "polyengine.instance")
-        ):
-            continue
-        where = loc.get("where")
-        if isinstance(where, str):
-            return f"{root} of {where}"
-        name = getattr(loc.get("self"), "name", None)
-        if isinstance(name, str) and hasattr(loc.get("self"), "lift"):
-            return f"{root} of {name}"
-    return root
-
-
-def _value_label(frame: FrameType, v: object) -> str | None:
-    """``parameter `x`.field`` if ``frame`` is a compiled lowering at the value holding ``v``."""
-    loc = frame.f_locals
-    k = loc.get("k")
-    if not isinstance(k, int):
+    at = None if cx is None else cx.at
+    if at is None:
         return None
-    if frame.f_code.co_filename.startswith("<polyengine.abi"):
-        names = frame.f_globals.get("names")
-        top = loc.get(f"v{k}", _NOWHERE)
-    else:
-        owner = loc.get("self")
-        if type(owner).__module__ != "polyengine.abi.functions":
-            return None
-        names = getattr(owner, "names", None)
-        vs = loc.get("vs")
-        top = vs[k] if isinstance(vs, Sequence) and k < len(vs) else _NOWHERE
-    if not isinstance(names, list) or not 0 <= k < len(names) or top is _NOWHERE:
-        return None
+    label, top = at
     path = _path_to(top, v, [_SITE_NODES])
-    return f"{names[k]}{path or ''}"
+    root = f"{label}{path or ''}"
+    where = cx.where if cx is not None else None
+    return root if where is None else f"{root} of {where}"
 
 
 def _path_to(node: object, v: object, budget: list[int]) -> str | None:
@@ -640,9 +606,7 @@ def _path_to(node: object, v: object, budget: list[int]) -> str | None:
     return None
 
 
-_NOWHERE = object()
-#: how far up the frames of a lowering are looked for, and how many value nodes are searched
-_SITE_DEPTH = 24
+#: how many value nodes the search for a producer inside its value visits
 _SITE_NODES = 10_000
 
 

@@ -206,7 +206,7 @@ class TaskModel:
         return lf
 
     def lower_host_args(
-        self, lift: pln.Lift, args: list[Any]
+        self, lift: pln.Lift, args: list[Any], where: str | None = None
     ) -> tuple[list[Any], Callable[[], None] | None]:
         """Lower the host's arguments of ``lift`` now (CanonicalABI.md §``canon lift``).
 
@@ -223,6 +223,7 @@ class TaskModel:
         values, ro = self._host_lowering[id(lift)]
         scope = _BorrowScope()
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
+        cx.where = where
         host = self.rt.lender(lift.type)
         outer = None if host is None else host.begin_lending()
         try:
@@ -714,7 +715,7 @@ class AsyncExportCall:
         else:
             self.tasks.rt.store.note_task()
         driver = self.tasks.driver
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args))
+        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
         call, fut = driver.start(lf, lowered)
         try:
             results = await fut
@@ -742,7 +743,7 @@ class AsyncExportCall:
         begin = self.tasks.rt.begin_call
         if begin is not None:
             begin()
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args))
+        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
         try:
             results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
