@@ -60,7 +60,7 @@ from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
-from polyengine.types.layout import flatten_functype
+from polyengine.types.layout import contains, flatten_functype
 from polyengine_protocol import (
     Trap,
     is_component_exception,
@@ -104,21 +104,7 @@ HostValuesFactory = Callable[[Store, Driver], HostValueHooks]
 
 def _has_async_value(t: m.ValType | None) -> bool:
     """Whether a value of type ``t`` may hold a stream, future or error-context."""
-    if t is None:
-        return False
-    if isinstance(t, m.Stream | m.Future | m.ErrorContext):
-        return True
-    for f in ("t", "ok", "error", "k", "v"):
-        sub = getattr(t, f, None)
-        if isinstance(sub, m.ValType) and _has_async_value(sub):
-            return True
-    for f in ("fields", "cases", "ts"):
-        subs = getattr(t, f, None) or ()
-        for s in subs:
-            inner = getattr(s, "t", s)
-            if isinstance(inner, m.ValType) and _has_async_value(inner):
-                return True
-    return False
+    return contains(t, lambda u: isinstance(u, m.Stream | m.Future | m.ErrorContext))
 
 
 def _func_has_async_value(ft: m.FuncType) -> bool:

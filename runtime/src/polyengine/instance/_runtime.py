@@ -40,6 +40,7 @@ from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import (
     MAX_FLAT_PARAMS,
     PtrType,
+    contains,
     flatten_functype,
     flatten_type,
     needs_pointer,
@@ -597,18 +598,7 @@ def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
 
 def _lends(t: ValType, types: list[ResourceType]) -> bool:
     """Whether a value of type ``t`` may hold a ``borrow`` of a host-implemented resource."""
-    if isinstance(t, Borrow):
-        return types[t.rt].impl is None
-    for f in ("t", "ok", "error"):
-        sub = getattr(t, f, None)
-        if isinstance(sub, ValType) and _lends(sub, types):
-            return True
-    for f in ("fields", "cases", "ts"):
-        for item in getattr(t, f, None) or ():
-            inner = getattr(item, "t", item)
-            if isinstance(inner, ValType) and _lends(inner, types):
-                return True
-    return False
+    return contains(t, lambda u: isinstance(u, Borrow) and types[u.rt].impl is None)
 
 
 def _bind_index(fn: Callable[[int, int], None], index: int) -> Callable[[int], None]:
