@@ -118,7 +118,16 @@ def _byte_chunk(item: Any) -> bytes:
 class HostValues:
     """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
 
-    __slots__ = ("bound", "driver", "held", "hooks", "passed", "resources", "store")
+    __slots__ = (
+        "_elements",
+        "bound",
+        "driver",
+        "held",
+        "hooks",
+        "passed",
+        "resources",
+        "store",
+    )
 
     def __init__(self, store: Store, driver: Driver) -> None:
         self.store = store
@@ -135,6 +144,9 @@ class HostValues:
         )
         #: (resource type of an index, host resource table), for stream<own<R>> (A13)
         self.resources: Callable[[], tuple[Callable[[int], Any], Any]] | None = None
+        #: the element conversions made so far, by (direction, id of the element type);
+        #: the type is kept with them, so its id stays its own
+        self._elements: dict[tuple[bool, int], tuple[m.ValType, Any]] = {}
 
     def on_poison(self, inst: InstanceState, trap: BaseException) -> None:
         """A trap escaped ``inst``: host operations whose peer end it holds fail (A7).
@@ -298,15 +310,30 @@ class HostValues:
         """How elements holding ``own<R>`` are lowered (A13); ``None`` when ``elem`` holds none."""
         if elem is None or isinstance(elem, m.U8) or self.resources is None:
             return None
-        rt_of, table = self.resources()
-        return ElementLowering.of(elem, rt_of, table)
+        found = self._elements.get((False, id(elem)))
+        if found is None:
+            rt_of, table = self.resources()
+            found = self._elements[False, id(elem)] = (
+                elem,
+                ElementLowering.of(elem, rt_of, table),
+            )
+        lowering: ElementLowering | None = found[1]
+        return lowering
 
     def _lifted_elements(self, elem: m.ValType | None) -> Callable[[Any], Any] | None:
-        """How raw elements holding ``own<R>`` become host values (A13); ``None``: as they are."""
+        """How raw elements holding ``own<R>`` become host values (A13); ``None``: as they are.
+
+        Made once per element type and store: a type's conversion is a walk of
+        the type, which a large one (a wasi:http ``error-code``) makes costly.
+        """
         if elem is None or isinstance(elem, m.U8) or self.resources is None:
             return None
-        rt_of, table = self.resources()
-        return element_lifting(elem, rt_of, table)
+        found = self._elements.get((True, id(elem)))
+        if found is None:
+            rt_of, table = self.resources()
+            found = self._elements[True, id(elem)] = (elem, element_lifting(elem, rt_of, table))
+        lifting: Callable[[Any], Any] | None = found[1]
+        return lifting
 
     async def _send(self, w: StreamWriter, chunk: Any, own: ElementLowering | None) -> bool:
         """Write ``chunk``; whether all of it was taken.
