@@ -124,3 +124,30 @@ def test_a_standard_dataclass_may_derive_from_one() -> None:
         x: int
 
     assert Derived(1) == Derived(1) and dataclasses.fields(Derived)[0].name == "x"
+
+
+class _CountedHash:
+    """A field value that counts how often it is hashed."""
+
+    calls = 0
+
+    def __hash__(self) -> int:
+        _CountedHash.calls += 1
+        return 7
+
+
+def test_the_hash_is_computed_once() -> None:
+    """Values are immutable, so their hash (of the whole nested tree) is kept after the
+    first use; copies and unpickled values compute their own, equal to it."""
+    _CountedHash.calls = 0
+    value = Made(1, "x", (_CountedHash(),))  # type: ignore[arg-type]
+    first = hash(value)
+    assert [hash(value) for _ in range(5)] == [first] * 5
+    assert _CountedHash.calls == 1
+    assert {value: 1}[value] == 1
+    again = copy.copy(value)
+    assert hash(again) == first and again == value
+    assert _CountedHash.calls == 2
+    assert "_record_hash" not in [f.name for f in dataclasses.fields(Made)]
+    plain = Made(2, "y")
+    assert hash(pickle.loads(pickle.dumps(plain))) == hash(plain)

@@ -93,7 +93,9 @@ def _make(cls: T) -> T:
             seen_default = True
         elif seen_default:
             raise TypeError(f"non-default argument {n!r} follows default argument")
-    namespace["__slots__"] = tuple(own)
+    root = not inherited
+    # a root class also holds its hash once computed (the fields never change)
+    namespace["__slots__"] = (*own, _HASH_SLOT) if root else tuple(own)
     namespace["__dataclass_fields__"] = fields
     namespace["__dataclass_params__"] = _PARAMS
     namespace["__match_args__"] = names
@@ -176,9 +178,20 @@ def _eq(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
     return eq_method
 
 
+#: the slot a root class keeps its instances' hash in (not a field)
+_HASH_SLOT = "_record_hash"
+
+
 def _hash(names: tuple[str, ...]) -> Callable[[Any], int]:
     def hash_method(self: Any) -> int:
-        return hash(_values(self, names))
+        # computed once: a type or plan value is hashed on every cache look-up keyed by
+        # it (layout, flattening), and its hash is that of its whole nested tree
+        try:
+            cached: int = self._record_hash
+        except AttributeError:
+            cached = hash(_values(self, names))
+            _setattr(self, _HASH_SLOT, cached)
+        return cached
 
     hash_method.__name__ = "__hash__"
     return hash_method
