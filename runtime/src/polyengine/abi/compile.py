@@ -68,6 +68,7 @@ from polyengine.types.layout import (
     PtrType,
     align_to,
     alignment,
+    contains,
     elem_size,
     flatten_type,
 )
@@ -144,6 +145,25 @@ from polyengine.abi.codec import (  # noqa: F401 - re-exported names of the code
     with_segment,
 )
 
+#: the codecs of plain value types, shared by every compiler (see :meth:`Compiler.codec`)
+_SHARED: dict[tuple[ValType, bool, str, str, bool], Codec] = {}
+_SHARED_LIMIT = 20_000
+#: whether a type is plain (holds no handle, stream, future or error-context), by type
+_PLAIN: dict[ValType, bool] = {}
+
+
+def _plain(t: ValType) -> bool:
+    found = _PLAIN.get(t)
+    if found is None:
+        found = not contains(t, lambda u: isinstance(u, _STATEFUL))
+        if len(_PLAIN) >= _SHARED_LIMIT:
+            _PLAIN.clear()
+        _PLAIN[t] = found
+    return found
+
+
+_STATEFUL = (Own, Borrow, Stream, Future, ErrorContext)
+
 
 class Compiler:
     """Compiles value types into :class:`Codec` objects for one set of options.
@@ -180,11 +200,26 @@ class Compiler:
         self._cache: dict[tuple[ValType, bool], Codec] = {}
 
     def codec(self, t: ValType, *, boxed: bool = False) -> Codec:
-        """The codec of ``t``; ``boxed`` marks an option directly inside an option."""
+        """The codec of ``t``; ``boxed`` marks an option directly inside an option.
+
+        A type that holds no handle and no stream, future or error-context
+        (a plain value) compiles the same for every compiler with the same
+        string encoding, pointer type and string form, so its codec is shared
+        by all of them (every instance of a component compiles it once).
+        """
         key = (t, boxed and isinstance(t, Option))
         c = self._cache.get(key)
         if c is None:
-            c = self._build(t, key[1])
+            if _plain(t):
+                shared = (t, key[1], self.string_encoding, self.ptr_type, self.guest_strings)
+                c = _SHARED.get(shared)
+                if c is None:
+                    c = self._build(t, key[1])
+                    if len(_SHARED) >= _SHARED_LIMIT:
+                        _SHARED.clear()
+                    _SHARED[shared] = c
+            else:
+                c = self._build(t, key[1])
             self._cache[key] = c
         return c
 
