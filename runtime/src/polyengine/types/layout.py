@@ -296,7 +296,28 @@ def flatten_functype(
     ``async`` a lower spills params above :data:`MAX_FLAT_ASYNC_PARAMS`,
     passes an out-pointer whenever there is any result and returns an
     ``i32`` status; an async lift returns ``i32`` only with a callback.
+
+    Remembered per signature and options: every instance of a component asks
+    for the signature of each of its trampolines.
     """
+    key = (ft, context, is_async, callback, ptr_type)
+    found = _FUNCTYPES.get(key)
+    if found is None:
+        found = _flatten_functype(ft, context, is_async, callback, ptr_type)
+        if len(_FUNCTYPES) >= _FUNCTYPES_LIMIT:
+            _FUNCTYPES.clear()
+        _FUNCTYPES[key] = found
+    return found
+
+
+#: flatten_functype's results, by its arguments
+_FUNCTYPES: dict[tuple[FuncType, str, bool, bool, str], CoreFuncType] = {}
+_FUNCTYPES_LIMIT = 20_000
+
+
+def _flatten_functype(
+    ft: FuncType, context: str, is_async: bool, callback: bool, ptr_type: PtrType
+) -> CoreFuncType:
     flat_params = flatten_types(ft.param_types(), ptr_type)
     flat_results = flatten_types(ft.result_types(), ptr_type)
     if not is_async:
