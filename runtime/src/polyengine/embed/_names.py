@@ -9,6 +9,7 @@ trailing underscore (PEP 8). Annotated import/export names
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from polyengine.errors import NameCollisionError
 
 
+@functools.lru_cache(maxsize=4096)
 def snake(name: str) -> str:
     """``get-resolution`` → ``get_resolution``; hard keywords gain a trailing underscore.
 
@@ -34,6 +36,7 @@ def field_key(name: str) -> str:
     return name.replace("-", "_")
 
 
+@functools.lru_cache(maxsize=4096)
 def pascal(name: str) -> str:
     """``tcp-socket`` → ``TcpSocket``."""
     return "".join(part[:1].upper() + part[1:] for part in name.split("-"))
@@ -49,6 +52,7 @@ class FuncName:
     name: str
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_func_name(name: str) -> FuncName:
     """Split an annotated WIT function name (``[method]counter.get``)."""
     for kind in ("method", "static"):

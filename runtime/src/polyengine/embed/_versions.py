@@ -15,6 +15,7 @@ Unversioned keys only ever match unversioned names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ def split_name(name: str) -> tuple[str, str | None]:
     return (base, version) if sep else (base, None)
 
 
+@functools.lru_cache(maxsize=4096)
 def track_of(name: str) -> str | None:
     """The track key of an import name (``"ns:pkg/i@0.2"``), or ``None``."""
     base, version = split_name(name)

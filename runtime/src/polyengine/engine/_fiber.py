@@ -244,18 +244,13 @@ def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]
         raise EngineError("wasmtime_linker_new failed")
     try:
         ffi.linker_allow_shadowing(linker, True)
-        seen: dict[tuple[str, str], bytes] = {}
-        for desc, ext in zip(module.imports, exts, strict=True):
-            key = (desc.module, desc.name)
-            raw = bytes(ext)
-            if key in seen and seen[key] != raw:
-                raise LinkError(
-                    f"core module {module.name} imports {desc.module!r} {desc.name!r} twice "
-                    "with different definitions"
-                )
-            seen[key] = raw
-            m, n = desc.module.encode(), desc.name.encode()
-            err = ffi.linker_define(linker, ctx, m, len(m), n, len(n), ctypes.addressof(ext))
+        names, shared_keys = module.link_names
+        if shared_keys:
+            _check_repeated_imports(module, exts)
+        define = ffi.linker_define
+        addressof = ctypes.addressof
+        for (m, lm, n, ln), ext in zip(names, exts, strict=True):
+            err = define(linker, ctx, m, lm, n, ln, addressof(ext))
             if err:
                 raise LinkError(f"cannot link {module.name}: {ffi.take_error_message(err)}")
         inst = ffi.InstanceStruct()
@@ -289,3 +284,17 @@ def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]
         return inst
     finally:
         ffi.linker_delete(linker)
+
+
+def _check_repeated_imports(module: CoreModule, exts: list[Any]) -> None:
+    """Refuse two definitions of one (module, field) import: a linker keeps only one."""
+    seen: dict[tuple[str, str], bytes] = {}
+    for desc, ext in zip(module.imports, exts, strict=True):
+        key = (desc.module, desc.name)
+        raw = bytes(ext)
+        if key in seen and seen[key] != raw:
+            raise LinkError(
+                f"core module {module.name} imports {desc.module!r} {desc.name!r} twice "
+                "with different definitions"
+            )
+        seen[key] = raw

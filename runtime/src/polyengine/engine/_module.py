@@ -60,7 +60,16 @@ class ImportDesc:
 class CoreModule:
     """A compiled core module (obtain via :func:`compile_module`)."""
 
-    __slots__ = ("_exports", "_imports", "_ptr", "engine", "name", "sha256", "wasmtime_module")
+    __slots__ = (
+        "_exports",
+        "_imports",
+        "_link_names",
+        "_ptr",
+        "engine",
+        "name",
+        "sha256",
+        "wasmtime_module",
+    )
 
     engine: Engine
     name: str
@@ -69,6 +78,7 @@ class CoreModule:
     _ptr: int
     _imports: tuple[ImportDesc, ...] | None
     _exports: dict[str, str] | None
+    _link_names: tuple[tuple[tuple[bytes, int, bytes, int], ...], bool] | None
 
     def __init__(self) -> None:
         raise TypeError("use compile_module() to obtain a CoreModule")
@@ -83,6 +93,7 @@ class CoreModule:
         self._ptr = address(module.ptr())
         self._imports = None
         self._exports = None
+        self._link_names = None
         return self
 
     @property
@@ -94,6 +105,20 @@ class CoreModule:
                 for imp in self.wasmtime_module.imports
             )
         return self._imports
+
+    @property
+    def link_names(self) -> tuple[tuple[tuple[bytes, int, bytes, int], ...], bool]:
+        """Each import's encoded module and field names with their lengths, as a linker
+        defines them, and whether two imports share a (module, field) pair."""
+        if self._link_names is None:
+            names = []
+            keys = set()
+            for desc in self.imports:
+                m, n = desc.module.encode(), desc.name.encode()
+                names.append((m, len(m), n, len(n)))
+                keys.add((m, n))
+            self._link_names = (tuple(names), len(keys) != len(names))
+        return self._link_names
 
     @property
     def export_kinds(self) -> dict[str, str]:
