@@ -426,7 +426,7 @@ class HostLinker:
         # A member that exists but is not callable (a property, say) still binds:
         # the seed's platform-class pattern makes that a per-call trap, so a guest
         # that never calls the member is unaffected.
-        if inspect.getattr_static(cls, method, _ABSENT) is _ABSENT:
+        if _class_attribute(cls, method, _ABSENT) is _ABSENT:
             raise MissingImportError(
                 f"missing import {where}: {pascal(resource)} has no method {method!r}"
             )
@@ -564,8 +564,21 @@ def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     method_of = getattr(fn, "__polyengine_method_of__", None)
     if method_of is not None:
         cls, name = method_of
-        return test(inspect.getattr_static(cls, name, None))
+        return test(_class_attribute(cls, name))
     return test(fn)
+
+
+def _class_attribute(cls: object, name: str, default: object = None) -> object:
+    """``name`` as the class (or a base) defines it, descriptors not run
+    (``staticmethod`` stays itself): ``inspect.getattr_static`` for a class, without
+    its metaclass checks (this runs for every import of every instantiation)."""
+    if not isinstance(cls, type):
+        return inspect.getattr_static(cls, name, default)
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name, _ABSENT)
+        if found is not _ABSENT:
+            return found
+    return default
 
 
 def _scalar_host_call(
