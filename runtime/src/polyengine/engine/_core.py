@@ -273,9 +273,9 @@ def new_host_func(
     """
     if not ctx or not out_addr:
         raise EngineError("a host function needs an open store and a place to go")
-    cb = _callpath.host_trampoline(params, results)
+    cb, tag = _callpath.host_callback(params, results)
     ty = functype(state.engine._ptr, params, results)
-    env = new_host_env(state, fn)
+    env = new_host_env(state, fn, tag)
     if fn is None:
         if build is None:
             raise EngineError("a host function needs a body or a way to build one")
