@@ -24,7 +24,8 @@ class _Version(argparse.Action):
     ) -> None:
         from polyengine.engine import call_path
 
-        parser.exit(message=f"polyengine {__version__}\ncall path: {call_path()}\n")
+        print(f"polyengine {__version__}\ncall path: {call_path()}")
+        parser.exit()
 
 
 def build_parser(*, run_only: bool = False) -> argparse.ArgumentParser:

@@ -42,12 +42,13 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from . import _ffi as ffi
 from ._accelerator import ACCEL
-from ._store import ENV_TAG_BITS, HOST_ENTRIES, _StoreState, raise_call_failure
+from ._store import COMPILED_STORES, ENV_TAG_BITS, HOST_ENTRIES, _StoreState, raise_call_failure
 from ._values import CoreValue, normalize, raw_struct
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def export_caller(func: CoreFunc, formats: str, rformats: str) -> Callable[..., 
     check_formats(func.results, rformats, "result")
     slow = _slow_caller(func, formats, rformats)
     state = func._state
-    if _ACCEL is not None and func._nslots < _ACCEL.MAX_SLOTS:
+    if _ACCEL is not None and state.compiled and func._nslots < _ACCEL.MAX_SLOTS:
         # The pure path's memoryview slots (one or two arguments, at most one
         # result) raise TypeError for a value of the wrong type; its struct
         # raises ValueError (struct.error) for every argument it refuses.
@@ -246,7 +247,7 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
     if ps is None or rs is None:
         return call_raw
     state = func._state
-    if _ACCEL is not None and func._nslots < _ACCEL.MAX_SLOTS:
+    if _ACCEL is not None and state.compiled and func._nslots < _ACCEL.MAX_SLOTS:
         accel: Callable[[Sequence[CoreValue]], Sequence[CoreValue]] = _ACCEL.Caller(
             ctypes.addressof(state.cell),
             func._addr,
@@ -300,7 +301,9 @@ _compiled_tags: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
 _compiled_callback: Any = None
 
 
-def host_callback(params: tuple[str, ...], results: tuple[str, ...]) -> tuple[Any, int]:
+def host_callback(
+    params: tuple[str, ...], results: tuple[str, ...], state: _StoreState | None = None
+) -> tuple[Any, int]:
     """``(callback, tag)`` for a host function of core type ``params -> results``.
 
     The compiled trampoline when it is active and takes the signature, with
@@ -308,7 +311,8 @@ def host_callback(params: tuple[str, ...], results: tuple[str, ...]) -> tuple[An
     (:func:`~._store.new_host_env`); else :func:`host_trampoline` and 0.
     """
     global _compiled_callback
-    if _ACCEL is not None and max(len(params), len(results)) < _ACCEL.MAX_SLOTS:
+    compiled = state is None or state.compiled
+    if _ACCEL is not None and compiled and max(len(params), len(results)) < _ACCEL.MAX_SLOTS:
         key = (params, results)
         tag = _compiled_tags.get(key)
         if tag is None and len(_compiled_tags) < (1 << ENV_TAG_BITS) - 1:
@@ -370,6 +374,26 @@ def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
 
     found = _trampolines[key] = ffi.UNCHECKED_CALLBACK(trampoline)
     return found
+
+
+@contextmanager
+def pure_stores() -> Iterator[None]:
+    """Stores made inside the block take the pure call path for their whole life.
+
+    For running both paths side by side in one process (the differential
+    tests, the benchmarks); ``POLYENGINE_PURE=1`` is the switch for a process.
+    """
+    before = COMPILED_STORES[0]
+    COMPILED_STORES[0] = False
+    try:
+        yield
+    finally:
+        COMPILED_STORES[0] = before
+
+
+def compiled_store(state: _StoreState) -> bool:
+    """Whether calls of ``state``'s store take the compiled path."""
+    return _ACCEL is not None and state.compiled
 
 
 def deferred_body(env: int, build: Callable[[], HostFunction]) -> HostFunction:

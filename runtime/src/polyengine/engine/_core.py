@@ -273,7 +273,7 @@ def new_host_func(
     """
     if not ctx or not out_addr:
         raise EngineError("a host function needs an open store and a place to go")
-    cb, tag = _callpath.host_callback(params, results)
+    cb, tag = _callpath.host_callback(params, results, state)
     ty = functype(state.engine._ptr, params, results)
     env = new_host_env(state, fn, tag)
     if fn is None:

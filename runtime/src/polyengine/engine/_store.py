@@ -44,6 +44,10 @@ HOST_ENTRIES: dict[int, tuple[_StoreState, Any]] = {}
 _host_env_ids = itertools.count(1)
 
 
+#: whether new stores take the compiled call path when it is active (a one-item
+#: list so ``_callpath.pure_stores`` can switch it for the stores made meanwhile)
+COMPILED_STORES = [True]
+
 #: the low bits of an ``env`` carry the compiled trampoline's signature (0: none)
 ENV_TAG_BITS = 16
 
@@ -77,6 +81,7 @@ class _StoreState:
         "async_required",
         "blocking",
         "cell",
+        "compiled",
         "ctx",
         "current_call",
         "deadline",
@@ -113,6 +118,9 @@ class _StoreState:
         #: ``ctx`` while ``direct``, else 0: the same test for the compiled call
         #: path (``_accel.c``), which reads it by address; written with ``direct``
         self.cell = ctypes.c_uint64(self.ctx)
+        #: calls and host functions of this store take the compiled call path when
+        #: it is active (fixed at creation: see ``_callpath.pure_stores``)
+        self.compiled = COMPILED_STORES[0]
         self.keepalive: list[object] = []
         #: the ``env`` of every host function of this store (see HOST_ENTRIES)
         self.host_envs: list[int] = []
