@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -52,3 +53,36 @@ def load() -> ModuleType | None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+_ADD = """(module (func (export "add") (param i32 i32) (result i32)
+  (i32.add (local.get 0) (local.get 1))))"""
+
+
+def add_floor() -> Callable[[int, int], int] | None:
+    """``add(a, b)`` of a core module of its own through the C floor (``None``: not built).
+
+    The module runs in a wasmtime-py store kept for the life of the process.
+    One floor at a time: the C side holds a single (store, function) pair.
+    """
+    import ctypes
+
+    import wasmtime
+    from wasmtime import _ffi as wffi
+
+    module = load()
+    if module is None:
+        return None
+    store = wasmtime.Store(wasmtime.Engine())
+    inst = wasmtime.Instance(store, wasmtime.Module(store.engine, _ADD), [])
+    func = inst.exports(store)["add"]
+    assert isinstance(func, wasmtime.Func)
+    call = ctypes.cast(wffi.dll.wasmtime_func_call_unchecked, ctypes.c_void_p).value
+    module.setup(call, ctypes.addressof(store._context().contents), ctypes.addressof(func._func))
+    _keep.append((store, inst, func))
+    c_add: Callable[[int, int], int] = module.add
+    return c_add
+
+
+#: the stores of the floors handed out (the C side holds raw pointers into them)
+_keep: list[object] = []
