@@ -116,11 +116,16 @@ def _run(t: ValType, v: Any, enc: StringEncoding, pure: bool, signed: bool) -> d
             store, engine.compile_module(wasmtime.wat2wasm(_module(flat)), "diff"), [h]
         )
         memory = inst.memory("mem")
-        realloc_call = inst.func("realloc").specialize("IIII", "I")
+        realloc_func = inst.func("realloc")
+        realloc_call = realloc_func.specialize("IIII", "I")
         log: list[tuple[int, ...]] = []
 
         def realloc(old: int, old_size: int, align: int, new_size: int) -> int:
-            r = realloc_call(old, old_size, align, new_size)
+            # alternately the specialised call and call_raw (the compiled fast case of each)
+            if len(log) % 2:
+                r = realloc_call(old, old_size, align, new_size)
+            else:
+                r = realloc_func.call_raw([old, old_size, align, new_size])[0]
             log.append((old, old_size, align, new_size, r))
             return int(r)
 
@@ -198,7 +203,14 @@ def _scenarios(pure: bool, body: Any) -> list[tuple[str, str]]:
     three = inst.func("three").specialize("IQf", "q")
     boom = inst.func("boom").specialize("I", "I")
     f_flat = inst.func("f").flat_call()
+    f_raw = inst.func("f").call_raw
     out = [
+        _outcome(f_raw, [1, 2, 3.0, 4.0]),
+        _outcome(f_raw, (-1, -2, 3, 4)),
+        _outcome(f_raw, [1 << 32, 2, 3.0, 4.0]),
+        _outcome(f_raw, [1.5, 2, 3.0, 4.0]),
+        _outcome(f_raw, [1, 2, 3.0]),
+        _outcome(f_raw, 7),
         _outcome(add_u, 1, 2),
         _outcome(add_s, -1, -2),
         _outcome(add_u, 0xFFFFFFFF, 1),
@@ -221,6 +233,7 @@ def _scenarios(pure: bool, body: Any) -> list[tuple[str, str]]:
         _outcome(f_flat, (1, 2, 3.0)),
     ]
     store.close()
+    out.append(_outcome(f_raw, [1, 2, 3.0, 4.0]))
     out.append(_outcome(add_u, 1, 2))
     out.append(_outcome(f_flat, (1, 2, 3.0, 4.0)))
     return out

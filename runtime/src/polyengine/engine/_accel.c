@@ -13,7 +13,8 @@
  *   ``export_caller``'s specialised call (``call(*args)`` in the caller's
  *   slot formats, one result as the value, none as ``None``, several as a
  *   tuple); ``mode`` 1 is ``flat_caller``'s general call (``call(flat)`` ->
- *   tuple).  The slots are on the C stack; the store's open-and-direct test
+ *   tuple); ``mode`` 2 is ``CoreFunc.call_raw``'s fast case (the same, the
+ *   results as a list).  The slots are on the C stack; the store's open-and-direct test
  *   reads the store's cell (a ``uint64`` that holds the store context while
  *   the store is open and not async-required, else 0), and anything other
  *   than the fast case goes to the Python callables it was built with.
@@ -177,7 +178,7 @@ typedef struct {
     const void *func;       /* wasmtime_func_t* */
     Py_ssize_t nslots;
     Py_ssize_t n, m;
-    int mode;               /* 0: export_caller, 1: flat_caller */
+    int mode;               /* 0: export_caller, 1: flat_caller, 2: call_raw */
     int value_errors;       /* mode 0: every conversion error is a ValueError */
     char fmt[MAX_SLOTS];
     char rfmt[MAX_SLOTS];
@@ -208,7 +209,8 @@ caller_results(Caller *self, const val_raw_t *slots)
         if (m == 1)
             return get_slot(&slots[0], self->rfmt[0]);
     }
-    PyObject *out = PyTuple_New(m);
+    int list = self->mode == 2;
+    PyObject *out = list ? PyList_New(m) : PyTuple_New(m);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < m; k++) {
@@ -217,7 +219,10 @@ caller_results(Caller *self, const val_raw_t *slots)
             Py_DECREF(out);
             return NULL;
         }
-        PyTuple_SET_ITEM(out, k, v);
+        if (list)
+            PyList_SET_ITEM(out, k, v);
+        else
+            PyTuple_SET_ITEM(out, k, v);
     }
     return out;
 }
@@ -369,7 +374,7 @@ caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "the signature does not fit the accelerated call");
         return NULL;
     }
-    if (mode != 0 && mode != 1) {
+    if (mode != 0 && mode != 1 && mode != 2) {
         PyErr_SetString(PyExc_ValueError, "unknown call mode");
         return NULL;
     }

@@ -60,6 +60,7 @@ __all__ = [
     "flat_caller",
     "host_callback",
     "host_trampoline",
+    "raw_caller",
 ]
 
 HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
@@ -256,7 +257,7 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
             "".join(_UNSIGNED[t] for t in func.results),
             1,
             1,
-            call_raw,
+            func._call_raw_py,
             _failure(state),
             func,
         )
@@ -279,6 +280,31 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
         return unpack_from(buf)
 
     return call
+
+
+def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue]] | None:
+    """``call_raw``'s compiled fast case, or ``None`` on the pure path.
+
+    The same call as :func:`flat_caller`'s with the results as a list; a
+    store that is not direct and arguments ``struct`` would not take as they
+    are go to ``CoreFunc._call_raw_py``.
+    """
+    state = func._state
+    if _ACCEL is None or not state.compiled or func._nslots >= _ACCEL.MAX_SLOTS:
+        return None
+    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] = _ACCEL.Caller(
+        ctypes.addressof(state.cell),
+        func._addr,
+        func._nslots,
+        "".join(_UNSIGNED[t] for t in func.params),
+        "".join(_UNSIGNED[t] for t in func.results),
+        2,
+        1,
+        func._call_raw_py,
+        _failure(state),
+        func,
+    )
+    return raw
 
 
 #: the slot format of each core type's unsigned reading (``raw_struct``'s)
