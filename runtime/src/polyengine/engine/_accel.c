@@ -21,6 +21,13 @@
  * - ``trampoline``: the host-function callback shared by every host function
  *   whose ``env`` carries a registered signature; it finds the body in
  *   ``HOST_ENTRIES`` exactly as the Python trampoline does.
+ * - ``async_entry``, ``continuation_poll``, ``continuation_drop``: the three
+ *   callbacks of async host functions (``_hostasync.py``) as plain C shims in
+ *   place of ctypes callbacks.  The entry copies the continuation template
+ *   into wasmtime's continuation before anything else (a continuation left
+ *   unset aborts the process), then calls the function's Python entry with
+ *   the same integers the ctypes callback would pass; the poll and the drop
+ *   call the same Python functions as the pure path.
  * - nothing else: every failure path hands over to the same Python code the
  *   pure path runs.
  */
@@ -28,6 +35,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <math.h>
+#include <stdbool.h>
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
@@ -643,6 +651,114 @@ done:
     return result;
 }
 
+/* -- async host functions ------------------------------------------------- */
+
+static const void *cont_template = NULL;  /* the continuation to copy first */
+static size_t cont_size = 0;
+static PyObject *poll_py = NULL;          /* _continuation_poll_py(env) -> bool */
+static PyObject *drop_py = NULL;          /* _continuation_drop_py(env) */
+
+static PyObject *
+addr_or_zero(const void *p)
+{
+    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p);
+}
+
+/* env: the Python entry of the function (a borrowed reference its store keeps) */
+static void
+async_entry(void *env, void *caller, void *params, size_t nparams, void *results,
+            size_t nresults, void *trap_ret, void *cont)
+{
+    if (cont != NULL && cont_template != NULL)
+        memcpy(cont, cont_template, cont_size);
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *args[8] = {NULL};
+    PyObject *r = NULL;
+    args[0] = Py_None;
+    Py_INCREF(Py_None);
+    args[1] = addr_or_zero(caller);
+    args[2] = addr_or_zero(params);
+    args[3] = PyLong_FromSize_t(nparams);
+    args[4] = addr_or_zero(results);
+    args[5] = PyLong_FromSize_t(nresults);
+    args[6] = addr_or_zero(trap_ret);
+    args[7] = addr_or_zero(cont);
+    int ok = 1;
+    for (int k = 0; k < 8; k++)
+        ok = ok && args[k] != NULL;
+    if (ok && env != NULL)
+        r = PyObject_Vectorcall((PyObject *)env, args, 8, NULL);
+    Py_XDECREF(r);
+    PyErr_Clear(); /* the Python entry catches everything itself */
+    for (int k = 0; k < 8; k++)
+        Py_XDECREF(args[k]);
+    PyGILState_Release(gil);
+}
+
+static bool
+continuation_poll(void *env)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    bool done = true;
+    PyObject *key = addr_or_zero(env);
+    PyObject *r = key == NULL ? NULL : PyObject_CallOneArg(poll_py, key);
+    Py_XDECREF(key);
+    if (r != NULL) {
+        int t = PyObject_IsTrue(r);
+        done = t != 0; /* an error (-1) completes the call, as the pure callback does */
+        Py_DECREF(r);
+    }
+    PyErr_Clear();
+    PyGILState_Release(gil);
+    return done;
+}
+
+static void
+continuation_drop(void *env)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *key = addr_or_zero(env);
+    PyObject *r = key == NULL ? NULL : PyObject_CallOneArg(drop_py, key);
+    Py_XDECREF(key);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyGILState_Release(gil);
+}
+
+/* init_async(template_addr, template_size, poll_py, drop_py) */
+static PyObject *
+accel_init_async(PyObject *mod, PyObject *args)
+{
+    unsigned long long addr;
+    Py_ssize_t size;
+    PyObject *poll, *drop;
+    if (!PyArg_ParseTuple(args, "KnOO", &addr, &size, &poll, &drop))
+        return NULL;
+    if (!addr || size != 3 * (Py_ssize_t)sizeof(void *)) {
+        PyErr_SetString(PyExc_ValueError, "unexpected continuation layout");
+        return NULL;
+    }
+    if (!PyCallable_Check(poll) || !PyCallable_Check(drop)) {
+        PyErr_SetString(PyExc_TypeError, "poll and drop must be callable");
+        return NULL;
+    }
+    Py_INCREF(poll);
+    Py_XSETREF(poll_py, poll);
+    Py_INCREF(drop);
+    Py_XSETREF(drop_py, drop);
+    cont_size = (size_t)size;
+    cont_template = (const void *)(uintptr_t)addr;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+accel_async_addresses(PyObject *mod, PyObject *unused)
+{
+    return Py_BuildValue("KKK", (unsigned long long)(uintptr_t)&async_entry,
+                         (unsigned long long)(uintptr_t)&continuation_poll,
+                         (unsigned long long)(uintptr_t)&continuation_drop);
+}
+
 /* -- module functions ----------------------------------------------------- */
 
 static PyObject *
@@ -722,6 +838,10 @@ static PyMethodDef accel_methods[] = {
      "register_signature(params, results) -> index carried in a host function's env"},
     {"trampoline_address", accel_trampoline_address, METH_NOARGS,
      "the address of the shared host-function callback"},
+    {"init_async", accel_init_async, METH_VARARGS,
+     "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
+    {"async_addresses", accel_async_addresses, METH_NOARGS,
+     "(entry, continuation poll, continuation drop): the async host-function callbacks"},
     {NULL, NULL, 0, NULL},
 };
 
