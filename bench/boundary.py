@@ -85,7 +85,7 @@ def accept(  # noqa: PLR0917 - one table row
     """One line of the closing pure / compiled / floor table."""
     ACCEPTANCE.append(
         f"{label:<44}{_fmt_time(pure):>12}{_fmt_time(compiled):>12}{floor:>12}"
-        f"  {target:<22}{verdict(ok)}"
+        f"  {target:<28}{verdict(ok)}"
     )
 
 
