@@ -65,3 +65,31 @@ def test_stores_made_under_pure_stores_stay_pure() -> None:
     finally:
         pure.close()
         compiled.close()
+
+
+GUEST = """(module
+  (import "h" "f" (func $f (param i32) (result i32)))
+  (func (export "g") (param i32) (result i32) local.get 0 call $f))"""
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_each_store_uses_the_implementations_of_its_path(pure: bool) -> None:
+    import wasmtime
+
+    if pure:
+        with _callpath.pure_stores():
+            store = engine.EngineStore(suspend=False)
+    else:
+        store = engine.EngineStore(suspend=False)
+    try:
+        h = engine.define_host_func(store, ["i32"], ["i32"], lambda a: [a[0] + 1])
+        module = engine.compile_module(wasmtime.wat2wasm(GUEST), "g")
+        g = engine.instantiate(store, module, [h]).func("g")
+        compiled = _callpath._ACCEL is not None and not pure
+        callers = [g.specialize("I", "I"), g.flat_call(), g._fast_raw]
+        assert [type(c).__name__ == "Caller" for c in callers] == [compiled] * 3
+        _, tag = _callpath.host_callback(("i32",), ("i32",), store._state)
+        assert (tag != 0) == compiled
+        assert callers[0](1) == 2 and tuple(callers[1]([1])) == (2,) and g.call_raw([1]) == [2]
+    finally:
+        store.close()
