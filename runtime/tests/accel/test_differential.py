@@ -225,6 +225,8 @@ def _scenarios(pure: bool, body: Any) -> list[tuple[str, str]]:
         _outcome(three, 1, -2, 1.5),
         _outcome(three, 1, 2, "x"),
         _outcome(three, 1, 2, 1e300),
+        _outcome(three, 1, 2),
+        _outcome(three, 1, 2, 3.0, 4),
         _outcome(boom, 1),
         _outcome(f_flat, (1, 2, 3.0, 4.0)),
         _outcome(f_flat, (-1, -2, 3, 4)),

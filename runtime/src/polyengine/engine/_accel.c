@@ -261,8 +261,9 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     val_raw_t slots[MAX_SLOTS];
     if (self->mode == 0) {
         if (nargs != self->n) {
-            PyErr_Format(PyExc_TypeError, "the call takes %zd arguments (%zd given)", self->n,
-                         nargs);
+            /* the pure path's fixed-arity closures raise TypeError, its struct ValueError */
+            PyErr_Format(self->value_errors ? PyExc_ValueError : PyExc_TypeError,
+                         "the call takes %zd arguments (%zd given)", self->n, nargs);
             return NULL;
         }
         if (!ctx)
