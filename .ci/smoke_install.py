@@ -49,8 +49,9 @@ def main() -> None:
     scripts = [ep.name for ep in importlib.metadata.entry_points(group="console_scripts")]
     check("polyengine" in scripts, "the polyengine console script is registered")
 
-    version = run(sys.executable, "-m", "polyengine", "--version").strip()
+    version, path = run(sys.executable, "-m", "polyengine", "--version").strip().splitlines()
     check(version == f"polyengine {importlib.metadata.version('polyengine')}", version)
+    check(path.startswith("call path: "), path)
     cli = str(bindir / "polyengine")
     out = run(cli, "run", str(build / "hello.wasm"))
     check(out == "Hello, world!\n", "polyengine run hello.wasm prints Hello, world!")

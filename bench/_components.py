@@ -8,7 +8,8 @@ types. Both therefore run the same machine code per call.
 Linear memory layout (40 pages, 2.5 MiB):
 
 * ``RET_AREA`` (16): the 8-byte ``(ptr, len)`` return area of the
-  ``give*`` exports;
+  ``give*`` exports; ``RECORD_AREA`` (32): the 20-byte return area of
+  ``echo-record``, which stores its flat parameters back as the record;
 * ``SRC8`` (64 KiB): 1 MiB of ``'a'`` bytes, returned by ``give8`` as a
   ``list<u8>`` or a UTF-8 ``string`` of the requested length;
 * ``SRC16``: 256 KiB of UTF-16LE ``'a'`` code units, returned by ``give16``;
@@ -46,6 +47,8 @@ SRC16_UNITS = 128 * 1024
 HEAP_SIZE = LIST_BYTES + 65536
 
 _RET_AREA = 16
+#: the 20-byte return area of ``echo-record``
+_RECORD_AREA = 32
 #: address of the 1 MiB of ``'a'`` bytes
 SRC8 = 65536
 #: address of the UTF-16LE ``'a'`` code units
@@ -88,6 +91,14 @@ CORE_FIELDS = f"""
     (i32.store (i32.const {_RET_AREA}) (i32.const {SRC8}))
     (i32.store (i32.const {_RET_AREA + 4}) (local.get $n))
     (i32.const {_RET_AREA}))
+  (func (export "echo-record") (param $x i32) (param $y i32) (param $d i32) (param $p i32)
+      (param $l i32) (result i32)
+    (i32.store (i32.const {_RECORD_AREA}) (local.get $x))
+    (i32.store (i32.const {_RECORD_AREA + 4}) (local.get $y))
+    (i32.store8 (i32.const {_RECORD_AREA + 8}) (local.get $d))
+    (i32.store (i32.const {_RECORD_AREA + 12}) (local.get $p))
+    (i32.store (i32.const {_RECORD_AREA + 16}) (local.get $l))
+    (i32.const {_RECORD_AREA}))
   (func (export "give16") (param $n i32) (result i32)
     (if (i32.gt_u (local.get $n) (i32.const {SRC16_UNITS})) (then unreachable))
     (i32.store (i32.const {_RET_AREA}) (i32.const {SRC16}))
@@ -123,4 +134,8 @@ COMPONENT = f"""(component
     (canon lift (core func $i "take") string-encoding=utf16 {_MEM} {_REALLOC}))
   (func (export "give-string16") (param "n" u32) (result string)
     (canon lift (core func $i "give16") string-encoding=utf16 {_MEM}))
+  (type $point (record (field "x" s32) (field "y" s32) (field "label" (option string))))
+  (export $point-t "point" (type $point))
+  (func (export "echo-record") (param "p" $point-t) (result $point-t)
+    (canon lift (core func $i "echo-record") {_MEM} {_REALLOC}))
 )"""

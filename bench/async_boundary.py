@@ -22,10 +22,17 @@ Rows, all in one process on one asyncio loop (architecture.md §4):
   ``stream.read(chunk)`` or feeds an async generator of chunks. MB/s of
   payload (1 MB = 10^6 bytes).
 
+Every row runs twice in the same process: on the compiled call path (when it
+is built and not switched off) and, marked ``[pure]``, on instances made
+under ``pure_stores()``; the export row also has the C-extension floor
+(``bench/c_floor.c``). The run ends with the compiled call path's acceptance
+table: pure / compiled / floor side by side.
+
 Run: ``.venv/bin/python bench/async_boundary.py [--quick]``. Each figure is
 the best of the timed repeats (process CPU time, ``time.process_time``,
 cyclic GC off during a repeat); targets: >= 100 k async import round trips/s, >= 1 GB/s for
-``stream<u8>`` at 64 KiB chunks.
+``stream<u8>`` at 64 KiB chunks; for the compiled path >= 500 k/s settled at once,
+>= 2 GB/s at 16 KiB chunks both ways, the awaited ``add`` <= 3x the C floor.
 """
 
 from __future__ import annotations
@@ -43,13 +50,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polyengine
+from polyengine.engine import _callpath, call_path
 from polyengine_protocol import suspending
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if TYPE_CHECKING:
+    from bench import _cfloor
     from bench._wat import compile_component
 else:
+    import _cfloor
     from _wat import compile_component
 
 
@@ -195,6 +205,11 @@ PLAIN = """(component
 CHUNKS = (("1200 B", 1200), ("16 KiB", 16384), ("64 KiB", 65536), ("256 KiB", 262144))
 ROUND_TRIP_TARGET_US = 10.0  # >= 100 k round trips/s
 STREAM_TARGET_MBPS = 1000.0  # >= 1 GB/s at 64 KiB chunks
+# the compiled call path's targets (bench/README.md)
+COMPILED_ROUND_TRIP_US = 2.0  # >= 500 k round trips/s, settled at once
+COMPILED_STREAM_16K_MBPS = 2000.0  # >= 2 GB/s at 16 KiB chunks, both ways
+COMPILED_ADD_VS_C = 3.0  # awaited add <= 3x the C floor
+PURE = " [pure]"
 
 
 @dataclass(frozen=True)
@@ -287,8 +302,15 @@ class Row:
     note: str = ""
 
 
-async def instance(wasm: bytes, imports: dict[str, Any] | None = None) -> Any:
+async def instance(wasm: bytes, imports: dict[str, Any] | None = None, pure: bool = False) -> Any:
+    """The instance; ``pure``: on the pure-Python call path (``pure_stores``)."""
+    if pure:
+        with _callpath.pure_stores():
+            return await polyengine.instantiate(wasm, imports or {})
     return await polyengine.instantiate(wasm, imports or {})
+
+
+PATHS = ((False, ""), (True, PURE))
 
 
 async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
@@ -299,8 +321,8 @@ async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
         ("coroutine, settled without awaiting", get_ready),
         ("coroutine, after await asyncio.sleep(0)", get_after_sleep),
     ]
-    for label, get in cases:
-        inst = await instance(wasm, {"get": get, "nap": nap_ready})
+    for (label, get), (pure, mark) in ((c, p) for c in cases for p in PATHS):
+        inst = await instance(wasm, {"get": get, "nap": nap_ready}, pure)
         with inst:
             f = inst.exports.round_trips
             expected = n * (n - 1) // 2 % (1 << 32)
@@ -314,7 +336,7 @@ async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
         rows.append(
             Row(
                 "async import round trip (async lower)",
-                label,
+                label + mark,
                 us,
                 "us",
                 f"{1 / us * 1e3:7.1f} k/s, {us / ROUND_TRIP_TARGET_US:5.2f}x target, "
@@ -327,11 +349,13 @@ async def import_rows(wasm: bytes, s: Settings) -> list[Row]:
 async def park_rows(wasm: bytes, s: Settings) -> list[Row]:
     rows: list[Row] = []
     n = s.calls
-    for label, nap in (
+    naps = (
         ("suspending import, coroutine settled without awaiting", nap_ready),
         ("suspending import, after await asyncio.sleep(0)", nap_after_sleep),
-    ):
-        inst = await instance(wasm, {"get": get_plain, "nap": nap})
+    )
+    for (name, nap), (pure, mark) in ((c, p) for c in naps for p in PATHS):
+        label = name + mark
+        inst = await instance(wasm, {"get": get_plain, "nap": nap}, pure)
         with inst:
             f = inst.exports.naps
             expected = n * (n - 1) // 2 % (1 << 32)
@@ -357,11 +381,24 @@ async def park_rows(wasm: bytes, s: Settings) -> list[Row]:
 async def export_rows(wasm: bytes, plain: bytes, s: Settings) -> list[Row]:
     n = s.exports
     times: dict[str, float] = {}
-    for label, w, imports in (
+    c_add = _cfloor.add_floor()
+    if c_add is not None:
+        assert c_add(1, 2) == 3
+
+        async def floor_body() -> None:
+            for _ in range(n):
+                c_add(1, 2)
+
+        times["C extension floor (bench/c_floor.c), no coroutine"] = (
+            await best_of(s.repeats, floor_body) / n * 1e6
+        )
+    shapes = (
         ("plain path", plain, {}),
         ("task-model instance", wasm, {"get": get_plain, "nap": nap_ready}),
-    ):
-        inst = await instance(w, imports)
+    )
+    for (name, w, imports), (pure, mark) in ((c, p) for c in shapes for p in PATHS):
+        label = name + mark
+        inst = await instance(w, imports, pure)
         with inst:
             add = inst.exports.add
 
@@ -385,7 +422,14 @@ def chunk_count(s: Settings, chunk: int) -> int:
 
 async def stream_rows(wasm: bytes, s: Settings) -> list[Row]:
     rows: list[Row] = []
-    inst = await instance(wasm, {"get": get_plain, "nap": nap_ready})
+    for pure, mark in PATHS:
+        rows += await _stream_rows(wasm, s, pure, mark)
+    return rows
+
+
+async def _stream_rows(wasm: bytes, s: Settings, pure: bool, mark: str) -> list[Row]:
+    rows: list[Row] = []
+    inst = await instance(wasm, {"get": get_plain, "nap": nap_ready}, pure)
     with inst:
         for name, chunk in CHUNKS:
             total = chunk * chunk_count(s, chunk)
@@ -414,8 +458,48 @@ async def stream_rows(wasm: bytes, s: Settings) -> list[Row]:
                 t = await best_of(s.repeats, body)
                 mbps = total / t / 1e6
                 note = f"{mbps / STREAM_TARGET_MBPS:5.2f}x target" if chunk == 65536 else ""
-                rows.append(Row("stream<u8>", f"{direction} {name} chunks", mbps, "MB/s", note))
+                label = f"{direction} {name} chunks{mark}"
+                rows.append(Row("stream<u8>", label, mbps, "MB/s", note))
     return rows
+
+
+def acceptance(rows: list[Row]) -> str:
+    """The compiled call path's targets: pure / compiled / floor side by side."""
+    by = {(r.section, r.label): r.value for r in rows}
+    out = [
+        "== compiled call path: pure / compiled / floor (one process)",
+        f"  {'':<44}{'pure':>12}{'compiled':>12}{'floor':>12}  target",
+    ]
+
+    def line(  # noqa: PLR0917 - one table row
+        label: str, pure: float, compiled: float, floor: str, target: str, ok: bool
+    ) -> None:
+        verdict = "meets target" if ok else "MISSES target"
+        out.append(f"  {label:<44}{pure:12.3f}{compiled:12.3f}{floor:>12}  {target:<26}{verdict}")
+
+    rt = "async import round trip (async lower)"
+    key = "plain function, settled at once"
+    if (rt, key) in by:
+        c, p = by[rt, key], by[rt, key + PURE]
+        line(
+            f"{key} (us)", p, c, "", f">= 500 k/s ({1e3 / c:.0f} k/s)", c <= COMPILED_ROUND_TRIP_US
+        )
+    ex = "sync export add(u32, u32) -> u32, awaited"
+    floor_key = (ex, "C extension floor (bench/c_floor.c), no coroutine")
+    if (ex, "plain path") in by:
+        c, p = by[ex, "plain path"], by[ex, "plain path" + PURE]
+        if floor_key in by:
+            f = by[floor_key]
+            line("await add(1, 2), plain path (us)", p, c, f"{f:.3f}",
+                 f"<= 3x C floor ({c / f:.2f}x)", c <= COMPILED_ADD_VS_C * f)  # fmt: skip
+        else:
+            line("await add(1, 2), plain path (us)", p, c, "n/a", "<= 3x C floor", False)
+    for direction in ("guest->host", "host->guest"):
+        key = f"{direction} 16 KiB chunks"
+        if ("stream<u8>", key) in by:
+            c, p = by["stream<u8>", key], by["stream<u8>", key + PURE]
+            line(f"stream<u8> {key} (MB/s)", p, c, "", ">= 2 GB/s", c >= COMPILED_STREAM_16K_MBPS)
+    return "\n".join(out)
 
 
 def render(rows: list[Row]) -> str:
@@ -460,8 +544,10 @@ def main(argv: list[str] | None = None) -> None:
         f"wasmtime-py {version('wasmtime')}"
     )
     print(f"{'quick' if args.quick else 'full'} run: best of {s.repeats} repeats, CPU time")
+    print(f"call path: {call_path()} (rows marked [pure] use the pure path)")
     rows = asyncio.run(run(s, set(args.only) if args.only else None))
     print(render(rows))
+    print(acceptance(rows))
 
 
 if __name__ == "__main__":

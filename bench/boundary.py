@@ -46,14 +46,17 @@ from wasmtime import _ffi as wffi
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 if TYPE_CHECKING:
+    from bench import _cfloor
     from bench import _components as guest
     from bench._wat import compile_component
 else:
+    import _cfloor
     import _components as guest
     from _wat import compile_component
 
 import polyengine
 from polyengine import engine
+from polyengine.engine import _callpath
 from polyengine.engine import _ffi as effi
 from polyengine.instance import ExportCall
 from polyengine.sync import SyncInstance, instantiate_sync
@@ -66,6 +69,24 @@ TARGET_VS_FLOOR = 1.3
 TARGET_VS_NATIVE = 10.0
 TARGET_LIST_GBPS = 5.0
 TARGET_STRING_GBPS = 2.0
+#: targets of the compiled call path against the C-extension floor (bench/README.md)
+TARGET_AWAITED_VS_C = 3.0
+TARGET_FACADE_VS_C = 2.5
+TARGET_IMPORT_NS = 300.0
+TARGET_RECORD_NS = 1000.0
+
+#: the acceptance lines of the compiled call path, printed together at the end
+ACCEPTANCE: list[str] = []
+
+
+def accept(  # noqa: PLR0917 - one table row
+    label: str, pure: float, compiled: float, floor: str, target: str, ok: bool
+) -> None:
+    """One line of the closing pure / compiled / floor table."""
+    ACCEPTANCE.append(
+        f"{label:<44}{_fmt_time(pure):>12}{_fmt_time(compiled):>12}{floor:>12}"
+        f"  {target:<28}{verdict(ok)}"
+    )
 
 
 # -- measurement ---------------------------------------------------------------------------
@@ -257,6 +278,17 @@ class CoreFloor:
 
         return raw
 
+    def c_floor(self) -> Callable[[int, int], int] | None:
+        """``add(a, b)`` from the C extension ``bench/c_floor.c`` (``None``: no compiler)."""
+        module = _cfloor.load()
+        if module is None:
+            return None
+        call = ctypes.cast(wffi.dll.wasmtime_func_call_unchecked, ctypes.c_void_p).value
+        ctx = ctypes.addressof(self.store._context().contents)
+        module.setup(call, ctx, ctypes.addressof(self.add._func))
+        add: Callable[[int, int], int] = module.add
+        return add
+
     def address_add(self, *, hold_gil: bool = False, as_tuple: bool = False) -> Callable[[], int]:
         """``add(1, 2)`` through the cheapest call ctypes can make of the same C function.
 
@@ -344,12 +376,20 @@ class Native:
 class Poly:
     """The component on polyengine: async instance, sync facade, and raw ExportCalls."""
 
-    def __init__(self, component: bytes) -> None:
+    def __init__(self, component: bytes, *, pure: bool = False) -> None:
+        """``pure``: every store of this instance takes the pure-Python call path."""
         self.loop = asyncio.new_event_loop()
         imports = {"f": identity}
-        self.instance = self.loop.run_until_complete(polyengine.instantiate(component, imports))
+        if pure:
+            with _callpath.pure_stores():
+                self.instance = self.loop.run_until_complete(
+                    polyengine.instantiate(component, imports)
+                )
+                self.sync: SyncInstance = instantiate_sync(component, imports)
+        else:
+            self.instance = self.loop.run_until_complete(polyengine.instantiate(component, imports))
+            self.sync = instantiate_sync(component, imports)
         self.exports: Any = self.instance.exports
-        self.sync: SyncInstance = instantiate_sync(component, imports)
         self.runtime: Any = self.instance._runtime
         self.component = component
         self._calls: dict[str, ExportCall] = {}
@@ -425,9 +465,10 @@ def verdict(ok: bool) -> str:
     return "meets target" if ok else "MISSES target"
 
 
-def section_export(
-    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, s: Settings
+def section_export(  # noqa: PLR0917
+    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, pure: Poly, s: Settings
 ) -> Section:
+    c_add = floor.c_floor()
     raw, pkg = floor.address_add(), floor.unchecked_add()
     gil, tup = floor.address_add(hold_gil=True), floor.address_add(as_tuple=True)
     assert raw() == 3 and pkg() == 3 and gil() == 3 and tup() == 3
@@ -448,11 +489,44 @@ def section_export(
         Case("comp    polyengine ExportCall (no coroutine)", poly.direct("add", 1, 2)),
         Case("comp    polyengine await inst.exports.add", poly.awaited("add", 1, 2)),
         Case("comp    polyengine sync facade exports.add", poly.facade("add", 1, 2)),
+        Case("comp    polyengine ExportCall (no coroutine) [pure]", pure.direct("add", 1, 2)),
+        Case("comp    polyengine await inst.exports.add [pure]", pure.awaited("add", 1, 2)),
+        Case("comp    polyengine sync facade exports.add [pure]", pure.facade("add", 1, 2)),
     ]
+    if c_add is not None:
+        assert c_add(1, 2) == 3
+        cases.insert(0, Case("core    C extension, bench/c_floor.c (C FLOOR)", repeat(c_add, 1, 2)))
     times = measure(cases, s)
+    c_ns = times.pop(0) if c_add is not None else None
     floor_ns, _gil, tuple_ns, _pkg, public_ns, _eng, native_ns, direct_ns, awaited_ns = times[:9]
+    facade_ns, _pure_direct, pure_awaited, pure_facade = times[9:]
     sec = Section("1. sync export add(u32, u32) -> u32", ref_name="the raw floor")
     sec.rows = [Row(c.label, c.median, c.best, floor_ns) for c in cases]
+    if c_ns is None:
+        sec.summary.append("C floor: not built (no C compiler); its ratios are not printed")
+        accept("await exports.add(1, 2)", pure_awaited, awaited_ns, "n/a", "<= 3x C floor", False)
+        accept("sync facade exports.add(1, 2)", pure_facade, facade_ns, "n/a", "<= 2.5x C floor",
+               False)  # fmt: skip
+    else:
+        a_ratio, f_ratio = awaited_ns / c_ns, facade_ns / c_ns
+        sec.summary += [
+            "C floor = bench/c_floor.c: add(a, b) from a C extension through the same",
+            "  wasmtime_func_call_unchecked (GIL released for the call, as on every path).",
+            f"compiled / pure / C floor: await add {_fmt_time(awaited_ns).strip()} / "
+            f"{_fmt_time(pure_awaited).strip()} / {_fmt_time(c_ns).strip()}: {a_ratio:.2f}x the "
+            f"C floor (target <= {TARGET_AWAITED_VS_C}x: "
+            f"{verdict(a_ratio <= TARGET_AWAITED_VS_C)})",
+            f"compiled / pure / C floor: facade add {_fmt_time(facade_ns).strip()} / "
+            f"{_fmt_time(pure_facade).strip()} / {_fmt_time(c_ns).strip()}: {f_ratio:.2f}x the "
+            f"C floor (target <= {TARGET_FACADE_VS_C}x: "
+            f"{verdict(f_ratio <= TARGET_FACADE_VS_C)})",
+        ]
+        floor_text = _fmt_time(c_ns)
+        a_ok, f_ok = a_ratio <= TARGET_AWAITED_VS_C, f_ratio <= TARGET_FACADE_VS_C
+        a_target = f"<= {TARGET_AWAITED_VS_C}x C floor ({a_ratio:.2f}x)"
+        f_target = f"<= {TARGET_FACADE_VS_C}x C floor ({f_ratio:.2f}x)"
+        accept("await exports.add(1, 2)", pure_awaited, awaited_ns, floor_text, a_target, a_ok)
+        accept("sync facade exports.add(1, 2)", pure_facade, facade_ns, floor_text, f_target, f_ok)
     vs_floor = awaited_ns / floor_ns
     speedup = native_ns / awaited_ns
     sec.summary += [
@@ -476,12 +550,14 @@ def section_export(
 # -- section 2: host import ----------------------------------------------------------------
 
 
-def section_import(
-    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, s: Settings
+def section_import(  # noqa: PLR0917
+    floor: CoreFloor, eng: EngineFloor, native: Native, poly: Poly, pure: Poly, s: Settings
 ) -> Section:
     expected = 10 * 11 // 2
     ch_native = native.func("call-host")
     ch_export = poly.export_call("call-host")
+    ch_pure = pure.export_call("call-host")
+    assert ch_pure((10,)) == expected
     assert floor.call_host(floor.store, 10) == expected
     assert eng.call_host.call_raw((10,)) == [expected]
     assert ch_native(10) == expected
@@ -492,6 +568,7 @@ def section_import(
         Case("core    polyengine engine define_host_func", lambda n: eng.call_host.call_raw((n,))),
         Case("comp    wasmtime-py native component linker func", ch_native),
         Case("comp    polyengine host import", lambda n: ch_export((n,))),
+        Case("comp    polyengine host import [pure]", lambda n: ch_pure((n,))),
     ]
     measure(cases, s)
     # Take off the cost of the one export call around the n host calls.
@@ -500,6 +577,7 @@ def section_import(
         repeat(eng.call_host.call_raw, (0,)),
         repeat(ch_native, 0),
         repeat(ch_export, (0,)),
+        repeat(ch_pure, (0,)),
     ]
     for case, loop in zip(cases, base, strict=True):
         outer = per_call_ns(loop, s.scaled(0.25)) / case.n
@@ -512,6 +590,14 @@ def section_import(
     sec.summary.append(
         "per call = (T(call-host(N)) - T(call-host(0))) / N; the host function is the identity."
     )
+    compiled_ns, pure_ns = cases[3].median, cases[4].median
+    sec.summary.append(
+        f"compiled / pure: {_fmt_time(compiled_ns).strip()} / {_fmt_time(pure_ns).strip()} "
+        f"(target <= {TARGET_IMPORT_NS:.0f} ns: {verdict(compiled_ns <= TARGET_IMPORT_NS)})"
+    )
+    target = f"<= {TARGET_IMPORT_NS:.0f} ns"
+    ok = compiled_ns <= TARGET_IMPORT_NS
+    accept("guest -> host import f(u32) -> u32", pure_ns, compiled_ns, "", target, ok)
     return sec
 
 
@@ -578,7 +664,36 @@ def transfers(floor: CoreFloor) -> list[Transfer]:
     ]  # fmt: skip
 
 
-def section_bulk(floor: CoreFloor, native: Native, poly: Poly, s: Settings) -> list[Section]:
+def section_record(poly: Poly, pure: Poly, s: Settings) -> Section:
+    """``echo-record({x: s32, y: s32, label: option<string>})``: lowered, echoed, lifted."""
+    value = {"x": 1, "y": -2, "label": "a label"}
+    assert poly.export_call("echo-record")((value,)) == value
+    assert pure.export_call("echo-record")((value,)) == value
+    cases = [
+        Case("comp    polyengine ExportCall (no coroutine)", poly.direct("echo-record", value)),
+        Case("comp    polyengine await inst.exports", poly.awaited("echo_record", value)),
+        Case("comp    polyengine ExportCall (no coroutine) [pure]",
+             pure.direct("echo-record", value)),
+        Case("comp    polyengine await inst.exports [pure]", pure.awaited("echo_record", value)),
+    ]  # fmt: skip
+    times = measure(cases, s)
+    sec = Section(
+        "4. echo-record({x: s32, y: s32, label: option<string>}) round trip",
+        ref_name="await inst.exports [pure]",
+    )
+    sec.rows = [Row(c.label, c.median, c.best, times[3]) for c in cases]
+    ok = times[1] <= TARGET_RECORD_NS
+    sec.summary.append(
+        f"compiled / pure: {_fmt_time(times[1]).strip()} / {_fmt_time(times[3]).strip()} "
+        f"(target <= {TARGET_RECORD_NS / 1e3:.0f} us: {verdict(ok)})"
+    )
+    accept("echo-record round trip (awaited)", times[3], times[1], "",
+           f"<= {TARGET_RECORD_NS / 1e3:.0f} us", ok)  # fmt: skip
+    return sec
+
+
+def section_bulk(floor: CoreFloor, native: Native, poly: Poly, pure: Poly, s: Settings
+                 ) -> list[Section]:  # fmt: skip
     out = []
     for t in transfers(floor):
         wit = t.export.replace("_", "-")
@@ -589,8 +704,9 @@ def section_bulk(floor: CoreFloor, native: Native, poly: Poly, s: Settings) -> l
             Case("copy floor: encode/decode + memmove, no call", t.floor),
             Case("comp    polyengine ExportCall (no coroutine)", repeat(direct, (t.arg,))),
             Case("comp    polyengine await inst.exports", poly.awaited(t.export, t.arg)),
+            Case("comp    polyengine await inst.exports [pure]", pure.awaited(t.export, t.arg)),
         ]
-        floor_ns, _direct, poly_ns = measure(cases, s)
+        floor_ns, _direct, poly_ns, pure_ns = measure(cases, s)
         sec = Section(f"3. {t.label} ({t.nbytes} bytes in guest memory)", ref_name="the copy floor")
         sec.rows = [Row(c.label, c.median, c.best, floor_ns, t.nbytes) for c in cases]
         # The native API converts list<u8> element by element (about a second per MiB):
@@ -610,6 +726,11 @@ def section_bulk(floor: CoreFloor, native: Native, poly: Poly, s: Settings) -> l
             f"polyengine (awaited): {rate:.2f} GB/s "
             f"(target >= {t.target} GB/s: {verdict(rate >= t.target)})"
         )
+        # "no slower": within the noise of interleaved medians (5%)
+        slower = poly_ns / pure_ns
+        sec.summary.append(f"compiled / pure: {slower:.2f}x the time (target: no slower)")
+        accept(t.label, pure_ns, poly_ns, _fmt_time(floor_ns), f"no slower ({slower:.2f}x)",
+               slower <= 1.05)  # fmt: skip
         out.append(sec)
     return out
 
@@ -1008,6 +1129,18 @@ def profile_all(
 # -- main ----------------------------------------------------------------------------------
 
 
+def render_acceptance() -> str:
+    """The compiled call path's acceptance rows, pure / compiled / floor side by side."""
+    head = f"{'':<44}{'pure':>12}{'compiled':>12}{'floor':>12}  target"
+    return "\n".join(
+        [
+            "== compiled call path: pure / compiled / floor (medians, one process) ==",
+            head,
+            *ACCEPTANCE,
+        ]
+    )
+
+
 def header(s: Settings) -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -1025,7 +1158,8 @@ def header(s: Settings) -> str:
         f"polyengine boundary benchmark, {now}\n"
         f"python {platform.python_version()}, wasmtime-py {wasmtime_version}, "
         f"{cpu}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}\n"
-        f"{mode} run: median of {s.repeats} repeats of about {s.min_time * 1e3:.0f} ms each"
+        f"{mode} run: median of {s.repeats} repeats of about {s.min_time * 1e3:.0f} ms each\n"
+        f"call path: {engine.call_path()} (rows marked [pure] use the pure path)"
     )
 
 
@@ -1046,20 +1180,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     component = compile_component(guest.COMPONENT)
     floor, eng, native, poly = CoreFloor(), EngineFloor(), Native(component), Poly(component)
+    pure = Poly(component, pure=True)
     try:
         print(header(s))
         if not args.profile_only:
             print()
-            print(render(section_export(floor, eng, native, poly, s)))
+            print(render(section_export(floor, eng, native, poly, pure, s)))
             print()
-            print(render(section_import(floor, eng, native, poly, s)))
-            for sec in section_bulk(floor, native, poly, s):
+            print(render(section_import(floor, eng, native, poly, pure, s)))
+            for sec in section_bulk(floor, native, poly, pure, s):
                 print()
                 print(render(sec))
+            print()
+            print(render(section_record(poly, pure, s)))
+            print()
+            print(render_acceptance())
         if args.profile or args.profile_only:
             profile_all(poly, eng, floor, native, s)
     finally:
         poly.close()
+        pure.close()
         eng.store.close()
     return 0
 

@@ -26,12 +26,16 @@ EXPORT_ROWS = [
     "comp    polyengine ExportCall (no coroutine)",
     "comp    polyengine await inst.exports.add",
     "comp    polyengine sync facade exports.add",
+    "comp    polyengine ExportCall (no coroutine) [pure]",
+    "comp    polyengine await inst.exports.add [pure]",
+    "comp    polyengine sync facade exports.add [pure]",
 ]
 IMPORT_ROWS = [
     "core    wasmtime-py Func host function",
     "core    polyengine engine define_host_func",
     "comp    wasmtime-py native component linker func",
     "comp    polyengine host import",
+    "comp    polyengine host import [pure]",
 ]
 TRANSFERS = [
     "list<u8> 1 MiB  host->guest",
@@ -46,6 +50,14 @@ TRANSFER_ROWS = [
     "comp    wasmtime-py native component Func",
     "comp    polyengine ExportCall (no coroutine)",
     "comp    polyengine await inst.exports",
+    "comp    polyengine await inst.exports [pure]",
+]
+ACCEPTANCE_ROWS = [
+    "await exports.add(1, 2)",
+    "sync facade exports.add(1, 2)",
+    "guest -> host import f(u32) -> u32",
+    *TRANSFERS,
+    "echo-record round trip (awaited)",
 ]
 TIME = re.compile(r"\s(\d+\.\d+) (ns|us|ms)\b")
 
@@ -111,6 +123,20 @@ def test_every_transfer_reports_gb_per_s(output: str) -> None:
         for label in TRANSFER_ROWS:
             assert _time_of(sec, label) > 0, (transfer, label)
         assert re.search(r"polyengine \(awaited\): \d+\.\d+ GB/s \(target >= ", sec), transfer
+
+
+def test_the_compiled_path_is_compared_with_the_pure_one_and_the_floor(output: str) -> None:
+    assert output.splitlines()[3].startswith("call path: ")
+    sec = _section(output, "4. echo-record(")
+    assert re.search(r"compiled / pure: \d+\.\d+ [nu]s / \d+\.\d+ [nu]s \(target <= 1 us", sec)
+    table = _section(output, "compiled call path: pure / compiled / floor")
+    for label in ACCEPTANCE_ROWS:
+        line = next(ln for ln in table.splitlines() if ln.startswith(label))
+        assert len(TIME.findall(line)) >= 2, line
+        assert line.endswith(("meets target", "MISSES target")), line
+    export = _section(output, "1. sync export add(u32, u32) -> u32")
+    if "C floor: not built" not in export:
+        assert _time_of(export, "core    C extension, bench/c_floor.c (C FLOOR)") > 0
 
 
 def test_profile_lists_every_part(output: str) -> None:

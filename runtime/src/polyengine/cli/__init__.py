@@ -12,6 +12,22 @@ from polyengine import __version__
 _RUN_VERBS = ("run", "invoke")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and which call path is active (imports the engine only here)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from polyengine.engine import call_path
+
+        print(f"polyengine {__version__}\ncall path: {call_path()}")
+        parser.exit()
+
+
 def build_parser(*, run_only: bool = False) -> argparse.ArgumentParser:
     """The top-level parser; each verb adds a sub-parser.
 
@@ -21,7 +37,9 @@ def build_parser(*, run_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="polyengine", description="Run and inspect WebAssembly components."
     )
-    parser.add_argument("--version", action="version", version=f"polyengine {__version__}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show the version and call path, then exit"
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     from polyengine.cli import _run
 

@@ -35,12 +35,15 @@ accelerator). No ctypes object or wasmtime structure crosses it:
   the body and its store from the function's ``env``; an exception from the
   body becomes a trap that the entering call raises again.
 
-Today these are pure Python over ctypes (``_callpath.py``: typed views of a
-per-function slot buffer and wasmtime's unchecked entry point through a
-prototype without argument types over prebuilt arguments); an accelerator
-provides the same three with C functions.
+Two implementations provide them with identical behaviour: pure Python
+over ctypes (``_callpath.py``: typed views of a per-function slot buffer and
+wasmtime's unchecked entry point through a prototype without argument types
+over prebuilt arguments), and the compiled extension ``_accel.c``, built at
+install time when a C compiler is present and used unless
+``POLYENGINE_PURE=1`` is set; :func:`call_path` says which one is active.
 """
 
+from ._accelerator import call_path as call_path
 from ._async import CallCancelled as CallCancelled
 from ._async import ParkableCall as ParkableCall
 from ._async import start as start
@@ -112,6 +115,7 @@ __all__ = [
     "Linking",
     "StoreClosedError",
     "cached_module_path",
+    "call_path",
     "compile_module",
     "define_host_func",
     "get_engine",

@@ -28,6 +28,13 @@ called with the function's prebuilt ctypes arguments (``CoreFunc._call_args``),
 only while the store is open and not async-required (``state.direct``);
 otherwise the call goes through ``CoreFunc.call_raw``, which takes the
 store's other paths or raises ``StoreClosedError``.
+
+When the compiled call path is active (``_accelerator.py``), the three are
+built by ``_accel.c`` instead, from the same pieces and with the same
+behaviour: the slots live on the C stack, the open-and-direct test reads the
+store's ``cell``, and every case other than the fast one (a store that is
+not direct, a flat argument ``struct`` would not take as it is, a host
+result that is not plain) runs the Python code of this module.
 """
 
 from __future__ import annotations
@@ -35,17 +42,26 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from . import _ffi as ffi
-from ._store import HOST_ENTRIES
+from ._accelerator import ACCEL
+from ._store import COMPILED_STORES, ENV_TAG_BITS, HOST_ENTRIES, _StoreState, raise_call_failure
 from ._values import CoreValue, normalize, raw_struct
 
 if TYPE_CHECKING:
     from ._core import CoreFunc
 
-__all__ = ["SLOT_FORMATS", "export_caller", "flat_caller", "host_trampoline"]
+__all__ = [
+    "SLOT_FORMATS",
+    "export_caller",
+    "flat_caller",
+    "host_callback",
+    "host_trampoline",
+    "raw_caller",
+]
 
 HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
 
@@ -103,6 +119,24 @@ def export_caller(func: CoreFunc, formats: str, rformats: str) -> Callable[..., 
     check_formats(func.results, rformats, "result")
     slow = _slow_caller(func, formats, rformats)
     state = func._state
+    if _ACCEL is not None and state.compiled and func._nslots < _ACCEL.MAX_SLOTS:
+        # The pure path's memoryview slots (one or two arguments, at most one
+        # result) raise TypeError for a value of the wrong type; its struct
+        # raises ValueError (struct.error) for every argument it refuses.
+        value_errors = not (_LITTLE and len(formats) <= 2 and len(rformats) <= 1)
+        caller: Callable[..., Any] = _ACCEL.Caller(
+            ctypes.addressof(state.cell),
+            func._addr,
+            func._nslots,
+            formats,
+            rformats,
+            0,
+            int(value_errors),
+            slow,
+            _failure(state),
+            func,
+        )
+        return caller
     untyped = ffi.func_call_unchecked_untyped
     call_args = func._call_args
     trap = func._trap
@@ -214,6 +248,20 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
     if ps is None or rs is None:
         return call_raw
     state = func._state
+    if _ACCEL is not None and state.compiled and func._nslots < _ACCEL.MAX_SLOTS:
+        accel: Callable[[Sequence[CoreValue]], Sequence[CoreValue]] = _ACCEL.Caller(
+            ctypes.addressof(state.cell),
+            func._addr,
+            func._nslots,
+            "".join(_UNSIGNED[t] for t in func.params),
+            "".join(_UNSIGNED[t] for t in func.results),
+            1,
+            1,
+            func._call_raw_py,
+            _failure(state),
+            func,
+        )
+        return accel
     untyped = ffi.func_call_unchecked_untyped
     call_args = func._call_args
     trap, fail, buf = func._trap, func._call_failed, func._buf
@@ -234,7 +282,79 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
     return call
 
 
+def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue]] | None:
+    """``call_raw``'s compiled fast case, or ``None`` on the pure path.
+
+    The same call as :func:`flat_caller`'s with the results as a list; a
+    store that is not direct and arguments ``struct`` would not take as they
+    are go to ``CoreFunc._call_raw_py``.
+    """
+    state = func._state
+    if _ACCEL is None or not state.compiled or func._nslots >= _ACCEL.MAX_SLOTS:
+        return None
+    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] = _ACCEL.Caller(
+        ctypes.addressof(state.cell),
+        func._addr,
+        func._nslots,
+        "".join(_UNSIGNED[t] for t in func.params),
+        "".join(_UNSIGNED[t] for t in func.results),
+        2,
+        1,
+        func._call_raw_py,
+        _failure(state),
+        func,
+    )
+    return raw
+
+
+#: the slot format of each core type's unsigned reading (``raw_struct``'s)
+_UNSIGNED = {"i32": "I", "i64": "Q", "f32": "f", "f64": "d"}
+#: the compiled call path (``_accelerator.py``), or ``None`` for the pure one
+_ACCEL: Any = ACCEL
+
+
+def _failure(state: _StoreState) -> Callable[[int, int], NoReturn]:
+    """``fail(trap, err)``: raise for a compiled call that failed (``raise_call_failure``)."""
+
+    def fail(trap: int, err: int) -> NoReturn:
+        raise_call_failure(state, trap, err)
+
+    return fail
+
+
 _trampolines: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
+_compiled_tags: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
+_compiled_callback: Any = None
+
+
+def host_callback(
+    params: tuple[str, ...], results: tuple[str, ...], state: _StoreState | None = None
+) -> tuple[Any, int]:
+    """``(callback, tag)`` for a host function of core type ``params -> results``.
+
+    The compiled trampoline when it is active and takes the signature, with
+    the signature's ``tag`` to carry in the function's ``env``
+    (:func:`~._store.new_host_env`); else :func:`host_trampoline` and 0.
+    """
+    global _compiled_callback
+    compiled = state is None or state.compiled
+    if _ACCEL is not None and compiled and max(len(params), len(results)) < _ACCEL.MAX_SLOTS:
+        key = (params, results)
+        tag = _compiled_tags.get(key)
+        if tag is None and len(_compiled_tags) < (1 << ENV_TAG_BITS) - 1:
+            try:
+                tag = _ACCEL.register_signature(
+                    "".join(_UNSIGNED[t] for t in params), "".join(_UNSIGNED[t] for t in results)
+                )
+            except OverflowError:
+                tag = None
+            if tag is not None:
+                _compiled_tags[key] = tag
+        if tag is not None and tag < 1 << ENV_TAG_BITS:
+            if _compiled_callback is None:
+                _compiled_callback = ffi.UNCHECKED_CALLBACK(_ACCEL.trampoline_address())
+            return _compiled_callback, tag
+    return host_trampoline(params, results), 0
 
 
 def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
@@ -280,6 +400,26 @@ def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
 
     found = _trampolines[key] = ffi.UNCHECKED_CALLBACK(trampoline)
     return found
+
+
+@contextmanager
+def pure_stores() -> Iterator[None]:
+    """Stores made inside the block take the pure call path for their whole life.
+
+    For running both paths side by side in one process (the differential
+    tests, the benchmarks); ``POLYENGINE_PURE=1`` is the switch for a process.
+    """
+    before = COMPILED_STORES[0]
+    COMPILED_STORES[0] = False
+    try:
+        yield
+    finally:
+        COMPILED_STORES[0] = before
+
+
+def compiled_store(state: _StoreState) -> bool:
+    """Whether calls of ``state``'s store take the compiled path."""
+    return _ACCEL is not None and state.compiled
 
 
 def deferred_body(env: int, build: Callable[[], HostFunction]) -> HostFunction:

@@ -53,6 +53,7 @@ class CoreFunc:
         "_buf_addr",
         "_call_args",
         "_call_layout",
+        "_fast_raw",
         "_func",
         "_nslots",
         "_params_struct",
@@ -82,6 +83,8 @@ class CoreFunc:
     #: :func:`_call_args`); valid while the store is open
     _call_args: tuple[Any, ...]
     _call_layout: object  # the call-future layout (see _async.py), built on first use
+    #: ``call_raw``'s compiled fast case (``_callpath.raw_caller``), or ``None``
+    _fast_raw: Callable[[Sequence[CoreValue]], list[CoreValue]] | None
 
     def __init__(self) -> None:
         raise TypeError("CoreFunc objects come from instances or define_host_func()")
@@ -114,6 +117,9 @@ class CoreFunc:
         self._trap_addr = ctypes.addressof(self._trap)
         self._call_args = _call_args(store._ctx(), self._addr, self._buf, self._nslots, self._trap)
         self._call_layout = None
+        self._fast_raw = None
+        if self._params_struct is not None:
+            self._fast_raw = _callpath.raw_caller(self)
         return self
 
     def __repr__(self) -> str:
@@ -126,6 +132,13 @@ class CoreFunc:
         function's exception if one raised), ``TypeError``/``ValueError`` for
         arguments that do not match the signature.
         """
+        fast = self._fast_raw
+        if fast is not None:
+            return fast(args)  # the compiled path; every other case comes back below
+        return self._call_raw_py(args)
+
+    def _call_raw_py(self, args: Sequence[CoreValue]) -> list[CoreValue]:
+        """``call_raw`` in Python: every case (the compiled fast case hands the others here)."""
         state = self._state
         ctx = state.ctx
         if not ctx:
@@ -273,9 +286,9 @@ def new_host_func(
     """
     if not ctx or not out_addr:
         raise EngineError("a host function needs an open store and a place to go")
-    cb = _callpath.host_trampoline(params, results)
+    cb, tag = _callpath.host_callback(params, results, state)
     ty = functype(state.engine._ptr, params, results)
-    env = new_host_env(state, fn)
+    env = new_host_env(state, fn, tag)
     if fn is None:
         if build is None:
             raise EngineError("a host function needs a body or a way to build one")

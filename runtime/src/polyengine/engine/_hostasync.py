@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from . import _callpath
 from . import _ffi as ffi
 from ._core import CoreFunc
 from ._errors import CoreTrap, EngineError
@@ -177,6 +178,25 @@ _TEMPLATE_ADDR = ctypes.addressof(_template)
 _CONT_SIZE = ctypes.sizeof(ffi.Continuation)
 _ENV_OFFSET: int = ffi.Continuation.env.offset
 
+# The compiled call path's callbacks (``_accel.c``): the entry shim, and a
+# template whose continuation callbacks are its poll and drop shims, which call
+# the two functions above.
+_compiled_entry: Any = None
+_compiled_template: Any = None
+if _callpath._ACCEL is not None:
+    _entry_addr, _poll_addr, _drop_addr = _callpath._ACCEL.async_addresses()
+    _compiled_entry = ffi.ASYNC_CALLBACK(_entry_addr)
+    _compiled_template = ffi.Continuation()
+    _compiled_template.callback = ffi.CONTINUATION_CALLBACK(_poll_addr)
+    _compiled_template.env = None
+    _compiled_template.finalizer = ffi.FINALIZER(_drop_addr)
+    _callpath._ACCEL.init_async(
+        ctypes.addressof(_compiled_template),
+        _CONT_SIZE,
+        _continuation_poll_py,
+        _continuation_drop_py,
+    )
+
 
 class _Signature:
     __slots__ = ("buf_type", "kinds", "params", "params_struct", "results", "results_struct")
@@ -211,7 +231,10 @@ class _Signature:
             self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
 
 
-def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> Callable[..., None]:
+def _make_entry(
+    state: _StoreState, sig: _Signature, fn: AsyncHostFunction, template: int
+) -> Callable[..., None]:
+    """The entry of one async host function; ``template`` is the continuation it sets first."""
     memmove = ctypes.memmove
     from_address = ctypes.c_void_p.from_address
 
@@ -227,7 +250,7 @@ def _make_entry(state: _StoreState, sig: _Signature, fn: AsyncHostFunction) -> C
     ) -> None:
         # First of all: a continuation wasmtime can poll, whatever happens next
         # (the template's callbacks and env 0, which completes at once).
-        memmove(cont_addr or 0, _TEMPLATE_ADDR, _CONT_SIZE)
+        memmove(cont_addr or 0, template, _CONT_SIZE)
         try:
             token = next(_tokens)
             act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
@@ -300,12 +323,20 @@ def define_async_host_func(
         if not state.async_linker:
             raise EngineError("wasmtime_linker_new failed")
     sig = _Signature(p, r)
-    cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn))
-    state.keepalive.append(cb)
+    env: int | None = None
+    if _compiled_entry is not None and _callpath.compiled_store(state):
+        # The compiled shim calls the Python entry found at ``env``, kept alive
+        # with the store's other callbacks.
+        entry = _make_entry(state, sig, fn, ctypes.addressof(_compiled_template))
+        state.keepalive.append(entry)
+        cb, env = _compiled_entry, id(entry)
+    else:
+        cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn, _TEMPLATE_ADDR))
+        state.keepalive.append(cb)
     name = f"async-host-{state.token()}".encode()
     ty = functype(store.engine._ptr, p, r)
     err = ffi.linker_define_async_func(
-        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, None, None
+        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, env, None
     )
     if err:
         raise EngineError(f"cannot define async host function: {ffi.take_error_message(err)}")

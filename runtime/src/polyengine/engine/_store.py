@@ -44,9 +44,22 @@ HOST_ENTRIES: dict[int, tuple[_StoreState, Any]] = {}
 _host_env_ids = itertools.count(1)
 
 
-def new_host_env(state: _StoreState, body: Any) -> int:
-    """A fresh ``env`` for a host function of ``state``'s store running ``body``."""
-    env = next(_host_env_ids)
+#: whether new stores take the compiled call path when it is active (a one-item
+#: list so ``_callpath.pure_stores`` can switch it for the stores made meanwhile)
+COMPILED_STORES = [True]
+
+#: the low bits of an ``env`` carry the compiled trampoline's signature (0: none)
+ENV_TAG_BITS = 16
+
+
+def new_host_env(state: _StoreState, body: Any, tag: int = 0) -> int:
+    """A fresh ``env`` for a host function of ``state``'s store running ``body``.
+
+    ``tag`` (below ``1 << ENV_TAG_BITS``) is the signature index the compiled
+    trampoline reads from the ``env`` (``_accel.c``); the pure one ignores it.
+    """
+    assert 0 <= tag < 1 << ENV_TAG_BITS
+    env = (next(_host_env_ids) << ENV_TAG_BITS) | tag
     HOST_ENTRIES[env] = (state, body)
     state.host_envs.append(env)
     return env
@@ -67,6 +80,8 @@ class _StoreState:
         "async_linker",
         "async_required",
         "blocking",
+        "cell",
+        "compiled",
         "ctx",
         "current_call",
         "deadline",
@@ -100,6 +115,12 @@ class _StoreState:
         #: the store is open and not async-required: a call may take the plain
         #: unchecked entry point (the one test of the call path's fast case)
         self.direct = True
+        #: ``ctx`` while ``direct``, else 0: the same test for the compiled call
+        #: path (``_accel.c``), which reads it by address; written with ``direct``
+        self.cell = ctypes.c_uint64(self.ctx)
+        #: calls and host functions of this store take the compiled call path when
+        #: it is active (fixed at creation: see ``_callpath.pure_stores``)
+        self.compiled = COMPILED_STORES[0]
         self.keepalive: list[object] = []
         #: the ``env`` of every host function of this store (see HOST_ENTRIES)
         self.host_envs: list[int] = []
@@ -149,6 +170,7 @@ class _StoreState:
         """From now on every entry into the guest runs on a call future (``_async.py``)."""
         self.async_required = True
         self.direct = False
+        self.cell.value = 0
 
     def token(self) -> int:
         t = self.next_token
@@ -188,6 +210,7 @@ class _StoreState:
             ffi.call_future_delete(fut)
         self.ctx = 0
         self.direct = False
+        self.cell.value = 0
         _interrupt.detach(self)
         self.host_errors.clear()
         for env in self.host_envs:

@@ -1,0 +1,42 @@
+"""Types of the compiled call path (``_accel.c``); see ``_accelerator.py``."""
+
+from collections.abc import Callable
+from typing import Any
+
+ABI: int
+SIG_BITS: int
+MAX_SLOTS: int
+
+class Caller:
+    def __new__(
+        cls,
+        cell: int,
+        func: int,
+        nslots: int,
+        formats: str,
+        rformats: str,
+        mode: int,
+        value_errors: int,
+        slow: Callable[..., Any],
+        fail: Callable[[int, int], Any],
+        keep: object,
+        /,
+    ) -> Caller: ...
+    def __call__(self, *args: Any) -> Any: ...
+
+def init(
+    abi: int,
+    call_unchecked: int,
+    trap_new: int,
+    host_entries: dict[int, Any],
+    pack_slow: Callable[[int, str, Any], None],
+    state_type: type,
+    host_depth: object,
+    /,
+) -> None: ...
+def register_signature(params: str, results: str, /) -> int: ...
+def trampoline_address() -> int: ...
+def init_async(
+    template: int, size: int, poll: Callable[[int], bool], drop: Callable[[int], None], /
+) -> None: ...
+def async_addresses() -> tuple[int, int, int]: ...
