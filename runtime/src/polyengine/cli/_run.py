@@ -21,14 +21,13 @@ progress on a terminal's stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -383,8 +382,9 @@ def _check_type(t: ValType, what: str) -> None:
 
 
 def _wasi_imports(
-    args: argparse.Namespace, program: str, guest_args: list[str]
+    args: argparse.Namespace, program: str, guest_args: list[str], plan: pln.Plan
 ) -> dict[str, object]:
+    """The WASI providers of the interfaces the component imports (built for those only)."""
     try:
         import polyengine_wasi
     except ImportError:
@@ -431,18 +431,66 @@ def _wasi_imports(
         preopens=preopens,
         stdin=stdin,
         network=network,
+        interfaces=[imp.name for imp in plan.imports],
     )
 
 
-def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
-    """Name the first import no provider serves (before any guest code runs)."""
+#: The ``suspending()``-marked WASI 0.2 imports that never park under the command
+#: line's providers when the component reaches no socket or HTTP stream: the
+#: streams it can write are the process's stdio and files, written in place.
+_WRITES_IN_PLACE = frozenset(
+    {
+        "[method]output-stream.blocking-write-and-flush",
+        "[method]output-stream.blocking-flush",
+        "[method]output-stream.blocking-write-zeroes-and-flush",
+    }
+)
+#: Interfaces whose streams may be sockets (their writes can wait).
+_PARKING_PACKAGES = ("wasi:sockets/", "wasi:http/")
+
+
+def _plain_path(arts: Artifacts, marked: Callable[[tuple[str, ...]], bool]) -> bool:
+    """Whether the component runs on plain synchronous calls (``suspend=False``).
+
+    It does when the plan has no 0.3 async features and the only
+    ``suspending()``-marked imports it uses are writes to output streams
+    that cannot be sockets: under the command line's providers those
+    complete in place, so no frame ever parks. The run then needs no event
+    loop (asyncio is not imported) and no task model: the synchronous path,
+    the task model's degenerate case. Any other component runs on the task
+    model, driven by ``asyncio.run``.
+    """
+    from polyengine.instance import needs_task_model
+
+    plan = arts.plan
+    if any(imp.name.startswith(_PARKING_PACKAGES) for imp in plan.imports):
+        return False
+
+    def parks(path: tuple[str, ...]) -> bool:
+        if not marked(path):
+            return False
+        return not (
+            len(path) == 2
+            and path[0].startswith("wasi:io/streams@0.2.")
+            and path[1] in _WRITES_IN_PLACE
+        )
+
+    return not needs_task_model(plan, parks)
+
+
+def _check_imports(arts: Artifacts, imports: dict[str, object]) -> bool:
+    """Name the first import no provider serves (before any guest code runs).
+
+    Returns whether the component can run on the plain synchronous path
+    (:func:`_plain_path`).
+    """
     from polyengine import MissingImportError, required_imports
     from polyengine.embed import HostLinker, Imports
 
     try:
         linker = HostLinker(Imports(imports), suspend=False)
     except (TypeError, ValueError):  # instantiation reports missing imports on its own
-        return
+        return False
     for leaf in required_imports(arts):
         if leaf.kind in ("module", "component", "value"):
             raise CliError(
@@ -460,6 +508,7 @@ def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
             raise CliError(
                 f"missing import: the component imports {what}, which no provider serves"
             ) from None
+    return _plain_path(arts, linker.is_marked)
 
 
 # --------------------------------------------------------------------------- running
@@ -517,8 +566,8 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                     f"{path} exports no wasi:cli/run interface (0.2 or 0.3); "
                     "use --invoke to call one of its functions"
                 )
-        imports = _wasi_imports(args, program, guest_args)
-        _check_imports(arts, imports)
+        imports = _wasi_imports(args, program, guest_args, arts.plan)
+        plain = _check_imports(arts, imports)
         fuel = limits is not None and limits.fuel is not None
         precompile(arts, program, stream=sys.stderr, fuel=fuel)
     except TranslationError as exc:
@@ -534,7 +583,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
             return _error(f"{path}: {exc}")
         return _internal_error(exc)
     try:
-        return asyncio.run(
+        return _drive(
             _execute(
                 arts,
                 imports=imports,
@@ -543,7 +592,9 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 target=target,
                 params=params,
                 limits=limits,
-            )
+                plain=plain,
+            ),
+            plain=plain,
         )
     except KeyboardInterrupt:
         _flush()
@@ -552,6 +603,29 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
         return _error(str(exc), exc.code)
     except Exception as exc:
         return _internal_error(exc)
+
+
+def _drive(coro: Coroutine[Any, Any, int], *, plain: bool) -> int:
+    """Run ``_execute``: on ``asyncio.run``, or directly on the plain synchronous path.
+
+    On the plain path every call completes in place, so the coroutine never
+    waits for an event loop: it is stepped here without one, and asyncio is
+    not imported. A bare ``yield`` (``asyncio.sleep(0)``, a turn of the loop
+    after an interrupt) is a turn with nothing else to run.
+    """
+    if not plain:
+        import asyncio
+
+        return asyncio.run(coro)
+    try:
+        while True:
+            if coro.send(None) is not None:  # pragma: no cover - an invariant
+                coro.close()
+                raise RuntimeError("a call on the synchronous path waited for an event loop")
+    except StopIteration as stop:
+        result = stop.value
+    assert isinstance(result, int)
+    return result
 
 
 def _internal_error(exc: Exception) -> int:
@@ -608,14 +682,20 @@ async def _execute(
     target: ExportFunc | None,
     params: list[Any],
     limits: Any = None,
+    plain: bool = False,
 ) -> int:
     from polyengine import instantiate
     from polyengine_protocol import is_component_exception, is_trap
 
     what = "failed to instantiate the component"
+    stack = contextlib.ExitStack()
     try:
-        instance = await instantiate(arts, imports, limits=limits)
+        instance = await instantiate(
+            arts, imports, limits=limits, suspend=False if plain else None
+        )
         try:
+            if plain:
+                stack.enter_context(_sigint_interrupts(instance))
             if target is None:
                 assert run_name is not None
                 what = "failed to invoke `run` function"
@@ -634,11 +714,13 @@ async def _execute(
             print(_wave.format_results(value, target.type.result))
             return 0
         finally:
+            stack.close()
             instance.close()
-    except asyncio.CancelledError as exc:
-        # SIGINT (asyncio.run cancels the main task): a guest that was running
-        # is interrupted; report its trap as wasmtime does, then exit with 130
-        interrupted = exc.__context__
+    except (KeyboardInterrupt, _cancelled_error()) as exc:
+        # SIGINT: asyncio.run cancels the main task, or on the plain path the
+        # guest's call raises KeyboardInterrupt; a guest that was running is
+        # interrupted: report its trap as wasmtime does, then exit with 130
+        interrupted = exc.__context__ or exc.__cause__
         if interrupted is not None and getattr(interrupted, "code", None) == "interrupt":
             _report_trap(program, what, interrupted)
         raise
@@ -648,6 +730,9 @@ async def _execute(
             code = getattr(exit_request, "code", 1)
             return code if isinstance(code, int) else 1
         if is_trap(exc):
+            if getattr(exc, "code", None) == "interrupt" and _SIGINT_REASON in str(exc):
+                _report_trap(program, what, exc)
+                raise KeyboardInterrupt from None  # exit status 130, as on the task model
             return _report_trap(program, what, exc)
         if isinstance(exc, LinkError):
             raise CliError(str(exc)) from None
@@ -656,6 +741,50 @@ async def _execute(
         raise
     finally:
         _flush()
+
+
+#: The reason a guest interrupted by ``SIGINT`` on the plain path traps with.
+_SIGINT_REASON = "interrupted by SIGINT"
+
+
+@contextlib.contextmanager
+def _sigint_interrupts(instance: Any) -> Iterator[None]:
+    """On the plain path, ``SIGINT`` interrupts the running guest (a trap, code ``interrupt``).
+
+    On the task model ``asyncio.run`` cancels the main task, which interrupts
+    the guest; with no event loop the handler asks the instance's store to
+    interrupt its guest instead. A process that ignores ``SIGINT`` (or has
+    its own handler) is left as it is.
+    """
+    import signal
+
+    store = getattr(getattr(instance, "_runtime", None), "store", None)
+    interrupt = getattr(store, "interrupt", None)
+    if (
+        interrupt is None
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def handler(_signum: int, _frame: object) -> None:
+        interrupt(_SIGINT_REASON)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _cancelled_error() -> type[BaseException]:
+    """``asyncio.CancelledError`` once asyncio is in use (the plain path never imports it)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return KeyboardInterrupt
+    error: type[BaseException] = asyncio.CancelledError
+    return error
 
 
 def _wasi_exit_in(exc: BaseException) -> BaseException | None:

@@ -11,21 +11,20 @@ whose methods are coroutine functions, with ``drop()``, ``with`` and a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._linkcheck import attach
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._versions import VersionedRegistry
-from polyengine.instance import AsyncExportCall, ComponentRuntime, ExportCall
+from polyengine.instance import ComponentRuntime, ExportCall
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
 from polyengine_protocol import (
@@ -35,6 +34,9 @@ from polyengine_protocol import (
     Trap,
     define_realm_local,
 )
+
+if TYPE_CHECKING:  # the task model is imported only by a store that runs on it
+    from polyengine.instance import AsyncExportCall
 
 __all__ = ["Exports", "InterfaceExports", "build_exports"]
 
@@ -211,6 +213,8 @@ async def _settle_interrupt() -> None:
 
     A due timer runs in the turn after the one the task resumes in.
     """
+    import asyncio
+
     await asyncio.sleep(0)
     await asyncio.sleep(0)
 
@@ -437,11 +441,13 @@ def build_exports(rt: ComponentRuntime) -> Exports:
             if not isinstance(e.item, pln.Lift):
                 continue
             pn = parsed[e.name]
-            call: ExportCall | AsyncExportCall = (
-                ExportCall(rt, e.item, f"{label}{e.name}")
-                if rt.tasks is None
-                else AsyncExportCall(rt.tasks, e.item, f"{label}{e.name}")
-            )
+            call: ExportCall | AsyncExportCall
+            if rt.tasks is None:
+                call = ExportCall(rt, e.item, f"{label}{e.name}")
+            else:
+                from polyengine.instance import AsyncExportCall
+
+                call = AsyncExportCall(rt.tasks, e.item, f"{label}{e.name}")
             if pn.kind == "func":
                 function = make_export_function(call, snake(pn.name))
                 attach(function, e.desc, rid)
@@ -480,14 +486,14 @@ def _attach(
         return value if unwrap is None else unwrap(value)
 
     async def invoke(args: tuple[Any, ...]) -> Any:
-        if isinstance(call, AsyncExportCall):
+        if not isinstance(call, ExportCall):
             return finish(await call(args))
         return finish(call(args))
 
     if kind == "constructor":
 
         def ctor(args: tuple[Any, ...]) -> Any:
-            if isinstance(call, AsyncExportCall):
+            if not isinstance(call, ExportCall):
                 return finish(call.call_sync(args))
             return finish(call(args))
 

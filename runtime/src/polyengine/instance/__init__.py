@@ -11,24 +11,29 @@ The face: :class:`ComponentRuntime` (one instantiation), :class:`ExportCall`
 and :class:`AsyncExportCall` (an export, called or awaited),
 :func:`needs_task_model`, and the seam the embed layer fills in for host
 values (:class:`HostValueHooks`, :class:`FutureSource`).
+
+The face imports nothing until a name is used (PEP 562 module
+``__getattr__``): a synchronous store never imports the task model
+(``_async.py``, :mod:`polyengine.concurrency`) nor asyncio.
 """
 
-from polyengine.instance._async import (
-    AsyncExportCall,
-    FutureSource,
-    HostValueHooks,
-    HostValuesFactory,
-    TaskModel,
-    needs_task_model,
-)
-from polyengine.instance._runtime import (
-    ComponentRuntime,
-    CoreVal,
-    ExportCall,
-    ImportSite,
-    InlineCall,
-    ResolvedOptions,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from polyengine.instance._async import AsyncExportCall as AsyncExportCall
+    from polyengine.instance._async import FutureSource as FutureSource
+    from polyengine.instance._async import HostValueHooks as HostValueHooks
+    from polyengine.instance._async import HostValuesFactory as HostValuesFactory
+    from polyengine.instance._async import TaskModel as TaskModel
+    from polyengine.instance._features import needs_task_model as needs_task_model
+    from polyengine.instance._runtime import ComponentRuntime as ComponentRuntime
+    from polyengine.instance._runtime import CoreVal as CoreVal
+    from polyengine.instance._runtime import ExportCall as ExportCall
+    from polyengine.instance._runtime import ImportSite as ImportSite
+    from polyengine.instance._runtime import InlineCall as InlineCall
+    from polyengine.instance._runtime import ResolvedOptions as ResolvedOptions
 
 __all__ = [
     "AsyncExportCall",
@@ -44,3 +49,35 @@ __all__ = [
     "TaskModel",
     "needs_task_model",
 ]
+
+#: the module of each name, imported on first use
+_LAZY = {
+    "AsyncExportCall": "_async",
+    "FutureSource": "_async",
+    "HostValueHooks": "_async",
+    "HostValuesFactory": "_async",
+    "TaskModel": "_async",
+    "needs_task_model": "_features",
+    "ComponentRuntime": "_runtime",
+    "CoreVal": "_runtime",
+    "ExportCall": "_runtime",
+    "ImportSite": "_runtime",
+    "InlineCall": "_runtime",
+    "ResolvedOptions": "_runtime",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a name on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'polyengine.instance' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"polyengine.instance.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
