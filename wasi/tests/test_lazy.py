@@ -1,4 +1,4 @@
-"""``wasi(interfaces=...)`` builds only the providers a component imports, and the package loads lazily."""
+"""``wasi(interfaces=...)`` builds only the providers imported; the package loads lazily."""
 
 from __future__ import annotations
 

@@ -121,3 +121,50 @@ def test_a_command_that_may_park_runs_on_the_task_model(
     assert proc.stdout == "Hello, world!\n"
     assert _imported(modules, TASK_MODEL) == list(TASK_MODEL)
     assert _imported(modules, TRANSLATION) == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["run", "app.wasm"],
+        ["run", "app.wasm", "a", "--dir", "b", "c"],
+        ["run", "--dir", "/tmp", "--dir=/srv::/data", "app.wasm"],
+        ["run", "--env", "A=1", "--env=B", "--inherit-env", "app.wasm", "-v"],
+        ["run", "-S", "inherit-env", "-S", "p3,network", "-W", "fuel=10", "app.wasm"],
+        ["run", "--invoke", "add(1, 2)", "app.wasm"],
+        ["run", "--invoke=f()", "--invoke", "g()", "app.wasm", "x"],
+        ["run", "-", "x"],
+    ],
+)
+def test_plain_run_parses_as_argparse_does(words: list[str]) -> None:
+    from polyengine.cli import _plain_run, build_parser
+
+    plain = _plain_run(words)
+    assert plain is not None
+    assert vars(plain) == vars(build_parser(run_only=True).parse_args(words))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],
+        ["invoke", "app.wasm", "f()"],
+        ["run"],
+        ["run", "--dir"],
+        ["run", "--dir", "/tmp"],
+        ["run", "-h"],
+        ["run", "--help", "app.wasm"],
+        ["run", "--inv", "f()", "app.wasm"],  # an abbreviation argparse accepts
+        ["run", "--bogus", "app.wasm"],
+        ["run", "-S=p3", "app.wasm"],
+        ["run", "-Sp3", "app.wasm"],
+        ["run", "--dir", "-x", "app.wasm"],
+        ["run", "--inherit-env=1", "app.wasm"],
+        ["run", "--", "app.wasm"],
+        ["run", "app.wasm", "--", "x"],
+    ],
+)
+def test_anything_else_is_left_to_argparse(words: list[str]) -> None:
+    from polyengine.cli import _plain_run
+
+    assert _plain_run(words) is None

@@ -20,7 +20,6 @@ progress on a terminal's stderr.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import re
@@ -39,6 +38,7 @@ from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result, ValType
 
 if TYPE_CHECKING:
+    import argparse
     import mmap
 
     from polyengine.cli import _wave
@@ -108,6 +108,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` and ``invoke`` verbs to the top-level parser."""
+    import argparse
+
     p = subparsers.add_parser(
         "run",
         help="run a WASI command component (wasi:cli/run)",
