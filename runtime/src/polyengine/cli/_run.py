@@ -27,9 +27,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from polyengine.cli._limits import WasmOptionError, add_wasm_options, limits_from
 from polyengine.errors import LinkError, TranslationError
@@ -276,8 +275,7 @@ def find_run_export(plan: pln.Plan) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class ExportFunc:
+class ExportFunc(NamedTuple):
     """A function export found by name: its instance (``None`` at the root), name and type."""
 
     instance: str | None
