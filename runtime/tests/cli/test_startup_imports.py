@@ -168,3 +168,30 @@ def test_anything_else_is_left_to_argparse(words: list[str]) -> None:
     from polyengine.cli import _plain_run
 
     assert _plain_run(words) is None
+
+
+def test_the_collector_is_held_off_only_while_a_run_starts_up(
+    wat: Callable[[str], bytes], tmp_path: Path
+) -> None:
+    import gc
+
+    from polyengine.cli import main
+    from polyengine.cli._run import start_up_gc
+
+    calc = tmp_path / "calc.wasm"
+    calc.write_bytes(wat(CALC.read_text()))
+    assert gc.isenabled()
+    with start_up_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    assert main(["invoke", str(calc), "add(1, 2)"]) == 0
+    assert gc.isenabled()  # resumed when the guest ran
+    assert main(["invoke", str(calc), "nope()"]) == 1
+    assert gc.isenabled()  # resumed although no guest ran
+    gc.disable()
+    try:
+        assert main(["invoke", str(calc), "add(1, 2)"]) == 0
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+    assert gc.get_freeze_count() == 0  # start-up's objects are the collector's again

@@ -70,6 +70,53 @@ class CliError(Exception):
         self.code = code
 
 
+# --------------------------------------------------------------------------- start-up
+
+
+#: Whether :func:`start_up_gc` holds the cyclic garbage collector off (until the guest runs).
+_gc_held = False
+
+
+@contextlib.contextmanager
+def start_up_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector off while a run starts up.
+
+    Start-up (imports, the plan, instantiation) allocates many objects that
+    live as long as the process, and collections among them only add
+    pauses (~10% of a cached run). The collector resumes when the guest
+    starts (:func:`_guest_starts`), with what start-up made frozen out of
+    its reach; if the guest never starts it resumes here. On the way out
+    the frozen objects are given back to the collector.
+    """
+    global _gc_held
+    import gc
+
+    if _gc_held or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    _gc_held = True
+    try:
+        yield
+    finally:
+        if _gc_held:
+            _gc_held = False
+            gc.enable()
+        else:
+            gc.unfreeze()
+
+
+def _guest_starts() -> None:
+    """The guest is about to run: the collector resumes (see :func:`start_up_gc`)."""
+    global _gc_held
+    if _gc_held:
+        import gc
+
+        _gc_held = False
+        gc.freeze()
+        gc.enable()
+
+
 # --------------------------------------------------------------------------- argument parsing
 
 
@@ -717,6 +764,7 @@ async def _execute(
         try:
             if plain:
                 stack.enter_context(_sigint_interrupts(instance))
+            _guest_starts()
             if target is None:
                 assert run_name is not None
                 what = "failed to invoke `run` function"
