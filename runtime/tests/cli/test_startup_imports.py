@@ -176,7 +176,7 @@ def test_the_collector_is_held_off_only_while_a_run_starts_up(
     import gc
 
     from polyengine.cli import main
-    from polyengine.cli._run import start_up_gc
+    from polyengine.cli._startup import start_up_gc
 
     calc = tmp_path / "calc.wasm"
     calc.write_bytes(wat(CALC.read_text()))

@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyengine`` script; returns the process exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _RUN_VERBS:
-        from polyengine.cli._run import start_up_gc
+        from polyengine.cli._startup import start_up_gc
 
         with start_up_gc():
             return _main(words)
