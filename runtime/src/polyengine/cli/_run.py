@@ -654,9 +654,10 @@ async def _execute(
             stack.close()
             instance.close()
     except (KeyboardInterrupt, _startup.cancelled_error()) as exc:
-        # SIGINT: asyncio.run cancels the main task, or on the plain path the
-        # guest's call raises KeyboardInterrupt; a guest that was running is
-        # interrupted: report its trap as wasmtime does, then exit with 130
+        # SIGINT on the task model (asyncio.run cancels the main task), or
+        # Python's own KeyboardInterrupt where no handler of ours is installed:
+        # a guest that was running is interrupted; report its trap as wasmtime
+        # does, then exit with 130 (the plain path's handler: see below)
         interrupted = exc.__context__ or exc.__cause__
         if interrupted is not None and getattr(interrupted, "code", None) == "interrupt":
             _report_trap(program, what, interrupted)
