@@ -124,6 +124,7 @@ _PHASES = {
     "polyengine.validate": "validator",
     "polyengine.translate._translate": "translator",
     "polyengine.concurrency": "task model",
+    "asyncio": "asyncio",
 }
 
 

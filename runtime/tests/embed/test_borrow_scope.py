@@ -33,7 +33,10 @@ def imports(kind: str) -> dict[str, Any]:
     if kind == "sync":
         return world_imports()
     # a suspending()-marked import moves the whole instance onto the task model
-    return world_imports(make=suspending(lambda v: Cell(v)))
+    def make(v: int) -> Cell:
+        return Cell(v)
+
+    return world_imports(make=suspending(make))
 
 
 @pytest.mark.parametrize("kind", KINDS)

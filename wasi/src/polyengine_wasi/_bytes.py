@@ -9,19 +9,21 @@ resources in ``_streams`` stay one class each.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import os
-import socket
 import stat
 import sys
 import threading
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import IO, Protocol, cast
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 from ._kernel import fd_ready, wait_fd
+
+if TYPE_CHECKING:
+    import asyncio
+    import socket
 
 __all__ = [
     "ByteSource",
@@ -220,6 +222,8 @@ class _Buffered:
                 loop.call_soon_threadsafe(_settle, fut)
 
     def _waiter(self) -> asyncio.Future[None]:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         with self._lock:
@@ -317,12 +321,16 @@ class AsyncIterSource(_Buffered):
             self._pump = None
 
     def wait(self) -> Awaitable[None]:
+        import asyncio
+
         fut = self._waiter()
         if not fut.done() and self._pump is None:
             self._pump = asyncio.get_running_loop().create_task(self._next())
         return fut
 
     def close(self) -> None:
+        import asyncio
+
         if self._pump is not None:
             self._pump.cancel()
         closer = getattr(self._iterator, "aclose", None)

@@ -15,16 +15,18 @@ the guest never closes the host's file). 0.3 stdio is stream-shaped:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Coroutine, Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._bytes import ByteSink, ByteSource
 from ._exit import ExitError
 from ._streams import InputStream, OutputStream
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "Environment",
@@ -158,6 +160,8 @@ async def _abandon(data: object) -> None:
 def _start(coro: Coroutine[Any, Any, Result]) -> Awaitable[Result]:
     """Run ``coro`` as a task when a loop is running, so it progresses even if
     nobody awaits its outcome; otherwise hand back the coroutine itself."""
+    import asyncio
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -174,6 +178,8 @@ class _StdinReader:
     """
 
     def __init__(self, source: ByteSource) -> None:
+        import asyncio
+
         self._source = source
         self._outcome: Result | None = None
         self._ended: asyncio.Event | None = None
@@ -182,6 +188,8 @@ class _StdinReader:
             self._future = asyncio.get_running_loop().create_future()
 
     def _event(self) -> asyncio.Event:
+        import asyncio
+
         if self._ended is None:
             self._ended = asyncio.Event()
         return self._ended

@@ -11,7 +11,6 @@ is served.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from types import SimpleNamespace
@@ -91,6 +90,8 @@ def monotonic_clock_p3() -> SimpleNamespace:
         return _resolution_ns()
 
     async def wait_until(when: int) -> None:
+        import asyncio
+
         remaining = _u64("wait-until", when) - monotonic_now()
         while remaining > 0:
             await asyncio.sleep((remaining + 999) / 1e9)

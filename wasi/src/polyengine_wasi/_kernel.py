@@ -18,12 +18,15 @@ already known: a ready pollable costs no suspension.
 
 from __future__ import annotations
 
-import asyncio
 import select
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from polyengine_protocol import POLLABLE, Trap, define_realm_local, suspending
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "Pollable",
@@ -95,6 +98,8 @@ def timer_pollable(deadline_ns: int) -> Pollable:
     """A pollable ready once the monotonic clock reaches ``deadline_ns``."""
 
     async def sleep_until() -> None:
+        import asyncio
+
         remaining = deadline_ns - monotonic_now()
         if remaining > 0:
             # Round up so that one wake-up normally suffices.
@@ -110,6 +115,8 @@ _fd_waiters: dict[tuple[int, int, bool], list[asyncio.Future[None]]] = {}
 
 async def wait_fd(fd: int, *, write: bool) -> None:
     """Wait until ``fd`` is readable (or writable) on the running event loop."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     key = (id(loop), fd, write)
     fut: asyncio.Future[None] = loop.create_future()
@@ -190,6 +197,8 @@ def _ready_indices(pollables: Sequence[Pollable]) -> list[int]:
 
 
 async def _poll_parked(pollables: list[Pollable]) -> list[int]:
+    import asyncio
+
     while True:
         waiters = [asyncio.ensure_future(p.wait()) for p in pollables]
         try:

@@ -11,9 +11,11 @@ here are accepted and ignored; any other is an error naming it.
 
 from __future__ import annotations
 
-import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["add_wasm_options", "limits_from"]
 

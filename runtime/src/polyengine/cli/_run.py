@@ -20,8 +20,6 @@ progress on a terminal's stderr.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import os
 import re
@@ -29,10 +27,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
+from polyengine.cli import _startup
 from polyengine.cli._limits import WasmOptionError, add_wasm_options, limits_from
 from polyengine.errors import LinkError, TranslationError
 from polyengine.translate import Artifacts
@@ -40,6 +38,9 @@ from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result, ValType
 
 if TYPE_CHECKING:
+    import argparse
+    import mmap
+
     from polyengine.cli import _wave
 
 __all__ = [
@@ -107,6 +108,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` and ``invoke`` verbs to the top-level parser."""
+    import argparse
+
     p = subparsers.add_parser(
         "run",
         help="run a WASI command component (wasi:cli/run)",
@@ -158,7 +161,7 @@ def invoke_command(args: argparse.Namespace) -> int:
 
 
 def load_artifacts(
-    data: bytes, *, source: tuple[str, os.stat_result] | None = None
+    data: bytes | mmap.mmap, *, source: tuple[str, os.stat_result] | None = None
 ) -> Artifacts:
     """Translate ``data``, reusing the cached plan of the same bytes when there is one.
 
@@ -273,8 +276,7 @@ def find_run_export(plan: pln.Plan) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class ExportFunc:
+class ExportFunc(NamedTuple):
     """A function export found by name: its instance (``None`` at the root), name and type."""
 
     instance: str | None
@@ -383,8 +385,9 @@ def _check_type(t: ValType, what: str) -> None:
 
 
 def _wasi_imports(
-    args: argparse.Namespace, program: str, guest_args: list[str]
+    args: argparse.Namespace, program: str, guest_args: list[str], plan: pln.Plan
 ) -> dict[str, object]:
+    """The WASI providers of the interfaces the component imports (built for those only)."""
     try:
         import polyengine_wasi
     except ImportError:
@@ -431,18 +434,23 @@ def _wasi_imports(
         preopens=preopens,
         stdin=stdin,
         network=network,
+        interfaces=[imp.name for imp in plan.imports],
     )
 
 
-def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
-    """Name the first import no provider serves (before any guest code runs)."""
+def _check_imports(arts: Artifacts, imports: dict[str, object]) -> bool:
+    """Name the first import no provider serves (before any guest code runs).
+
+    Returns whether the component can run on the plain synchronous path
+    (:func:`polyengine.cli._startup.plain_path`).
+    """
     from polyengine import MissingImportError, required_imports
     from polyengine.embed import HostLinker, Imports
 
     try:
         linker = HostLinker(Imports(imports), suspend=False)
     except (TypeError, ValueError):  # instantiation reports missing imports on its own
-        return
+        return False
     for leaf in required_imports(arts):
         if leaf.kind in ("module", "component", "value"):
             raise CliError(
@@ -460,6 +468,7 @@ def _check_imports(arts: Artifacts, imports: dict[str, object]) -> None:
             raise CliError(
                 f"missing import: the component imports {what}, which no provider serves"
             ) from None
+    return _startup.plain_path(arts, linker.is_marked)
 
 
 # --------------------------------------------------------------------------- running
@@ -486,12 +495,11 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
         return _error(str(exc))
     try:
         try:
-            before = os.stat(path)
-            data = path.read_bytes()
+            before, data = _startup.read_component(path)
         except OSError as exc:
             _fail(f"cannot read {path}: {exc.strerror or exc}")
         if data[:4] != b"\0asm":
-            if data.lstrip()[:1] in (b"(", b";"):
+            if data[:4096].lstrip()[:1] in (b"(", b";"):
                 _fail(
                     f"{path} looks like WebAssembly text; polyengine runs binaries "
                     f"(compile it first: wasm-tools parse {path} -o app.wasm)"
@@ -517,8 +525,8 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                     f"{path} exports no wasi:cli/run interface (0.2 or 0.3); "
                     "use --invoke to call one of its functions"
                 )
-        imports = _wasi_imports(args, program, guest_args)
-        _check_imports(arts, imports)
+        imports = _wasi_imports(args, program, guest_args, arts.plan)
+        plain = _check_imports(arts, imports)
         fuel = limits is not None and limits.fuel is not None
         precompile(arts, program, stream=sys.stderr, fuel=fuel)
     except TranslationError as exc:
@@ -534,7 +542,7 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
             return _error(f"{path}: {exc}")
         return _internal_error(exc)
     try:
-        return asyncio.run(
+        return _startup.drive(
             _execute(
                 arts,
                 imports=imports,
@@ -543,7 +551,9 @@ def _main(args: argparse.Namespace, call_text: str | None, guest_args: list[str]
                 target=target,
                 params=params,
                 limits=limits,
-            )
+                plain=plain,
+            ),
+            plain=plain,
         )
     except KeyboardInterrupt:
         _flush()
@@ -608,14 +618,21 @@ async def _execute(
     target: ExportFunc | None,
     params: list[Any],
     limits: Any = None,
+    plain: bool = False,
 ) -> int:
     from polyengine import instantiate
     from polyengine_protocol import is_component_exception, is_trap
 
     what = "failed to instantiate the component"
+    stack = contextlib.ExitStack()
     try:
-        instance = await instantiate(arts, imports, limits=limits)
+        instance = await instantiate(
+            arts, imports, limits=limits, suspend=False if plain else None
+        )
         try:
+            if plain:
+                stack.enter_context(_startup.sigint_interrupts(instance))
+            _startup.guest_starts()
             if target is None:
                 assert run_name is not None
                 what = "failed to invoke `run` function"
@@ -634,11 +651,14 @@ async def _execute(
             print(_wave.format_results(value, target.type.result))
             return 0
         finally:
+            stack.close()
             instance.close()
-    except asyncio.CancelledError as exc:
-        # SIGINT (asyncio.run cancels the main task): a guest that was running
-        # is interrupted; report its trap as wasmtime does, then exit with 130
-        interrupted = exc.__context__
+    except (KeyboardInterrupt, _startup.cancelled_error()) as exc:
+        # SIGINT on the task model (asyncio.run cancels the main task), or
+        # Python's own KeyboardInterrupt where no handler of ours is installed:
+        # a guest that was running is interrupted; report its trap as wasmtime
+        # does, then exit with 130 (the plain path's handler: see below)
+        interrupted = exc.__context__ or exc.__cause__
         if interrupted is not None and getattr(interrupted, "code", None) == "interrupt":
             _report_trap(program, what, interrupted)
         raise
@@ -648,6 +668,9 @@ async def _execute(
             code = getattr(exit_request, "code", 1)
             return code if isinstance(code, int) else 1
         if is_trap(exc):
+            if getattr(exc, "code", None) == "interrupt" and _startup.SIGINT_REASON in str(exc):
+                _report_trap(program, what, exc)
+                raise KeyboardInterrupt from None  # exit status 130, as on the task model
             return _report_trap(program, what, exc)
         if isinstance(exc, LinkError):
             raise CliError(str(exc)) from None

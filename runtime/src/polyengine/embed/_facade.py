@@ -11,21 +11,20 @@ whose methods are coroutine functions, with ``drop()``, ``with`` and a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._linkcheck import attach
 from polyengine.embed._names import check_collisions, parse_func_name, pascal, snake
 from polyengine.embed._versions import VersionedRegistry
-from polyengine.instance import AsyncExportCall, ComponentRuntime, ExportCall, export_call
+from polyengine.instance import ComponentRuntime, ExportCall, export_call
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Result
 from polyengine_protocol import (
@@ -35,6 +34,9 @@ from polyengine_protocol import (
     Trap,
     define_realm_local,
 )
+
+if TYPE_CHECKING:  # the task model is imported only by a store that runs on it
+    from polyengine.instance import AsyncExportCall
 
 __all__ = ["Exports", "InterfaceExports", "build_exports"]
 
@@ -211,6 +213,8 @@ async def _settle_interrupt() -> None:
 
     A due timer runs in the turn after the one the task resumes in.
     """
+    import asyncio
+
     await asyncio.sleep(0)
     await asyncio.sleep(0)
 
@@ -476,14 +480,14 @@ def _attach(
         return value if unwrap is None else unwrap(value)
 
     async def invoke(args: tuple[Any, ...]) -> Any:
-        if isinstance(call, AsyncExportCall):
+        if not isinstance(call, ExportCall):
             return finish(await call(args))
         return finish(call(args))
 
     if kind == "constructor":
 
         def ctor(args: tuple[Any, ...]) -> Any:
-            if isinstance(call, AsyncExportCall):
+            if not isinstance(call, ExportCall):
                 return finish(call.call_sync(args))
             return finish(call(args))
 

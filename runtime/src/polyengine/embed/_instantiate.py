@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyengine.embed._facade import Exports, build_exports
 from polyengine.embed._host import HostLinker
-from polyengine.embed._hostvalues import HostValues
 from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
 from polyengine.errors import LinkError
@@ -22,6 +21,9 @@ from polyengine.limits import Limits
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
+
+if TYPE_CHECKING:
+    from polyengine.instance import HostValuesFactory
 
 __all__ = ["Instance", "ImportLeaf", "instantiate", "required_imports", "to_artifacts"]
 
@@ -110,10 +112,17 @@ async def instantiate(
         bind_host_resource=linker.bind_resource,
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
-        host_values=HostValues,
+        host_values=_host_values() if task_model else None,
         limits=limits,
     )
     return Instance(runtime, build_exports(runtime))
+
+
+def _host_values() -> HostValuesFactory:
+    """The host values of the task model (imported only by a store that runs on it)."""
+    from polyengine.embed._hostvalues import HostValues
+
+    return HostValues
 
 
 @dataclass(frozen=True, slots=True)

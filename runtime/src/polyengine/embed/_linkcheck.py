@@ -36,9 +36,6 @@ from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, get_member
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
-from polyengine.types.subtype import Mismatch, check_functype, check_valtype
-from polyengine.types.subtype import map_functype as _map_ft
-from polyengine.types.subtype import map_valtype as _map_vt
 
 __all__ = ["LINK_ATTR", "Known", "attach", "check_links", "known_type"]
 
@@ -134,6 +131,10 @@ class _Checker:
 
     def known(self, found: Known, expected: pln.ExternDesc, where: str, label: str) -> None:
         """Require ``found`` to be a subtype of ``expected`` (``label`` names it in errors)."""
+        from polyengine.types.subtype import Mismatch, check_functype, check_valtype
+        from polyengine.types.subtype import map_functype as _map_ft
+        from polyengine.types.subtype import map_valtype as _map_vt
+
         ka, kb = _kind(found.desc), _kind(expected)
         if ka != kb and not {ka, kb} <= {"type", "resource"}:
             raise self.fail(where, f"expected {kb} found {ka}")
@@ -165,6 +166,10 @@ class _Checker:
     def typedef(
         self, a: pln.TypeDesc, b: pln.TypeDesc, rid: Callable[[int], int], where: str, label: str
     ) -> None:
+        from polyengine.types.subtype import Mismatch, check_functype, check_valtype
+        from polyengine.types.subtype import map_functype as _map_ft
+        from polyengine.types.subtype import map_valtype as _map_vt
+
         if b.resource is not None:
             if a.resource is None:
                 raise self.fail(where, f"{label}: expected resource found type")

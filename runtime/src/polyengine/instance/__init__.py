@@ -12,23 +12,30 @@ and :class:`AsyncExportCall` (an export, called or awaited, as
 :func:`export_call` chooses at instantiation),
 :func:`needs_task_model`, and the seam the embed layer fills in for host
 values (:class:`HostValueHooks`, :class:`FutureSource`).
+
+The face imports nothing until a name is used (PEP 562 module
+``__getattr__``): a synchronous store never imports the task model
+(``_async.py``, :mod:`polyengine.concurrency`) nor asyncio.
 """
 
-from polyengine.instance._async import (
-    AsyncExportCall,
-    FutureSource,
-    HostValueHooks,
-    HostValuesFactory,
-    TaskModel,
-    needs_task_model,
-)
-from polyengine.instance._lift import ExportCall, InlineCall, export_call
-from polyengine.instance._runtime import (
-    ComponentRuntime,
-    CoreVal,
-    ImportSite,
-    ResolvedOptions,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from polyengine.instance._async import AsyncExportCall as AsyncExportCall
+    from polyengine.instance._async import FutureSource as FutureSource
+    from polyengine.instance._async import HostValueHooks as HostValueHooks
+    from polyengine.instance._async import HostValuesFactory as HostValuesFactory
+    from polyengine.instance._async import TaskModel as TaskModel
+    from polyengine.instance._features import needs_task_model as needs_task_model
+    from polyengine.instance._lift import ExportCall as ExportCall
+    from polyengine.instance._lift import InlineCall as InlineCall
+    from polyengine.instance._lift import export_call as export_call
+    from polyengine.instance._runtime import ComponentRuntime as ComponentRuntime
+    from polyengine.instance._runtime import CoreVal as CoreVal
+    from polyengine.instance._runtime import ImportSite as ImportSite
+    from polyengine.instance._runtime import ResolvedOptions as ResolvedOptions
 
 __all__ = [
     "AsyncExportCall",
@@ -45,3 +52,36 @@ __all__ = [
     "export_call",
     "needs_task_model",
 ]
+
+#: the module of each name, imported on first use
+_LAZY = {
+    "AsyncExportCall": "_async",
+    "FutureSource": "_async",
+    "HostValueHooks": "_async",
+    "HostValuesFactory": "_async",
+    "TaskModel": "_async",
+    "needs_task_model": "_features",
+    "ComponentRuntime": "_runtime",
+    "CoreVal": "_runtime",
+    "ExportCall": "_lift",
+    "export_call": "_lift",
+    "ImportSite": "_runtime",
+    "InlineCall": "_lift",
+    "ResolvedOptions": "_runtime",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a name on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'polyengine.instance' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"polyengine.instance.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

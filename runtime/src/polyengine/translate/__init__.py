@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import mmap
     import os
 
     from polyengine.translate.artifacts import Artifacts as Artifacts
@@ -46,7 +47,7 @@ def translate(component_bytes: bytes) -> Artifacts:
 
 
 def translate_for_run(
-    component_bytes: bytes, *, source: tuple[str, os.stat_result] | None = None
+    component_bytes: bytes | mmap.mmap, *, source: tuple[str, os.stat_result] | None = None
 ) -> Artifacts:
     """:func:`translate` for a process that starts to run one component (the command line).
 
@@ -54,13 +55,18 @@ def translate_for_run(
     process reading a cached plan also spares importing the translator.
     ``source`` is the file the bytes were read from and its ``stat`` taken
     before reading: an unchanged file's digest is remembered, not computed
-    again (:func:`polyengine.translate._cache.known_digest`).
+    again (:func:`polyengine.translate._cache.known_digest`). The bytes may
+    be a read-only mapping of that file: a run whose plan and modules are
+    cached then reads none of its pages.
     """
-    return _translate_cached(bytes(component_bytes), disk_any_size=True, source=source)
+    return _translate_cached(component_bytes, disk_any_size=True, source=source)
 
 
 def _translate_cached(
-    data: bytes, *, disk_any_size: bool, source: tuple[str, os.stat_result] | None = None
+    data: bytes | mmap.mmap,
+    *,
+    disk_any_size: bool,
+    source: tuple[str, os.stat_result] | None = None,
 ) -> Artifacts:
     import hashlib
 
@@ -74,7 +80,7 @@ def _translate_cached(
             remember_digest(source[0], source[1], sha)
     plan = cached_plan(sha, len(data), disk_any_size=disk_any_size)
     if plan is None:
-        plan = translate_component(data)
+        plan = translate_component(data if isinstance(data, bytes) else bytes(data))
         store_plan(sha, len(data), plan, disk_any_size=disk_any_size)
     return Artifacts._trusted(plan, data, sha)
 

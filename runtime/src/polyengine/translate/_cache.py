@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING
 from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan
 
 if TYPE_CHECKING:
+    import mmap
+
     from polyengine.types.subtype import CoreModuleT
 
 __all__ = [
@@ -293,7 +295,7 @@ def _source_record(path: str) -> Path | None:
     return probe.parent / key[:40]
 
 
-def known_digest(path: str, before: os.stat_result, data: bytes) -> str | None:
+def known_digest(path: str, before: os.stat_result, data: bytes | mmap.mmap) -> str | None:
     """The remembered sha-256 of the file ``path`` read as ``data``, if it still holds.
 
     ``before`` is the file's ``stat`` taken before it was read; the digest is

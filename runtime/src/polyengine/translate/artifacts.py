@@ -9,6 +9,7 @@ back needs the same component bytes; a mismatched pair is refused loudly.
 from __future__ import annotations
 
 import hashlib
+import mmap
 
 from polyengine.translate.plan import PLAN_FORMAT_VERSION, Plan, plan_from_json, plan_to_json
 from polyengine.types.model import Json
@@ -28,6 +29,7 @@ class Artifacts:
     """
 
     __slots__ = ("_bytes", "_plan", "_sha256")
+    _bytes: bytes | mmap.mmap
 
     def __init__(self, plan: Plan, component_bytes: bytes, sha256: str | None = None) -> None:
         digest = hashlib.sha256(component_bytes).hexdigest()
@@ -39,8 +41,13 @@ class Artifacts:
         _check_modules(plan, self._bytes)
 
     @classmethod
-    def _trusted(cls, plan: Plan, component_bytes: bytes, sha256: str) -> Artifacts:
-        """Artifacts whose ``sha256`` the caller has just computed (no second hashing)."""
+    def _trusted(cls, plan: Plan, component_bytes: bytes | mmap.mmap, sha256: str) -> Artifacts:
+        """Artifacts whose ``sha256`` the caller has just computed (no second hashing).
+
+        ``component_bytes`` may be a read-only mapping of the component file
+        (the command line's): its pages are read only where a module is
+        compiled, and :attr:`component_bytes` copies it out on first use.
+        """
         self = cls.__new__(cls)
         self._plan = plan
         self._bytes = component_bytes
@@ -53,7 +60,10 @@ class Artifacts:
 
     @property
     def component_bytes(self) -> bytes:
-        return self._bytes
+        data = self._bytes
+        if not isinstance(data, bytes):
+            data = self._bytes = bytes(data)
+        return data
 
     @property
     def sha256(self) -> str:

@@ -1,0 +1,48 @@
+"""Whether a plan needs the task model (architecture.md §4).
+
+Kept apart from the task model itself (``_async.py``): deciding costs only the
+plan and the type model, so a synchronous store never imports the task
+model or asyncio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from polyengine.translate import plan as pln
+from polyengine.types import model as m
+from polyengine.types.layout import contains
+
+__all__ = ["needs_task_model"]
+
+
+def _has_async_value(t: m.ValType | None) -> bool:
+    """Whether a value of type ``t`` may hold a stream, future or error-context."""
+    return contains(t, lambda u: isinstance(u, m.Stream | m.Future | m.ErrorContext))
+
+
+def _func_has_async_value(ft: m.FuncType) -> bool:
+    return any(_has_async_value(t) for t in ft.param_types()) or _has_async_value(ft.result)
+
+
+def needs_task_model(plan: pln.Plan, marked: Callable[[tuple[str, ...]], bool]) -> bool:
+    """Whether ``plan`` must run on the task model (``marked(path)``: a suspending import)."""
+    if plan.uses_async():
+        return True
+    for tr in plan.trampolines:
+        if isinstance(tr, pln.LowerImport):
+            if marked(tr.path) or _func_has_async_value(tr.type):
+                return True
+        elif isinstance(tr, pln.Adapter) and _func_has_async_value(tr.type):
+            return True
+    return any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+
+
+def _export_lifts(exports: tuple[pln.Export, ...]) -> list[pln.Lift]:
+    out: list[pln.Lift] = []
+    for e in exports:
+        if isinstance(e.item, pln.Lift):
+            out.append(e.item)
+        elif isinstance(e.item, pln.ExportedInstance):
+            out.extend(_export_lifts(e.item.items))
+    return out
