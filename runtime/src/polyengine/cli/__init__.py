@@ -57,6 +57,10 @@ def _version_action() -> type[argparse.Action]:
     import argparse
 
     class Version(argparse.Action):
+        def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+            kwargs.update(nargs=0, default=argparse.SUPPRESS)  # no attribute when not given
+            super().__init__(option_strings, dest, **kwargs)
+
         def __call__(
             self,
             parser: argparse.ArgumentParser,
@@ -84,7 +88,6 @@ def build_parser(*, run_only: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action=_version_action(),
-        nargs=0,
         help="show the version and call path, then exit",
     )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
