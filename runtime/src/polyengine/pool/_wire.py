@@ -19,6 +19,7 @@ Three things live here, shared by the worker pool and the Ray deployments:
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import builtins
 import contextlib
@@ -223,9 +224,10 @@ def encode_error(error: BaseException) -> object:
 def decode_error(data: object, where: str) -> BaseException:
     """An envelope as an exception of this process, with a note saying ``where`` it was raised.
 
-    An unbranded builtin exception (``TypeError``, ``OverflowError``, ...)
-    comes back as that builtin class, its cause chain and notes kept; other
-    unbranded exceptions are ``ClonedError`` naming their class.
+    An unbranded exception of a builtin class (``TypeError``,
+    ``OverflowError``, ...) or of this project's packages comes back as that
+    class, its cause chain and notes kept; other unbranded exceptions are
+    ``ClonedError`` naming their class.
     """
     error = from_cloneable(data)
     if not isinstance(error, BaseException):
@@ -250,15 +252,59 @@ def _as_builtin(error: BaseException) -> BaseException:
     return top
 
 
+#: packages whose exception classes a crossing rebuilds by name (the same code runs on both sides)
+_OWN_PACKAGES: Final = ("polyengine", "polyengine_protocol", "polyengine_wasi")
+
+
+def _named_class(name: str) -> type[Exception] | None:
+    """The exception class ``name`` names: a builtin, or one of this project's packages."""
+    module, _, qualname = name.rpartition(".")
+    if not module:
+        found: object = getattr(builtins, name, None)
+    elif module.split(".")[0] in _OWN_PACKAGES:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            return None
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+    else:
+        return None
+    if isinstance(found, type) and issubclass(found, Exception) and found is not Exception:
+        return found
+    return None
+
+
 def _rebuilt(error: BaseException) -> BaseException:
+    """An unbranded exception of a builtin class (or one of ours) as that class again.
+
+    A class whose constructor does not take the message alone becomes its
+    nearest builtin base class (``LowerOverflowError`` → ``OverflowError``).
+    """
     if not isinstance(error, ClonedError):
         return error
-    cls = getattr(builtins, error.name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Exception)) or cls is Exception:
+    cls = _named_class(error.name)
+    if cls is None:
         return error
-    try:
-        rebuilt = cls(error.message)
-    except Exception:
+    rebuilt: BaseException | None = None
+    for candidate in cls.__mro__:
+        if not (isinstance(candidate, type) and issubclass(candidate, Exception)):
+            continue
+        if candidate is not cls and candidate.__module__ != "builtins":
+            continue
+        if candidate is Exception:
+            break
+        try:
+            rebuilt = candidate(error.message)
+        except Exception:
+            continue
+        if str(rebuilt) != error.message:  # KeyError shows its argument's repr
+            with contextlib.suppress(Exception):
+                again = candidate(ast.literal_eval(error.message))
+                if str(again) == error.message:
+                    rebuilt = again
+        break
+    if rebuilt is None:
         return error
     rebuilt.__cause__ = error.__cause__
     for note in getattr(error, "__notes__", ()):

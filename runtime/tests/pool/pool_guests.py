@@ -6,7 +6,7 @@ World-level exports:
   starts again at 1), ``crash()`` (``unreachable``), ``spin(n)`` (a
   CPU-bound loop of ``n`` xorshift steps);
 * ``whoami()`` (the host's ``pid``), ``nap(ms)`` (the host sleeps, then
-  ``pid``), ``poke(how)`` (the host does ``how``: see ``hosts.py``);
+  ``pid``), ``poke(how)`` (the host does ``how``: see ``pool_hosts.py``);
 * ``echo(items)`` returns its ``list<item>`` argument as it came (the host
   lowers it, the guest hands the same memory back to be lifted), ``fail(items)``
   returns it as the error of a ``result<u32, list<item>>``, ``div(a, b)``

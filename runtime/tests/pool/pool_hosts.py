@@ -1,10 +1,11 @@
 """Imports factories of the pool tests, made in the worker processes.
 
-The test folders are not packages: the tests name these factories by file,
-``f"{hosts.__file__}:imports"``, and the workers load this file.
+This folder is on ``sys.path`` (the conftest puts it there, and a worker
+gets its parent's path), so the tests name a factory ``"pool_hosts:imports"``
+or pass the function itself; the workers import this module.
 
 ``poke(how)`` does, in the worker: 0 nothing; 1 ``os._exit(3)``; 2 a
-segfault (``SIGSEGV`` to itself); 3 ``SIGKILL`` to itself; 10..16 raise one
+segfault (a read of address 0); 3 ``SIGKILL`` to itself; 10..16 raise one
 member of the error taxonomy (:data:`RAISED`), each with a cause chain.
 """
 
@@ -66,7 +67,9 @@ def poke(how: int) -> None:
     if how == 1:
         os._exit(3)
     if how == 2:
-        os.kill(os.getpid(), signal.SIGSEGV)
+        import ctypes
+
+        ctypes.string_at(0)  # a read of address 0: a real segmentation fault
     if how == 3:
         os.kill(os.getpid(), signal.SIGKILL)
     _raise(how)
