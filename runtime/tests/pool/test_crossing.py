@@ -13,6 +13,9 @@ from typing import Any
 
 import pool_hosts
 import pytest
+
+import polyengine
+from polyengine.pool import Pool
 from polyengine_protocol import (
     ComponentException,
     InvalidHandleError,
@@ -24,9 +27,6 @@ from polyengine_protocol import (
     is_trap,
     is_wasi_exit,
 )
-
-import polyengine
-from polyengine.pool import Pool
 
 ITEMS: list[dict[str, Any]] = [
     {
