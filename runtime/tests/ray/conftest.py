@@ -1,0 +1,55 @@
+"""Fixtures of the Ray tests: one local Ray instance (2 CPUs) with Serve on 127.0.0.1.
+
+Every test here carries the ``ray`` marker: the suite on Python 3.11 runs
+them with the ``ray`` extra installed; CI's runs on other Pythons, which do
+not install Ray, deselect them explicitly (``-m "not ray"``).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "pool"))
+
+from pool_guests import GUEST
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "ray: needs the ray extra and starts a local Ray instance")
+
+
+@pytest.fixture(scope="session")
+def guest(wat: Callable[[str], bytes]) -> bytes:
+    return wat(GUEST)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def ray_serve() -> Iterator[tuple[Any, int]]:
+    """``(serve, port)``: Serve's HTTP proxy listens on 127.0.0.1:``port``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # raised while Ray imports
+        import ray
+        from ray import serve
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    port = _free_port()
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        yield serve, port
+    finally:
+        serve.shutdown()
+        ray.shutdown()
