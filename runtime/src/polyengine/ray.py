@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from polyengine.limits import Limits
-from polyengine.pool._wire import (
+from polyengine.pool.wire import (
     FactoryRef,
     ImportsSpec,
     decode_error,
@@ -145,7 +145,7 @@ def http_deployment(
 
 
 class _Replica:
-    """The state of an export-call replica: its :class:`~polyengine.pool._host.InstanceHost`."""
+    """The state of an export-call replica: its :class:`~polyengine.pool.host.InstanceHost`."""
 
     def __init__(
         self, data: bytes, ref: FactoryRef | None, limits: Limits | None, suspend: bool | None
@@ -169,7 +169,7 @@ class _Replica:
 
     async def _start(self) -> None:
         from polyengine import translate
-        from polyengine.pool._host import InstanceHost
+        from polyengine.pool.host import InstanceHost
 
         try:
             factory = load_factory(self._ref) if self._ref is not None else None
@@ -182,7 +182,7 @@ class _Replica:
             self._starting = None
 
     async def call(self, interface: str | None, name: str, args: object) -> dict[str, object]:
-        from polyengine.pool._wire import encode_error
+        from polyengine.pool.wire import encode_error
 
         try:
             host = await self.host()

@@ -229,8 +229,8 @@ def serve_command(args: argparse.Namespace) -> int:
 class _Supervisor:
     """The parent of ``--workers N``: starts, watches, replaces and stops the serving workers.
 
-    Workers are :class:`polyengine.pool._process.WorkerProcess` processes in
-    the ``http`` role (:func:`serve_worker`). The first is started alone, so
+    Workers are :class:`polyengine.pool.process.WorkerProcess` processes
+    running this module (:func:`serve_worker`). The first is started alone, so
     that it alone compiles the component into the on-disk cache; the rest
     boot meanwhile and start once it is ready. ``Serving HTTP on`` is
     printed when all are ready. A worker that exits while the server runs
@@ -258,10 +258,10 @@ class _Supervisor:
             self._stop.set()
 
     async def _start(self, index: int, worker: Any | None = None) -> Any:
-        from polyengine.pool._process import WorkerProcess, describe_exit
+        from polyengine.pool.process import WorkerProcess, describe_exit
 
         if worker is None:
-            worker = WorkerProcess(next(self._serials))
+            worker = WorkerProcess(next(self._serials), _WORKER_MODULE)
             await worker.spawn()
         self._workers[index] = worker
         worker.send(self._init)
@@ -274,7 +274,7 @@ class _Supervisor:
         return worker
 
     async def _watch(self, index: int) -> None:
-        from polyengine.pool._process import describe_exit
+        from polyengine.pool.process import describe_exit
 
         while not self._stop.is_set():
             worker = self._workers[index]
@@ -292,13 +292,15 @@ class _Supervisor:
                 await asyncio.sleep(1.0)
 
     async def run(self) -> int:
-        from polyengine.pool._process import WorkerProcess
+        from polyengine.pool.process import WorkerProcess
 
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, self._signal)
         try:
-            booting = [WorkerProcess(next(self._serials)) for _ in range(self._count)]
+            booting = [
+                WorkerProcess(next(self._serials), _WORKER_MODULE) for _ in range(self._count)
+            ]
             for worker in booting:
                 await worker.spawn()
             await self._start(0, booting[0])
@@ -347,8 +349,21 @@ class _Supervisor:
             await self._stop.wait()
 
 
+#: the program of a serving worker: this module, run as ``python -m ... FD``
+_WORKER_MODULE = "polyengine.cli._serve"
+
+
+def _worker_main() -> int:
+    import polyengine
+    from polyengine.pool.process import connect_to_parent
+
+    polyengine.instantiate  # noqa: B018 (import the runtime while the parent holds us back)
+    control, init = connect_to_parent(sys.argv[1:])
+    return 0 if init is None else serve_worker(control, init)
+
+
 def serve_worker(control: socket.socket, init: dict[str, Any]) -> int:
-    """The ``http`` role of a pool worker process: serve until the parent says stop."""
+    """A serving worker (``--workers N``): serve until the parent says stop (or is gone)."""
     from polyengine.limits import Limits
 
     options = dict(init["options"])
@@ -364,7 +379,7 @@ def serve_worker(control: socket.socket, init: dict[str, Any]) -> int:
 
 async def _controlled(server: Any, control: socket.socket) -> None:
     """Tell the parent once the server listens; drain when it says stop (or is gone)."""
-    from polyengine.pool._wire import read_frame, write_frame
+    from polyengine.pool.wire import read_frame, write_frame
 
     control.setblocking(False)
     reader, writer = await asyncio.open_connection(sock=control)
@@ -483,3 +498,7 @@ async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
     print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
           file=sys.stderr, flush=True)
     server.should_exit = True
+
+
+if __name__ == "__main__":
+    raise SystemExit(_worker_main())

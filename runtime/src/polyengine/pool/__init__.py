@@ -21,7 +21,7 @@ from polyengine.pool._pool import PoolInterface as PoolInterface
 from polyengine.pool._pool import WorkerDiedError as WorkerDiedError
 from polyengine.pool._pool import WorkerInfo as WorkerInfo
 from polyengine.pool._pool import WorkerStartError as WorkerStartError
-from polyengine.pool._wire import ImportsSpec as ImportsSpec
+from polyengine.pool.wire import ImportsSpec as ImportsSpec
 
 __all__ = [
     "ImportsSpec",

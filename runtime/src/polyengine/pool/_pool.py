@@ -4,7 +4,7 @@ http-serve.md §7 (one box: a process per core) and python-mapping.md §8
 (realm boundaries become process boundaries). Each worker holds one
 instance whose imports its factory makes in the worker; a call goes to a
 free worker, its arguments, result and error crossing as
-``to_cloneable`` data (:mod:`polyengine.pool._wire`).
+``to_cloneable`` data (:mod:`polyengine.pool.wire`).
 
 * Routing: a call takes the worker with the fewest calls in flight below
   ``concurrency``; when every worker is busy it waits, first come first
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Final, Self
 
 from polyengine.limits import Limits
-from polyengine.pool._host import track_key
-from polyengine.pool._process import WorkerProcess, describe_exit
-from polyengine.pool._wire import (
+from polyengine.pool.host import track_key
+from polyengine.pool.process import WorkerProcess, describe_exit
+from polyengine.pool.wire import (
     FactoryRef,
     ImportsSpec,
     decode_error,

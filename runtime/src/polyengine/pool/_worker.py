@@ -1,19 +1,13 @@
 """A pool worker process: ``python -m polyengine.pool._worker FD``.
 
-``FD`` is this process's end of a socket pair with its parent. The worker
-imports the runtime while the parent decides when it may start (a pool
-starts its first worker alone, so that it alone compiles into the shared
-on-disk cache), then reads one init message saying its role:
-
-* ``exports``: hold one instance (:class:`~polyengine.pool._host.InstanceHost`)
-  and answer ``("call", id, interface, name, args)`` with
-  ``("ok"|"err", id, data)`` until ``("exit",)`` or the parent is gone;
-* ``http``: serve a wasi:http component on a ``SO_REUSEPORT`` listener
-  for ``polyengine serve --workers N`` (:func:`polyengine.cli._serve.serve_worker`).
-
-The first message back is ``("ready", info)`` or ``("fatal", error)``.
-The worker runs in its own session: a ctrl-c at the terminal reaches the
-parent, which decides what the workers do.
+``FD`` is this process's end of a socket pair with its parent
+(:mod:`polyengine.pool.process`). The worker imports the runtime while the
+parent decides when it may start (a pool starts its first worker alone, so
+that it alone compiles into the shared on-disk cache), then reads its init
+message, makes its instance (:class:`~polyengine.pool.host.InstanceHost`),
+answers ``("ready", info)`` (or ``("fatal", error)``), and then answers
+each ``("call", id, interface, name, args)`` with ``("ok"|"err", id, data)``
+until ``("exit",)`` or the parent is gone.
 """
 
 from __future__ import annotations
@@ -29,49 +23,33 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].isdigit():
-        print("usage: python -m polyengine.pool._worker FD", file=sys.stderr)
-        return 2
-    sock = socket.socket(fileno=int(args[0]))
-    sock.setblocking(True)
     # Import the runtime while the parent may still be holding this worker back.
     import polyengine
+    from polyengine.pool.process import connect_to_parent
 
     polyengine.instantiate  # noqa: B018 (the attribute imports the embedder)
-    from polyengine.pool._wire import recv_frame_blocking
-
-    init = recv_frame_blocking(sock)
-    if not isinstance(init, dict):  # the parent stopped before it needed this worker
+    sock, init = connect_to_parent(sys.argv[1:] if argv is None else argv)
+    if init is None:
         return 0
-    sys_path = init.get("sys_path")
-    if isinstance(sys_path, list):
-        sys.path[:] = [p for p in sys_path if isinstance(p, str)]
-    role = init.get("role")
-    if role == "exports":
-        return asyncio.run(_exports(sock, init))
-    if role == "http":
-        from polyengine.cli._serve import serve_worker
-
-        return serve_worker(sock, init)
-    print(f"polyengine pool worker: unknown role {role!r}", file=sys.stderr)
-    return 2
+    return asyncio.run(_exports(sock, init))
 
 
 async def _exports(sock: socket.socket, init: dict[str, Any]) -> int:
     from polyengine import translate
     from polyengine.limits import Limits
-    from polyengine.pool._host import InstanceHost
-    from polyengine.pool._wire import encode_error, load_factory, read_frame, write_frame
+    from polyengine.pool.host import InstanceHost
+    from polyengine.pool.wire import encode_error, load_factory, read_frame, write_frame
 
     sock.setblocking(False)
     reader, writer = await asyncio.open_connection(sock=sock)
     broken: list[BaseException] = []
-    stop = asyncio.Event()
+    main_task = asyncio.current_task()
 
     def on_broken(error: BaseException) -> None:
+        # A replacement instance could not be made: stop reading, report, exit.
         broken.append(error)
-        stop.set()
+        if main_task is not None:
+            main_task.cancel()
 
     try:
         artifacts = translate(init["component"])
@@ -103,17 +81,9 @@ async def _exports(sock: socket.socket, init: dict[str, Any]) -> int:
         with contextlib.suppress(ConnectionError):
             await writer.drain()
 
-    reading = asyncio.ensure_future(read_frame(reader))
-    stopping = asyncio.ensure_future(stop.wait())
     try:
         while True:
-            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if stopping.done():
-                write_frame(writer, ("fatal", encode_error(broken[0])))
-                with contextlib.suppress(ConnectionError):
-                    await writer.drain()
-                return 1
-            message = reading.result()
+            message = await read_frame(reader)
             if message is None or message[0] == "exit":
                 return 0
             if message[0] == "call":
@@ -123,10 +93,14 @@ async def _exports(sock: socket.socket, init: dict[str, Any]) -> int:
                 task = tasks.get(message[1])
                 if task is not None:
                     task.cancel()
-            reading = asyncio.ensure_future(read_frame(reader))
+    except asyncio.CancelledError:
+        if not broken:
+            raise
+        write_frame(writer, ("fatal", encode_error(broken[0])))
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        return 1
     finally:
-        reading.cancel()
-        stopping.cancel()
         for task in list(tasks.values()):
             task.cancel()
         if tasks:

@@ -5,7 +5,7 @@ Shared by the export pool (:mod:`polyengine.pool._pool`) and
 machine). The process is ``python -m polyengine.pool._worker FD`` with the
 parent's interpreter and environment, in its own session (a ctrl-c at the
 terminal reaches the parent only), talking over a socket pair in
-:mod:`polyengine.pool._wire` frames. A worker whose parent is gone sees the
+:mod:`polyengine.pool.wire` frames. A worker whose parent is gone sees the
 end of the socket and exits.
 """
 
@@ -21,9 +21,9 @@ import sys
 import time
 from typing import Any
 
-from polyengine.pool._wire import read_frame, write_frame
+from polyengine.pool.wire import read_frame, recv_frame_blocking, write_frame
 
-__all__ = ["WorkerProcess", "describe_exit"]
+__all__ = ["WorkerProcess", "connect_to_parent", "describe_exit"]
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -42,11 +42,12 @@ def describe_exit(returncode: int | None) -> str:
 
 
 class WorkerProcess:
-    """One worker process and its end of the socket pair."""
+    """One worker process (``python -m module FD``) and the parent's end of the socket pair."""
 
-    def __init__(self, serial: int) -> None:
+    def __init__(self, serial: int, module: str = "polyengine.pool._worker") -> None:
         #: the pool-wide number of this spawn (0, 1, 2, ... in the order of spawning)
         self.serial = serial
+        self.module = module
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
@@ -63,7 +64,7 @@ class WorkerProcess:
         parent, child = socket.socketpair()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "polyengine.pool._worker", str(child.fileno())],
+                [sys.executable, "-m", self.module, str(child.fileno())],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -134,3 +135,23 @@ class WorkerProcess:
         writer, self.writer = self.writer, None
         if writer is not None:
             writer.close()
+
+
+def connect_to_parent(argv: list[str]) -> tuple[socket.socket, dict[str, Any] | None]:
+    """The worker's side: its socket (``argv`` is ``[FD]``) and the parent's init message.
+
+    The message is ``None`` when the parent stopped before it needed this
+    worker. The parent's ``sys.path`` (``init["sys_path"]``) becomes this
+    process's, so the imports factory's module is found as the parent finds it.
+    """
+    if len(argv) != 1 or not argv[0].isdigit():
+        raise SystemExit("usage: python -m MODULE FD (a worker of polyengine.pool)")
+    sock = socket.socket(fileno=int(argv[0]))
+    sock.setblocking(True)
+    init = recv_frame_blocking(sock)
+    if not isinstance(init, dict):
+        return sock, None
+    sys_path = init.get("sys_path")
+    if isinstance(sys_path, list):
+        sys.path[:] = [p for p in sys_path if isinstance(p, str)]
+    return sock, init

@@ -3,7 +3,7 @@
 The instance is made in this process from imports its factory makes here
 (python-mapping.md §8: providers are realm-local). Calls arrive as the
 export's name and ``to_cloneable`` arguments, and leave as ``to_cloneable``
-results or error envelopes (:mod:`polyengine.pool._wire`). A ``Trap`` (or a
+results or error envelopes (:mod:`polyengine.pool.wire`). A ``Trap`` (or a
 WASI exit) poisons the instance (embedder-api.md §"Error model"): it is
 discarded and a new one is made from the factory, so the next call runs on
 a fresh instance; the callers whose calls were on the old one see the trap.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from polyengine.limits import Limits
-from polyengine.pool._wire import encode_error, encode_result, make_imports
+from polyengine.pool.wire import encode_error, encode_result, make_imports
 from polyengine_protocol import from_cloneable, is_trap, is_wasi_exit
 
 __all__ = ["InstanceHost", "catalog_of", "track_key"]
