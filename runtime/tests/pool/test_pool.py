@@ -324,7 +324,7 @@ def test_the_blocking_pool_serves_threads_at_once(guest: bytes) -> None:
         for thread in threads:
             thread.join(30)
         assert set(answers) == pids
-        assert time.monotonic() - started < 0.55
+        assert time.monotonic() - started < 0.59  # one worker would take 0.6 s
         assert pool.exports["test:pool/math@1.2.0"].mul(2, 3) == 6
         with pytest.raises(WorkerDiedError):
             pool.exports.poke(1)
