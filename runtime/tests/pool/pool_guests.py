@@ -144,3 +144,19 @@ GUEST = f"""
   (export "test:pool/math@1.2.0" (instance $math))
 )
 """
+
+#: ``oops(why) -> error-context``: an error-context made by the guest from its argument
+#: (a 0.3 built-in, so this guest runs on the task model)
+ERROR_CONTEXT_GUEST = f"""
+(component
+  {LIBC}
+  (alias core export $libc "mem" (core memory $libc-mem))
+  (core func $ecnew (canon error-context.new (memory $libc-mem)))
+  (core module $m
+    (import "h" "ecnew" (func $ecnew (param i32 i32) (result i32)))
+    (func (export "oops") (param i32 i32) (result i32) (call $ecnew (local.get 0) (local.get 1))))
+  (core instance $i (instantiate $m (with "h" (instance (export "ecnew" (func $ecnew))))))
+  (func (export "oops") (param "why" string) (result error-context)
+    (canon lift (core func $i "oops") {OPTS}))
+)
+"""

@@ -9,10 +9,12 @@ are refused at the sender, naming the argument and the path.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pool_hosts
 import pytest
+from pool_guests import ERROR_CONTEXT_GUEST
 
 import polyengine
 from polyengine.pool import Pool
@@ -21,6 +23,7 @@ from polyengine_protocol import (
     InvalidHandleError,
     is_component_exception,
     is_dropped_error,
+    is_error_context,
     is_invalid_handle_error,
     is_peer_trapped_error,
     is_stream_producer_error,
@@ -216,6 +219,17 @@ def test_a_result_holding_a_resource_stays_in_the_worker(blocking_pool: Any) -> 
     assert "stays in the worker process" in str(caught.value)
     # The worker goes on.
     assert blocking_pool.exports.add(1, 1) == 2
+
+
+def test_an_error_context_crosses_as_its_message(wat: Callable[[str], bytes]) -> None:
+    async def main() -> None:
+        component = wat(ERROR_CONTEXT_GUEST)
+        async with asyncio.timeout(60), Pool(component, workers=1) as pool:
+            context = await pool.exports.oops("the disk is on fire")
+            assert is_error_context(context)
+            assert context.debug_message() == "the disk is on fire"
+
+    asyncio.run(main())
 
 
 def test_the_async_pool_gives_the_same_answers(guest: bytes) -> None:
