@@ -300,9 +300,14 @@ class Pool:
             if kind == "fatal":
                 worker.fatal = message[1]
                 continue
-            entry = worker.inflight.pop(message[1], None)
+            entry = worker.inflight.get(message[1])
             if entry is None:  # a call already failed by _fail_inflight
                 continue
+            if kind == "cancelled" and not entry[0].done():
+                # The worker stopped a call nobody cancelled (it is stopping): the
+                # end of the worker fails the call, saying why.
+                continue
+            del worker.inflight[message[1]]
             worker.busy -= 1
             worker.calls += 1
             if not entry[0].done():
@@ -447,8 +452,6 @@ class Pool:
             from polyengine_protocol import from_cloneable
 
             return from_cloneable(payload)
-        if kind == "cancelled":
-            raise asyncio.CancelledError()
         raise decode_error(payload, f"pool worker {worker.index} (pid {worker.pid})")
 
     @property
