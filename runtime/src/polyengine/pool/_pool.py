@@ -18,6 +18,9 @@ free worker, its arguments, result and error crossing as
   :class:`WorkerDiedError` and is replaced; other workers' calls go on.
 * ``async with`` / :meth:`Pool.close` refuse new calls, let the calls already
   made finish within ``grace`` seconds, then stop the workers.
+* Cancelling a call tells its worker: an async export is cancelled there; a
+  synchronous guest already running goes on to its end (or to its
+  ``Limits.timeout``), and the worker takes no other call before it answers.
 """
 
 from __future__ import annotations
