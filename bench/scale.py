@@ -6,8 +6,10 @@ calls) and ``add(a, b)``. Printed:
 
 * the time of one ``spin`` call in process (calibrated to ``--call-ms``);
 * throughput of ``spin`` calls on a pool of 1 worker and of 2 workers,
-  side by side (alternating runs, the best of ``--rounds``), and their
-  ratio (target: at least 1.7x on 2 cores);
+  side by side (alternating runs, the best of ``--rounds``), with the CPU
+  the workers got (cores used, from ``/proc``: on a machine shared with
+  other work, 2 workers may get less than 2 cores), and the ratio
+  (target: at least 1.7x on 2 cores);
 * the per-call overhead: ``await pool.exports.add(1, 2)`` against
   ``await instance.exports.add(1, 2)`` in process, sequential calls.
 
@@ -78,11 +80,28 @@ async def calibrate(component: bytes, call_ms: float) -> tuple[int, float]:
         instance.close()
 
 
-async def throughput(pool: Pool, steps: int, calls: int) -> float:
-    """``spin`` calls per second with ``calls`` calls offered at once."""
+def cpu_seconds(pids: list[int]) -> float | None:
+    """CPU time (user + system) the processes ``pids`` have used, from ``/proc`` (Linux)."""
+    total = 0
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def throughput(pool: Pool, steps: int, calls: int) -> tuple[float, float | None]:
+    """``spin`` calls per second with ``calls`` calls offered at once, and the cores used."""
+    pids = [w.pid for w in pool.workers]
+    cpu = cpu_seconds(pids)
     started = time.perf_counter()
     await asyncio.gather(*(pool.exports.spin(steps) for _ in range(calls)))
-    return calls / (time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    after = cpu_seconds(pids)
+    cores = None if cpu is None or after is None else (after - cpu) / wall
+    return calls / wall, cores
 
 
 async def latency_in_process(component: bytes, calls: int) -> float:
@@ -118,22 +137,31 @@ async def main(args: argparse.Namespace) -> None:
           f"({1 / one:.1f} calls/s on one core)")
 
     best = {1: 0.0, 2: 0.0}
+    cores: dict[int, float | None] = {1: None, 2: None}
     async with Pool(component, workers=1) as one_worker, Pool(component, workers=2) as two:
         pools = {1: one_worker, 2: two}
         for workers, pool in pools.items():  # warm both
             await throughput(pool, steps, workers)
         for _ in range(args.rounds):
             for workers, pool in pools.items():
-                best[workers] = max(best[workers], await throughput(pool, steps, args.calls))
+                rate, used = await throughput(pool, steps, args.calls)
+                if rate > best[workers]:
+                    best[workers], cores[workers] = rate, used
         overhead_pool = await latency_pool(one_worker, args.latency_calls)
     overhead_local = await latency_in_process(component, args.latency_calls)
 
     print(f"  throughput, {args.calls} calls offered at once (best of {args.rounds}):")
-    print(f"    1 worker:  {best[1]:8.1f} calls/s")
-    print(f"    2 workers: {best[2]:8.1f} calls/s")
+    for workers, label in ((1, "1 worker: "), (2, "2 workers:")):
+        used = cores[workers]
+        note = "" if used is None else f"  (the workers used {used:.2f} cores)"
+        print(f"    {label} {best[workers]:8.1f} calls/s{note}")
     ratio = best[2] / best[1]
     verdict = "meets" if ratio >= 1.7 else "misses"
     print(f"  ratio 2 workers / 1 worker: {ratio:.2f}x ({verdict} the 1.7x target on 2 cores)")
+    if cores[1] and cores[2]:
+        per_core = {w: best[w] / c for w, c in cores.items() if c}
+        print(f"  per core the workers got: {per_core[1]:.1f} and {per_core[2]:.1f} calls/s "
+              f"({per_core[2] / per_core[1]:.2f}x: what a second worker costs per call)")
     print(f"  per-call overhead, add(1, 2), {args.latency_calls} sequential calls:")
     print(f"    in process: {overhead_local * 1e6:8.1f} us per call")
     print(f"    pool:       {overhead_pool * 1e6:8.1f} us per call")

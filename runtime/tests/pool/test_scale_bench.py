@@ -23,6 +23,7 @@ def test_the_scale_bench_prints_its_rows() -> None:
         "1 worker:",
         "2 workers:",
         "ratio 2 workers / 1 worker:",
+        "per core the workers got:",
         "in process:",
         "pool:",
         "difference:",
