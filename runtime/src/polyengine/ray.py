@@ -20,6 +20,13 @@ component host wants; Serve adds routing, autoscaling and an HTTP proxy.
 The imports factory is named as for :class:`polyengine.pool.Pool` and
 imported in each replica, so its module must be importable there (or its
 file readable, for a ``"path/to/file.py:function"`` name).
+
+A driver that also runs instances itself must start Ray with the
+environment variable ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER=1`` (set before
+``ray`` is imported): Ray's crash handler, installed over the engine's
+signal handlers, would turn the driver's next guest trap into a crash of
+the process. Replicas are not affected: their engine installs its handlers
+after Ray's.
 """
 
 from __future__ import annotations

@@ -37,15 +37,22 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_serve() -> Iterator[tuple[Any, int]]:
-    """``(serve, port)``: Serve's HTTP proxy listens on 127.0.0.1:``port``."""
-    with warnings.catch_warnings():
+    """``(serve, port)``: Serve's HTTP proxy listens on 127.0.0.1:``port``.
+
+    Module-scoped: Ray's processes stop before the rest of the suite runs.
+    Ray's crash handler is kept out of this process: installed over the
+    engine's signal handlers, it would turn the next guest trap of the
+    suite (a signal the engine handles) into a crash of the test process.
+    """
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setenv("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")  # read as Ray starts
         warnings.simplefilter("ignore", DeprecationWarning)  # raised while Ray imports
         import ray
         from ray import serve
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     port = _free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})

@@ -106,6 +106,11 @@ def test_export_calls_through_a_deployment_handle(ray_serve: tuple[Any, int], gu
         # A trap: the replica makes a new instance (its counter starts again).
         await exports.counter()
         with pytest.raises(Exception) as trapped:
+            await exports.crash()  # a guest's own trap (`unreachable`), in the replica
+        assert is_trap(trapped.value) and "unreachable" in str(trapped.value)
+        assert await exports.counter() == 1
+        await exports.counter()
+        with pytest.raises(Exception) as trapped:
             await exports.poke(12)
         assert is_trap(trapped.value)
         peer = trapped.value.__cause__
