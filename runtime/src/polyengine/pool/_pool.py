@@ -242,8 +242,9 @@ class Pool:
         for worker in workers:
             worker.send(("exit",))
             await worker.flush()
+        deadline = time.monotonic() + min(5.0, max(grace, 0.5))
         for worker in workers:
-            code = await worker.wait_exit(min(5.0, max(grace, 0.5)))
+            code = await worker.wait_exit(max(0.0, deadline - time.monotonic()))
             if code is None:
                 worker.kill()
             self._fail_inflight(
