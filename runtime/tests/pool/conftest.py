@@ -18,9 +18,13 @@ def guest(wat: Callable[[str], bytes]) -> bytes:
     return wat(GUEST)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def module_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A compile cache of the pool tests' own, inherited by every worker they start."""
+    """A compile cache of each test module's own, inherited by every worker it starts.
+
+    Module-scoped, so the tests that run after this folder's find the
+    cache they were given (``POLYENGINE_CACHE_DIR``) unchanged.
+    """
     path = tmp_path_factory.mktemp("modules")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("POLYENGINE_CACHE_DIR", str(path))
