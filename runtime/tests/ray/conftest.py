@@ -1,4 +1,4 @@
-"""Fixtures of the Ray tests: one local Ray instance (2 CPUs) with Serve on 127.0.0.1.
+"""Fixtures of the Ray tests: one local Ray instance (2 CPUs) on 127.0.0.1, with Serve.
 
 Every test here carries the ``ray`` marker: the suite on Python 3.11 runs
 them with the ``ray`` extra installed; CI's runs on other Pythons, which do
@@ -48,11 +48,21 @@ def ray_serve() -> Iterator[tuple[Any, int]]:
     """
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         patch.setenv("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")  # read as Ray starts
+        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")  # Ray reports nowhere
+        # A single-node Ray on the loopback address (what it does on macOS and
+        # Windows): without it Ray takes the machine's outward address.
+        patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         warnings.simplefilter("ignore", DeprecationWarning)  # raised while Ray imports
         import ray
         from ray import serve
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # Every Ray process listens, and every connection goes, on 127.0.0.1.
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+        )
     port = _free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
