@@ -21,6 +21,7 @@ import pool_hosts
 import pytest
 
 import polyengine.sync
+from polyengine import LimitCode, Limits
 from polyengine.pool import Pool, PoolClosedError, WorkerDiedError, WorkerStartError
 from polyengine_protocol import is_trap
 
@@ -95,6 +96,20 @@ def test_a_trap_replaces_the_instance_and_keeps_the_worker(guest: bytes) -> None
             assert is_trap(caught.value) and "unreachable" in str(caught.value)
             assert await pool.exports.counter() == 1  # a new instance counts again
             assert await pool.exports.whoami() == pid  # in the same process
+
+    run(main)
+
+
+def test_limits_reach_the_workers(guest: bytes) -> None:
+    async def main() -> None:
+        async with Pool(guest, HOSTS, workers=1, limits=Limits(timeout=0.2)) as pool:
+            started = time.monotonic()
+            with pytest.raises(Exception) as caught:
+                await pool.exports.spin(4_000_000_000)  # seconds of guest loop
+            assert is_trap(caught.value)
+            assert caught.value.code == LimitCode.INTERRUPT  # type: ignore[attr-defined]
+            assert time.monotonic() - started < 5
+            assert await pool.exports.add(1, 2) == 3
 
     run(main)
 
