@@ -89,7 +89,9 @@ def register(subparsers: Any) -> None:
                    help="WASI options: cli (always on), inherit-network (sockets and "
                    "outgoing HTTP)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="serving processes, each with its own SO_REUSEPORT listener")
+                   help="serving processes, each with its own SO_REUSEPORT listener; the "
+                   "first compiles alone, the others load its compiled code; one that dies "
+                   "is replaced")
     p.add_argument("--prewarm", type=int, default=0, metavar="N",
                    help="instances kept instantiated ahead of requests")
     p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
