@@ -11,6 +11,11 @@ caller's context (as a task would): an export of a synchronous store never
 suspends, so it completes in that one step, without a task or a turn of the
 loop. A coroutine that does suspend is handed, as it is, to a task on the
 private loop and finished there.
+
+``Pool(...)`` is the blocking form of :class:`polyengine.pool.Pool`: the
+pool runs on a private event loop in a thread of its own, and its exports
+are plain calls that may be made from any thread at once (each waits for a
+free worker).
 """
 
 from __future__ import annotations
@@ -18,9 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import threading
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from polyengine.pool import WorkerInfo
+
+_T = TypeVar("_T")
 
 _get_running_loop = asyncio._get_running_loop
 _set_running_loop = asyncio._set_running_loop
@@ -220,3 +231,109 @@ def instantiate_sync(artifacts: Any, imports: Any = None, **options: Any) -> Syn
 
     instance, loop = run_sync(lambda: instantiate(artifacts, imports, **options))
     return SyncInstance(instance, loop)
+
+
+class _BlockingMembers:
+    """Exports of a :class:`Pool` (the world's or one interface's) as blocking calls."""
+
+    def __init__(self, pool: Pool, members: Any, interface: str | None) -> None:
+        self._pool = pool
+        self._members = members
+        self._interface = interface
+        self._calls: dict[str, Callable[..., Any]] = {}
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        found = self._calls.get(name)
+        if found is None:
+            getattr(self._members, name)  # an unknown name or a resource class is refused here
+            pool, interface = self._pool, self._interface
+
+            def call(*args: Any) -> Any:
+                return pool.call(interface, name, *args)
+
+            call.__name__ = name
+            found = self._calls[name] = call
+        return found
+
+    def __dir__(self) -> list[str]:
+        return dir(self._members)
+
+
+class _BlockingExports(_BlockingMembers):
+    def __getitem__(self, key: str) -> _BlockingMembers:
+        namespace = self._members[key]
+        return _BlockingMembers(self._pool, namespace, namespace._interface)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+
+class Pool:
+    """The blocking form of :class:`polyengine.pool.Pool` (the same arguments).
+
+    The constructor starts the workers; ``exports`` are plain calls, callable
+    from several threads at once; ``close()`` (or leaving a ``with`` block)
+    lets the calls made finish, then stops the workers. Refused inside a
+    running event loop, where ``async with polyengine.pool.Pool(...)`` is the way.
+    """
+
+    def __init__(self, component: Any, imports: Any = None, **options: Any) -> None:
+        _refuse_in_running_loop("Pool")
+        from polyengine.pool import Pool as AsyncPool
+
+        self._pool = AsyncPool(component, imports, **options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="polyengine-pool", daemon=True
+        )
+        self._thread.start()
+        try:
+            self._run(self._pool.start())
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.exports = _BlockingExports(self, self._pool.exports, None)
+
+    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        if _get_running_loop() is not None:
+            coro.close()
+            _refuse_in_running_loop("Pool")
+        if self._loop.is_closed():
+            coro.close()
+            from polyengine.pool import PoolClosedError
+
+            raise PoolClosedError("the pool is closed")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def call(self, interface: str | None, name: str, *args: Any) -> Any:
+        """Call export ``name`` (of ``interface``, or of the world when ``None``) and wait."""
+        return self._run(self._pool.call(interface, name, *args))
+
+    @property
+    def workers(self) -> tuple[WorkerInfo, ...]:
+        return self._pool.workers
+
+    def close(self, grace: float = 30.0) -> None:
+        """Let the calls made finish (up to ``grace`` s), stop the workers and the loop."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._run(self._pool.close(grace))
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -6,7 +6,11 @@ on http://ADDR/`` line on stderr, ``stdout [N] :: `` log prefixes,
 ``INSTANCE_ID`` in each instance's environment, and a graceful shutdown on
 ctrl-c or a connection to ``--shutdown-addr``. The default address is
 127.0.0.1:8080 (loopback: the server is not hardened). ``--workers N``
-runs N processes, each with its own SO_REUSEPORT listener (TCP_NODELAY).
+runs N processes, each with its own SO_REUSEPORT listener (TCP_NODELAY),
+on the worker model of :mod:`polyengine.pool` (http-serve.md §7): the
+first worker starts alone and compiles into the shared on-disk cache, the
+others then only load from it; a worker that dies is replaced; ctrl-c or
+``--shutdown-addr`` reach the parent, which has every worker drain.
 Needs the ``serve`` extra (uvicorn, aiohttp).
 """
 
@@ -15,9 +19,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import multiprocessing
+import dataclasses
 import os
 import re
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -25,7 +30,7 @@ from typing import Any
 
 from polyengine.cli._limits import add_wasm_options, limits_from
 
-__all__ = ["register", "serve_command", "parse_duration", "listener"]
+__all__ = ["register", "serve_command", "serve_worker", "parse_duration", "listener"]
 
 INSTALL_HINT = (
     "polyengine serve needs the serve extra: pip install 'polyengine[serve]' "
@@ -84,7 +89,9 @@ def register(subparsers: Any) -> None:
                    help="WASI options: cli (always on), inherit-network (sockets and "
                    "outgoing HTTP)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="serving processes, each with its own SO_REUSEPORT listener")
+                   help="serving processes, each with its own SO_REUSEPORT listener; the "
+                   "first compiles alone, the others load its compiled code; one that dies "
+                   "is replaced")
     p.add_argument("--prewarm", type=int, default=0, metavar="N",
                    help="instances kept instantiated ahead of requests")
     p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
@@ -215,28 +222,181 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"Serving HTTP on http://{shown}/", file=sys.stderr, flush=True)
         return _serve(options, sock)
     # The parent holds the port bound (not listening); each worker listens on its own.
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(options,), daemon=False) for _ in range(workers)]
-    for proc in procs:
-        proc.start()
-    print(f"Serving HTTP on http://{shown}/", file=sys.stderr, flush=True)
     try:
-        for proc in procs:
-            proc.join()
-    except KeyboardInterrupt:
-        for proc in procs:
-            proc.join()
+        return asyncio.run(_Supervisor(options, workers, shown).run())
     finally:
         sock.close()
-    return max((proc.exitcode or 0) for proc in procs)
 
 
-def _worker(options: dict[str, Any]) -> None:
+class _Supervisor:
+    """The parent of ``--workers N``: starts, watches, replaces and stops the serving workers.
+
+    Workers are :class:`polyengine.pool.process.WorkerProcess` processes
+    running this module (:func:`serve_worker`). The first is started alone, so
+    that it alone compiles the component into the on-disk cache; the rest
+    boot meanwhile and start once it is ready. ``Serving HTTP on`` is
+    printed when all are ready. A worker that exits while the server runs
+    is reported and replaced. ctrl-c (or SIGTERM, or a connection to
+    ``--shutdown-addr``) asks every worker to drain; a second ctrl-c kills them.
+    """
+
+    def __init__(self, options: dict[str, Any], workers: int, shown: str) -> None:
+        sendable = dict(options, shutdown_addr=None)
+        limits = options.get("limits")
+        sendable["limits"] = None if limits is None else dataclasses.asdict(limits)
+        self._init = {"role": "http", "options": sendable, "sys_path": list(sys.path)}
+        self._count = workers
+        self._shown = shown
+        self._shutdown_addr = options["shutdown_addr"]
+        self._serials = iter(range(1 << 62))
+        self._stop = asyncio.Event()
+        self._force = asyncio.Event()
+        self._workers: dict[int, Any] = {}
+
+    def _signal(self) -> None:
+        if self._stop.is_set():
+            self._force.set()
+        else:
+            self._stop.set()
+
+    async def _start(self, index: int, worker: Any | None = None) -> Any:
+        from polyengine.pool.process import WorkerProcess, describe_exit
+
+        if worker is None:
+            worker = WorkerProcess(next(self._serials), _WORKER_MODULE)
+            await worker.spawn()
+        self._workers[index] = worker
+        worker.send(self._init)
+        await worker.flush()
+        message = await worker.receive()
+        if message is None or message[0] != "ready":
+            code = await worker.reap()
+            raise RuntimeError(f"worker {index} (pid {worker.pid}) {describe_exit(code)} "
+                               "before it was serving")
+        return worker
+
+    async def _watch(self, index: int) -> None:
+        from polyengine.pool.process import describe_exit
+
+        while not self._stop.is_set():
+            worker = self._workers[index]
+            while await worker.receive() is not None:
+                pass
+            code = await worker.reap()
+            if self._stop.is_set():
+                return
+            print(f"error: worker {index} (pid {worker.pid}) {describe_exit(code)}; "
+                  "starting another", file=sys.stderr, flush=True)
+            try:
+                await self._start(index)
+            except (RuntimeError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr, flush=True)
+                await asyncio.sleep(1.0)
+
+    async def run(self) -> int:
+        from polyengine.pool.process import WorkerProcess
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._signal)
+        try:
+            booting = [
+                WorkerProcess(next(self._serials), _WORKER_MODULE) for _ in range(self._count)
+            ]
+            for worker in booting:
+                await worker.spawn()
+            await self._start(0, booting[0])
+            await asyncio.gather(*(self._start(i, w) for i, w in enumerate(booting) if i))
+        except (RuntimeError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            await self._stop_all(force=True)
+            return 1
+        print(f"Serving HTTP on http://{self._shown}/", file=sys.stderr, flush=True)
+        watchers = [asyncio.ensure_future(self._watch(i)) for i in range(self._count)]
+        shutdown = None
+        if self._shutdown_addr is not None:
+            shutdown = asyncio.ensure_future(self._shutdown_listener(self._shutdown_addr))
+        await self._stop.wait()
+        print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
+              file=sys.stderr, flush=True)
+        await self._stop_all(force=False)
+        for task in [*watchers, shutdown]:
+            if task is not None:
+                task.cancel()
+        return 0
+
+    async def _stop_all(self, *, force: bool) -> None:
+        workers = list(self._workers.values())
+        for worker in workers:
+            worker.send(("stop",))
+            await worker.flush()
+        forced = asyncio.ensure_future(self._force.wait())
+        for worker in workers:
+            while not force and not forced.done():
+                if await worker.wait_exit(0.1) is not None:
+                    break
+            await worker.reap(timeout=0.0 if force or forced.done() else 2.0)
+        forced.cancel()
+
+    async def _shutdown_listener(self, addr: tuple[str, int]) -> None:
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.close()
+            self._stop.set()
+
+        listening = await asyncio.start_server(on_connect, addr[0], addr[1])
+        bound = listening.sockets[0].getsockname()
+        print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr,
+              flush=True)
+        async with listening:
+            await self._stop.wait()
+
+
+#: the program of a serving worker: this module, run as ``python -m ... FD``
+_WORKER_MODULE = "polyengine.cli._serve"
+
+
+def _worker_main() -> int:
+    import polyengine
+    from polyengine.pool.process import connect_to_parent
+
+    polyengine.instantiate  # noqa: B018 (import the runtime while the parent holds us back)
+    control, init = connect_to_parent(sys.argv[1:])
+    return 0 if init is None else serve_worker(control, init)
+
+
+def serve_worker(control: socket.socket, init: dict[str, Any]) -> int:
+    """A serving worker (``--workers N``): serve until the parent says stop (or is gone)."""
+    from polyengine.limits import Limits
+
+    options = dict(init["options"])
+    options["addr"] = tuple(options["addr"])
+    options["headers"] = [tuple(h) for h in options["headers"]]
+    options["env"] = [tuple(e) for e in options["env"]]
+    options["preopens"] = [tuple(p) for p in options["preopens"]]
+    if options.get("limits") is not None:
+        options["limits"] = Limits(**options["limits"])
     sock = listener(options["addr"], reuse_port=True)
-    raise SystemExit(_serve(options, sock))
+    return _serve(options, sock, control=control)
 
 
-def _serve(options: dict[str, Any], sock: socket.socket) -> int:
+async def _controlled(server: Any, control: socket.socket) -> None:
+    """Tell the parent once the server listens; drain when it says stop (or is gone)."""
+    from polyengine.pool.wire import read_frame, write_frame
+
+    control.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=control)
+    while not server.started:
+        await asyncio.sleep(0.01)
+    write_frame(writer, ("ready", {"pid": os.getpid()}))
+    await writer.drain()
+    await read_frame(reader)  # ("stop",), or the end: the parent is gone
+    server.should_exit = True
+    writer.close()
+
+
+def _serve(
+    options: dict[str, Any], sock: socket.socket, control: socket.socket | None = None
+) -> int:
     import uvicorn
 
     from polyengine.asgi import App, default_imports
@@ -275,7 +435,9 @@ def _serve(options: dict[str, Any], sock: socket.socket) -> int:
 
     async def main() -> None:
         watcher = None
-        if options["shutdown_addr"] is not None:
+        if control is not None:
+            watcher = asyncio.ensure_future(_controlled(server, control))
+        elif options["shutdown_addr"] is not None:
             watcher = asyncio.ensure_future(_shutdown_listener(options["shutdown_addr"], server))
         try:
             await server.serve(sockets=[sock])
@@ -338,3 +500,7 @@ async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
     print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
           file=sys.stderr, flush=True)
     server.should_exit = True
+
+
+if __name__ == "__main__":
+    raise SystemExit(_worker_main())

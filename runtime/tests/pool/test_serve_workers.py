@@ -1,0 +1,158 @@
+"""``polyengine serve --workers N`` on the pool's worker model (http-serve.md §7).
+
+A server on 127.0.0.1 with two workers answers, replaces a worker that is
+killed, and drains every worker on a connection to its shutdown address. The
+requests are few and each has a timeout; the server is stopped by the test
+(or killed after its deadline).
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def _wat_guests() -> Any:
+    """``runtime/tests/serve/wat_guests.py``, loaded by path (test folders are not packages)."""
+    spec = importlib.util.spec_from_file_location(
+        "polyengine_serve_wat_guests", HERE.parent / "serve" / "wat_guests.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Server:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.lines:
+                    found = re.search(pattern, line)
+                    if found:
+                        return found
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(f"no line matches {pattern!r}: {self.lines}")
+                self._changed.wait(min(left, 0.2))
+
+    def workers(self) -> set[int]:
+        """The pids of the server's child processes (from ``/proc``)."""
+        children = set()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == self.proc.pid and fields[0] != "Z":
+                children.add(int(entry))
+        return children
+
+
+@contextmanager
+def _serving(args: list[str], timeout: float = 90) -> Iterator[_Server]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "polyengine", "serve", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        yield _Server(proc)
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def _get(port: int) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_workers_are_replaced_and_drain_on_shutdown(
+    wat: Callable[[str], bytes], tmp_path: Path
+) -> None:
+    hello = tmp_path / "hello.wasm"
+    hello.write_bytes(wat(_wat_guests().GUESTS["hello"]))
+    args = ["--workers", "2", "--addr", "127.0.0.1:0", "--shutdown-addr", "127.0.0.1:0"]
+    with _serving([*args, str(hello)]) as server:
+        port = int(server.wait_for(r"Serving HTTP on http://127\.0\.0\.1:([0-9]+)/").group(1))
+        shutdown = int(server.wait_for(r"Listening for shutdown on tcp://127\.0\.0\.1:([0-9]+)/")
+                       .group(1))
+        for _ in range(6):
+            assert _get(port) == (200, b"hello from wasm\n")
+        workers = server.workers()
+        assert len(workers) == 2, workers
+        victim = min(workers)
+        os.kill(victim, 9)
+        server.wait_for(rf"error: worker [01] \(pid {victim}\) was killed by SIGKILL; "
+                        "starting another")
+        _until(lambda: len(server.workers() - {victim}) == 2, "a new worker")
+        replacement = server.workers() - workers
+        assert len(replacement) == 1
+        for _ in range(6):
+            assert _get(port) == (200, b"hello from wasm\n")
+        with socket.create_connection(("127.0.0.1", shutdown), timeout=10):
+            pass
+        server.wait_for("Waiting for child tasks to exit")
+        assert server.proc.wait(30) == 0
+        assert not server.workers()
+
+
+def test_a_component_that_cannot_serve_fails_at_start(
+    wat: Callable[[str], bytes], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.wasm"  # no wasi:http export: the first worker cannot start
+    empty.write_bytes(wat("(component)"))
+    with _serving(["--workers", "2", "--addr", "127.0.0.1:0", str(empty)]) as server:
+        assert server.proc.wait(60) == 1
+        server.wait_for(r"error: worker 0 \(pid [0-9]+\) exited with status")
