@@ -183,22 +183,7 @@ def _no_cancel(_requester: InstanceState | None) -> None:
 
 def _tick_all(store: Store, limit: int | None = None) -> int:
     """Tick until nothing is ready (or ``limit`` ticks); traps only poison."""
-    n = 0
-    if store.policy.deterministic:
-        while limit is None or n < limit:
-            done = store.tick_ready(None if limit is None else limit - n)
-            if not done:
-                break
-            n += done
-        return n
-    while limit is None or n < limit:
-        try:
-            if not store.tick():
-                break
-        except Trap:
-            pass
-        n += 1
-    return n
+    return store.tick_ready(limit)
 
 
 def run_to_completion(lf: CanonLift, args: list[Any]) -> list[Any] | None:
@@ -453,7 +438,7 @@ class Driver:
             except BaseException as exc:
                 self._escaped = exc
             else:
-                if ticks < self.batch and store.host_pending > 0 and not store.ready_threads():
+                if ticks < self.batch and store.host_pending > 0 and not store.has_ready():
                     return
         store.wake()
 
@@ -480,13 +465,13 @@ class Driver:
                     raise escaped
                 while _tick_all(store, self.batch) == self.batch:
                     await asyncio.sleep(0)
-                if store.host_pending == 0 and not store.ready_threads():
+                if store.host_pending == 0 and not store.has_ready():
                     for call in list(self._calls):
                         _deadlock(store, call)
                     self._calls.clear()
                     return
                 self._event.clear()
-                if store.ready_threads():
+                if store.has_ready():
                     continue
                 await self._event.wait()
         finally:

@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from polyengine.types.model import FuncType
 
+from .ready import Gate
 from .store import InstanceState
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask, Task
 from .thread import Activation, CoreVal, Suspends, Thread, run_activation
@@ -135,7 +136,10 @@ def start_task(
             event: EventTuple
             if code is CallbackCode.YIELD:
                 cancelled = yield from thread.wait_until(
-                    lambda: inst.exclusive_thread is None, cancellable=True, yielding=True
+                    lambda: inst.exclusive_thread is None,
+                    cancellable=True,
+                    yielding=True,
+                    gate=Gate.EXCLUSIVE,
                 )
                 event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
             else:
@@ -147,7 +151,7 @@ def start_task(
                     )
                 assert isinstance(wset, WaitableSet)
                 event = yield from wset.wait_for_event_and(
-                    thread, lambda: inst.exclusive_thread is None, cancellable=True
+                    thread, lambda: inst.exclusive_thread is None, True, Gate.EXCLUSIVE
                 )
             assert inst.exclusive_thread is None
             inst.exclusive_thread = thread
@@ -265,10 +269,14 @@ def canon_lower(
     subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
     assert lf.ft.is_async or subtask.resolved() or inst.store.host_pending > 0
     if not subtask.resolved():
-        if lf.ft.is_async:
-            yield from thread.wait_until(subtask.resolved)
-        else:
-            yield from thread.wait_for_host(subtask.resolved)
+        subtask.waiter = thread
+        try:
+            if lf.ft.is_async:
+                yield from thread.wait_until(subtask.resolved, notified=True)
+            else:
+                yield from thread.wait_for_host(subtask.resolved, notified=True)
+        finally:
+            subtask.waiter = None
     subtask.deliver_resolve()
     return subtask.flat_results
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from polyengine.types.model import FuncType
 
+from .ready import Gate
 from .thread import Cancelled, CoreVal, Suspends, Thread
 from .traps import Trap, TrapCode, ctrap_if
 from .waitable import Waitable
@@ -136,7 +137,10 @@ class Task:
                 inst.num_waiting_to_enter += 1
                 try:
                     cancelled = yield from thread.wait_until(
-                        lambda: not self.has_backpressure(), cancellable=True, entering=True
+                        lambda: not self.has_backpressure(),
+                        cancellable=True,
+                        entering=True,
+                        gate=Gate.ENTER_EXCLUSIVE if self.needs_exclusive() else Gate.BACKPRESSURE,
                     )
                 finally:
                     inst.num_waiting_to_enter -= 1
@@ -298,6 +302,9 @@ class Subtask(Waitable):
         self.state = state
         self.flat_results = flat_results
         assert self.resolved()
+        w = self.waiter
+        if w is not None:
+            w.task.inst.store.ready.notify(w)
 
     def deliver_resolve(self) -> None:
         assert not self.resolve_delivered() and self.resolved()
