@@ -91,3 +91,21 @@ LIBC_OPTS = '(memory (core memory $libc "mem")) (realloc (core func $libc "reall
 def with_libc(body: str) -> str:
     """A component with a bump-allocating ``$libc`` instance before ``body``."""
     return f"(component {_LIBC} {body})"
+
+
+PARKED = """(component
+  (import "get" (func $get async (param "x" u32) (result u32)))
+  (core func $ret (canon task.return (result u32)))
+  (core func $get (canon lower (func $get)))
+  (core module $m
+    (import "" "ret" (func $ret (param i32)))
+    (import "" "get" (func $get (param i32) (result i32)))
+    (func (export "wait") (param i32)
+      (call $ret (i32.add (call $get (local.get 0)) (i32.const 1)))))
+  (core instance $i (instantiate $m
+    (with "" (instance (export "ret" (func $ret)) (export "get" (func $get))))))
+  (func (export "wait") async (param "x" u32) (result u32)
+    (canon lift (core func $i "wait") async))
+)"""
+"""``wait(x)``: a stackful async export whose guest calls the async import
+``get(x)`` through a synchronous lower (its fiber parks) and returns ``get(x) + 1``."""

@@ -24,7 +24,15 @@ from .traps import Trap, TrapCode, ctrap_if
 if TYPE_CHECKING:
     from .thread import Thread
 
-__all__ = ["HandleTable", "InstanceState", "Store"]
+__all__ = ["DEFAULT_MAX_STACKFUL", "HandleTable", "InstanceState", "Store"]
+
+DEFAULT_MAX_STACKFUL = 10_000
+"""Live stackful activations a store allows by default (``Limits.max_stackful``).
+
+Each parked one holds a fiber: its stack and guard page cost two memory
+mappings, and a process has about 65,000 (``vm.max_map_count``), so some
+32,000 parked fibers exhaust it.
+"""
 
 
 class HandleTable(Protocol):
@@ -220,11 +228,19 @@ class Store:
     finished is a deadlock. ``on_wake`` is called whenever state changed
     outside a tick (the asyncio driver installs it). ``on_poison`` hooks are
     called with each instance a trap escapes from.
+
+    ``fibers`` counts the live activations on fibers (started core calls
+    that have not finished); ``max_stackful`` caps them for async tasks
+    (``None``: no cap): a call beyond the cap waits in ``fiber_waiters``
+    (in arrival order) for a fiber to finish instead of allocating one.
     """
 
     __slots__ = (
         "current",
+        "fiber_waiters",
+        "fibers",
         "host_pending",
+        "max_stackful",
         "nesting_depth",
         "on_poison",
         "on_wake",
@@ -244,6 +260,9 @@ class Store:
         self.states: dict[ComponentInstance, InstanceState] = {}
         self.on_wake: Callable[[], None] | None = None
         self.on_poison: list[Callable[[InstanceState, Trap], None]] = []
+        self.fibers = 0
+        self.max_stackful: int | None = DEFAULT_MAX_STACKFUL
+        self.fiber_waiters: dict[Thread, None] = {}
 
     # -- host work accounting ------------------------------------------------
 
@@ -261,6 +280,55 @@ class Store:
         """Tell the driver that waiting threads may have become ready."""
         if self.on_wake is not None:
             self.on_wake()
+
+    # -- live stackful activations ----------------------------------------------
+
+    def take_fiber(self, thread: Thread) -> bool:
+        """Count a new fiber for ``thread``, or (at the cap) queue it and return ``False``.
+
+        Only async tasks wait (a synchronous task may not block before
+        returning, Concurrency.md §Blocking); they wait their turn in arrival
+        order, woken by :meth:`fiber_done`.
+        """
+        cap = self.max_stackful
+        if cap is None or not thread.task.may_block():
+            self.fibers += 1
+            return True
+        waiters = self.fiber_waiters
+        if self.fibers < cap and self._first_fiber_waiter() in (None, thread):
+            waiters.pop(thread, None)
+            self.fibers += 1
+            if self.fibers < cap:
+                self._wake_fiber_waiter()
+            return True
+        waiters[thread] = None
+        return False
+
+    def fiber_free_for(self, thread: Thread) -> bool:
+        """Whether ``thread``, queued by :meth:`take_fiber`, may take a fiber now."""
+        cap = self.max_stackful
+        return cap is None or (self.fibers < cap and self._first_fiber_waiter() is thread)
+
+    def fiber_done(self) -> None:
+        """A counted fiber finished (or was discarded): the next waiter may go."""
+        assert self.fibers > 0
+        self.fibers -= 1
+        if self.fiber_waiters:
+            self._wake_fiber_waiter()
+
+    def _first_fiber_waiter(self) -> Thread | None:
+        waiters = self.fiber_waiters
+        while waiters:
+            t = next(iter(waiters))
+            if not t.done():
+                return t
+            del waiters[t]  # abandoned while it waited
+        return None
+
+    def _wake_fiber_waiter(self) -> None:
+        t = self._first_fiber_waiter()
+        if t is not None:
+            self.ready.notify(t)
 
     # -- scheduling ------------------------------------------------------------
 
@@ -371,6 +439,7 @@ class Store:
             t.abandon()
         self.waiting.clear()
         self.ready.clear()
+        self.fiber_waiters.clear()
 
     def deadlocked(self) -> bool:
         """No ready thread and no host operation in flight."""

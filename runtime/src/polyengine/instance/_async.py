@@ -154,6 +154,8 @@ class TaskModel:
     def __init__(self, rt: ComponentRuntime) -> None:
         self.rt = rt
         self.store = Store()
+        if rt.limits is not None:
+            self.store.max_stackful = rt.limits.max_stackful
         self.driver = Driver(self.store)
         self.states = [InstanceState(self.store, rec.ci, record=rec) for rec in rt.records]
         for rec, state in zip(rt.records, self.states, strict=True):
