@@ -23,9 +23,9 @@ field                     meaning                        trap code
 ``max_tables``            tables of the store            ``table-limit``
 ``max_lift_bytes``        bytes plus elements of lists   ``lift-limit``
                           and strings one lift or lower
-                          reads from guest memory, and
-                          that the stream and future
-                          copies of one call move
+                          reads from guest memory, or
+                          one stream or future copy
+                          lifts out of its writer
                           (default 1 GiB)
 ``max_stackful``          live stackful activations of   none: a call beyond
                           the store's async tasks        it waits
