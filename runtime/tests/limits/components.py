@@ -202,3 +202,35 @@ alias 512 bytes (each 16 MiB lifted): ``produce(n)`` returns a stream it writes
 ``n`` of them to, one per write; ``make-fut()`` a future it writes one to (both
 in instance ``a``); ``consume(s)`` and ``read-fut(f)`` read them in instance
 ``b`` (guest to guest) and return how many arrived."""
+
+
+ASYNC_RESOURCE = """(component
+  (core module $d
+    (global $drops (mut i32) (i32.const 0))
+    (func (export "dtor") (param i32)
+      (global.set $drops (i32.add (global.get $drops) (i32.const 1))))
+    (func (export "drops") (result i32) (global.get $drops)))
+  (core instance $d (instantiate $d))
+  (type $counter (resource (rep i32) (dtor (core func $d "dtor"))))
+  (core func $new (canon resource.new $counter))
+  (core func $ret (canon task.return (result u32)))
+  (core module $m
+    (import "h" "new" (func $new (param i32) (result i32)))
+    (import "h" "ret" (func $ret (param i32)))
+    (func (export "ctor") (param i32) (result i32) (call $new (local.get 0)))
+    (func (export "get") (param i32) (call $ret (i32.add (local.get 0) (i32.const 1))))
+    (func (export "make") (param i32) (result i32) (call $new (local.get 0))))
+  (core instance $i (instantiate $m
+    (with "h" (instance (export "new" (func $new)) (export "ret" (func $ret))))))
+  (export $c "counter" (type $counter))
+  (func (export "[constructor]counter") (param "v" u32) (result (own $c))
+    (canon lift (core func $i "ctor")))
+  (func (export "[method]counter.get") async (param "self" (borrow $c)) (result u32)
+    (canon lift (core func $i "get") async))
+  (func (export "make") (param "v" u32) (result (own $c))
+    (canon lift (core func $i "make")))
+  (func (export "drops") (result u32) (canon lift (core func $d "drops")))
+)"""
+"""A guest resource ``counter`` on the task model: ``counter.get()`` is an async
+method (stackful) returning the handle's rep plus one; ``make(v)`` returns a
+new counter; ``drops()`` counts destructor runs."""
