@@ -666,6 +666,7 @@ class AsyncExportCall:
         host coroutine, python-mapping.md §4), the call starts one loop
         iteration later, once the guest is off the engine.
         """
+        self.tasks.rt.check_thread(self.name)
         if self.tasks.store.current is not None:
             await asyncio.sleep(0)
         lf = self._check()
@@ -699,6 +700,7 @@ class AsyncExportCall:
 
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
+        self.tasks.rt.check_thread(self.name)
         lf = self._check()
         begin = self.tasks.rt.begin_call
         if begin is not None:
