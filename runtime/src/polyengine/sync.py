@@ -224,12 +224,15 @@ def _block_resource_methods(exports: Any, proxy: _SyncProxy) -> None:
     The classes are the instance's own (its exports built them), so every
     wrapper of them, constructed or returned by an export, blocks.
     """
-    from polyengine.embed._facade import GuestResource
+    from polyengine_protocol import RESOURCE_STATE
 
     namespaces = [exports, *(exports[name] for name in exports.interfaces())]
     for ns in namespaces:
         for value in vars(ns).values():
-            if not (isinstance(value, type) and issubclass(value, GuestResource)):
+            if not (
+                isinstance(value, type)
+                and getattr(value, "__polyengine_brand__", None) == RESOURCE_STATE
+            ):
                 continue
             for name, member in list(vars(value).items()):
                 if name.startswith("_"):
