@@ -113,7 +113,7 @@ class ReadyQueue:
             inst = t.task.inst
             if not gate_open(inst, gate):
                 t.wake = Wake.GATED
-                inst.gated[gate][t] = None
+                inst.gated[gate].append((t, t.wait_gen, gate))
                 return
         elif not (t.notified or t.yielded):
             t.wake = Wake.POLLED
@@ -127,10 +127,8 @@ class ReadyQueue:
 
     def stop_waiting(self, t: Thread) -> None:
         """``t``'s wait ended (resumed, cancelled or abandoned); its entries go stale."""
-        wake = t.wake
-        if wake == Wake.GATED:
-            t.task.inst.gated[t.gate].pop(t, None)
-        elif wake == Wake.POLLED:
+        wake = t.wake  # a gate list entry goes stale with the wait (see _gate_head)
+        if wake == Wake.POLLED:
             self.polled.pop(t, None)
         t.wake = Wake.IDLE
 
@@ -147,12 +145,30 @@ class ReadyQueue:
             if gated[gate] and not released[gate]:
                 self._release(inst, gate)
 
+    @staticmethod
+    def _gate_head(inst: InstanceState, gate: int) -> Thread | None:
+        """The first thread still held at ``inst``'s ``gate`` (stale entries dropped).
+
+        A gate list is a deque of ``(thread, generation)`` entries in arrival
+        order; an entry is stale once its wait ended (the thread's
+        generation moved on, or it left the gate), and is dropped here, so
+        leaving a gate costs O(1).
+        """
+        q = inst.gated[gate]
+        while q:
+            t, gen, _ = q[0]
+            if t.wait_gen == gen and t.wake == Wake.GATED:
+                return t
+            q.popleft()
+        return None
+
     def _release(self, inst: InstanceState, gate: int) -> None:
         """Queue the first thread of ``inst``'s ``gate`` list if the gate is open."""
-        waiters = inst.gated[gate]
-        if not waiters or inst.gate_released[gate] or not gate_open(inst, gate):
+        if inst.gate_released[gate] or not gate_open(inst, gate):
             return
-        t = next(iter(waiters))
+        t = self._gate_head(inst, gate)
+        if t is None:
+            return
         inst.gate_released[gate] = True
         self._enqueue((t, t.wait_gen, gate), t.yielded)
 
@@ -214,11 +230,13 @@ class ReadyQueue:
             if tg and not gate_open(inst, tg):
                 if t.wake != Wake.GATED:
                     t.wake = Wake.GATED
-                    inst.gated[tg][t] = None
+                    inst.gated[tg].append((t, gen, tg))
                 ok = False
             else:
                 if t.wake == Wake.GATED:
-                    del inst.gated[tg][t]
+                    # released from the gate: the head of its list
+                    assert self._gate_head(inst, tg) is t
+                    inst.gated[tg].popleft()
                 ready_func = t.ready_func
                 assert ready_func is not None
                 if ready_func():
@@ -317,8 +335,9 @@ class ReadyQueue:
             consider(t, t.wait_gen)
         if inst is not None:
             for gate in Gate.KINDS:
-                for t in inst.gated[gate]:
-                    consider(t, t.wait_gen)
+                for t, gen, _ in inst.gated[gate]:
+                    if t.wake == Wake.GATED:
+                        consider(t, gen)
         return out
 
     def any_ready(self, exclude: Thread) -> bool:

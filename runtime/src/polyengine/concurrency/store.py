@@ -11,6 +11,7 @@ handle table is passed in, so both layers index one table).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -115,7 +116,12 @@ class InstanceState:
         #: per :class:`~.ready.Gate` kind (index 1..3), the threads held at the
         #: gate while it is shut, in arrival order; ``gate_released[k]``: the
         #: first of them is on the ready queue (:mod:`.ready`)
-        self.gated: tuple[dict[Thread, None], ...] = ({}, {}, {}, {})
+        self.gated: tuple[deque[tuple[Thread, int, int]], ...] = (
+            deque(),
+            deque(),
+            deque(),
+            deque(),
+        )
         self.gate_released = [False, False, False, False]
         #: holds ``poisoned``: the instance's one state object, or a cell of its own
         self.record: PoisonRecord = record if record is not None else _PoisonCell()
@@ -232,7 +238,8 @@ class Store:
     ``fibers`` counts the live activations on fibers (started core calls
     that have not finished); ``max_stackful`` caps them for async tasks
     (``None``: no cap): a call beyond the cap waits in ``fiber_waiters``
-    (in arrival order) for a fiber to finish instead of allocating one.
+    (in arrival order; threads abandoned meanwhile are dropped when they
+    reach the front) for a fiber to finish instead of allocating one.
     """
 
     __slots__ = (
@@ -262,7 +269,7 @@ class Store:
         self.on_poison: list[Callable[[InstanceState, Trap], None]] = []
         self.fibers = 0
         self.max_stackful: int | None = DEFAULT_MAX_STACKFUL
-        self.fiber_waiters: dict[Thread, None] = {}
+        self.fiber_waiters: deque[Thread] = deque()
 
     # -- host work accounting ------------------------------------------------
 
@@ -295,13 +302,17 @@ class Store:
             self.fibers += 1
             return True
         waiters = self.fiber_waiters
-        if self.fibers < cap and self._first_fiber_waiter() in (None, thread):
-            waiters.pop(thread, None)
-            self.fibers += 1
-            if self.fibers < cap:
-                self._wake_fiber_waiter()
-            return True
-        waiters[thread] = None
+        if self.fibers < cap:
+            first = self._first_fiber_waiter()
+            if first is None or first is thread:
+                if first is thread:
+                    waiters.popleft()
+                self.fibers += 1
+                if self.fibers < cap:
+                    self._wake_fiber_waiter()
+                return True
+        if self._first_fiber_waiter() is not thread:  # (a woken head keeps its place)
+            waiters.append(thread)
         return False
 
     def fiber_free_for(self, thread: Thread) -> bool:
@@ -319,10 +330,10 @@ class Store:
     def _first_fiber_waiter(self) -> Thread | None:
         waiters = self.fiber_waiters
         while waiters:
-            t = next(iter(waiters))
+            t = waiters[0]
             if not t.done():
                 return t
-            del waiters[t]  # abandoned while it waited
+            waiters.popleft()  # abandoned while it waited
         return None
 
     def _wake_fiber_waiter(self) -> None:
