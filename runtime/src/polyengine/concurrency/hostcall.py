@@ -112,7 +112,8 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
     call.task = task
     if task.failed is not None:
         call._fail(task.failed)
-    task.on_trap = call._fail
+    if task.threads:  # (a task whose threads all ended can trap no more)
+        task.on_trap = call._fail
     return call
 
 

@@ -266,7 +266,9 @@ def canon_lower(
             assert subtask.state is Subtask.State.STARTED
             subtask.resolve(Subtask.State.RETURNED, lf.lower_results(subtask, result, flat_args))
 
-    subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
+    on_cancel = lf.callee(on_start, on_resolve, inst)
+    if not subtask.resolved():
+        subtask.on_cancel = on_cancel
     assert lf.ft.is_async or subtask.resolved() or inst.store.host_pending > 0
     if not subtask.resolved():
         subtask.waiter = thread
@@ -328,12 +330,13 @@ def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) 
             assert subtask.state is _STARTED
             subtask.resolve(_RETURNED, lf.lower_results(subtask, result, flat_args))
 
-    subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
+    on_cancel = lf.callee(on_start, on_resolve, inst)
     if subtask.resolved():
         # resolved at once (the results are in place): no handle, no event
         subtask.deliver_resolve()
         assert subtask.flat_results == []
         return [int(_RETURNED)]
+    subtask.on_cancel = on_cancel
     subtaski = inst.handles.add(subtask)
     assert 0 < subtaski < 2**28
     return [int(subtask.state) | (subtaski << 4)]

@@ -311,9 +311,11 @@ class Thread:
                 block = self._gen.send(cancelled)
         except StopIteration:
             self._done = True
+            self._gen = None  # the finished body: no cycle through its closure
             return None
         except BaseException:
             self._done = True
+            self._gen = None
             raise
         finally:
             self._running = False
