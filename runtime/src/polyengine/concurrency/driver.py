@@ -61,7 +61,7 @@ class Driver:
         #: what escaped a tick run from a done-callback, for the runner to raise
         self._escaped: BaseException | None = None
         #: a pass over the ready threads is scheduled (host results settled in one
-        #: loop iteration are served by one pass, not one scan of the waiters each)
+        #: loop iteration are served by one pass, not one pass each)
         self._ready_scheduled = False
         store.on_wake = self._on_wake
 

@@ -141,7 +141,8 @@ class SchedulePolicy:
         return out
 
     def choose_thread(self, ready: Sequence[R]) -> R | None:
-        """The ready thread to resume next; ``ready`` is in waiting order.
+        """The ready thread to resume next among ``ready`` (woken ones first, in
+        wake-up order; then yielded ones, in yield order; see :mod:`.ready`).
 
         FIFO takes the first. The seeded profile draws among the threads
         that did not yield; when all of them yielded, it draws among the
