@@ -63,6 +63,8 @@ class Driver:
         #: a pass over the ready threads is scheduled (host results settled in one
         #: loop iteration are served by one pass, not one pass each)
         self._ready_scheduled = False
+        #: one bound method for every call (no object per call)
+        self._settle_call = self._settle
         store.on_wake = self._on_wake
 
     # -- calls ------------------------------------------------------------------
@@ -98,22 +100,25 @@ class Driver:
                 self._ensure_runner()
             return call, fut
 
-        def settle(c: HostCall) -> None:
-            self._calls.pop(c, None)
-            if fut.done():
-                # the caller gave up (the future was cancelled): a value the
-                # callee returned anyway goes nowhere
-                c.result = None
-                return
-            if c.trap is not None:
-                fut.set_exception(c.trap)
-            else:
-                fut.set_result(c.result)
-
-        call.on_settle.append(settle)
+        call.on_settle = self._settle_call
         self._calls[call] = fut
         self._ensure_runner()
         return call, fut
+
+    def _settle(self, call: HostCall) -> None:
+        """A call settled: hand its outcome to its future."""
+        fut = self._calls.pop(call, None)
+        if fut is None:
+            return  # failed by close() already
+        if fut.done():
+            # the caller gave up (the future was cancelled): a value the
+            # callee returned anyway goes nowhere
+            call.result = None
+            return
+        if call.trap is not None:
+            fut.set_exception(call.trap)
+        else:
+            fut.set_result(call.result)
 
     async def run(self, lf: CanonLift, args: list[Any]) -> list[Any] | None:
         """``await`` a host→guest call to completion."""

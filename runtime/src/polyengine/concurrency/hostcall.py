@@ -33,7 +33,7 @@ class HostCall:
     existed); ``resolved`` and ``result`` follow its ``task.return`` (``result``
     is ``None`` when the call was cancelled); ``trap`` is set when a trap
     escaped the callee, even after it returned (its instance is poisoned
-    then). ``on_settle`` callbacks run once, at the first of the two.
+    then). ``on_settle`` (if set) is called once, at the first of the two.
     """
 
     __slots__ = ("on_settle", "resolved", "result", "task", "trap")
@@ -43,7 +43,7 @@ class HostCall:
         self.resolved = False
         self.result: list[Any] | None = None
         self.trap: Trap | None = None
-        self.on_settle: list[Callable[[HostCall], None]] = []
+        self.on_settle: Callable[[HostCall], None] | None = None
 
     @property
     def settled(self) -> bool:
@@ -64,7 +64,8 @@ class HostCall:
             self._notify()
 
     def _notify(self) -> None:
-        for cb in self.on_settle:
+        cb = self.on_settle
+        if cb is not None:
             cb(self)
 
     def cancel(self) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from typing import Any, TypeAlias
 
 from polyengine.types.model import FuncType
@@ -106,61 +107,7 @@ def start_task(
         return_key=lf.return_key,
     )
 
-    def body(thread: Thread) -> Suspends[None]:
-        entered = yield from task.enter_implicit_thread(thread)
-        if not entered:
-            return
-        args = task.start()
-        flat_args = lf.lower_args(task, args)
-        if not lf.async_:
-            flat_results = yield from run_activation(lf.callee(thread, flat_args))
-            task.return_(lf.lift_results(task, flat_results))
-            if lf.post_return is not None:
-                assert inst.may_leave
-                inst.may_leave = False
-                try:
-                    yield from run_activation(lf.post_return(thread, flat_results))
-                finally:
-                    inst.may_leave = True
-            task.exit_implicit_thread(thread)
-            return
-        if lf.callback is None:
-            yield from run_activation(lf.callee(thread, flat_args))
-            task.exit_implicit_thread(thread)
-            return
-        packed = yield from run_activation(lf.callee(thread, flat_args))
-        code, si = unpack_callback_result(_single_i32(packed))
-        while code is not CallbackCode.EXIT:
-            assert inst.exclusive_thread is thread
-            inst.exclusive_thread = None
-            event: EventTuple
-            if code is CallbackCode.YIELD:
-                cancelled = yield from thread.wait_until(
-                    lambda: inst.exclusive_thread is None,
-                    cancellable=True,
-                    yielding=True,
-                    gate=Gate.EXCLUSIVE,
-                )
-                event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
-            else:
-                wset = inst.handles.get(si)
-                if not isinstance(wset, WaitableSet):
-                    ctrap(
-                        TrapCode.HANDLE_TYPE_MISMATCH,
-                        f"callback WAIT on handle {si}, which is not a waitable set",
-                    )
-                assert isinstance(wset, WaitableSet)
-                event = yield from wset.wait_for_event_and(
-                    thread, lambda: inst.exclusive_thread is None, True, Gate.EXCLUSIVE
-                )
-            assert inst.exclusive_thread is None
-            inst.exclusive_thread = thread
-            code_, p1, p2 = event
-            packed = yield from run_activation(lf.callback(thread, [int(code_), p1, p2]))
-            code, si = unpack_callback_result(_single_i32(packed))
-        task.exit_implicit_thread(thread)
-
-    thread = Thread(task, body)
+    thread = Thread(task, partial(_lift_body, lf, task))
     if caller is not None:
         caller_inst = caller
 
@@ -178,6 +125,61 @@ def start_task(
                 ctrap(TrapCode.DEADLOCK)
             cand.resume()
     return task
+
+
+def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
+    """The implicit thread of a ``canon lift`` call (§``canon lift``), for :func:`start_task`."""
+    inst = lf.inst
+    entered = yield from task.enter_implicit_thread(thread)
+    if not entered:
+        return
+    args = task.start()
+    flat_args = lf.lower_args(task, args)
+    if not lf.async_:
+        flat_results = yield from run_activation(lf.callee(thread, flat_args))
+        task.return_(lf.lift_results(task, flat_results))
+        if lf.post_return is not None:
+            assert inst.may_leave
+            inst.may_leave = False
+            try:
+                yield from run_activation(lf.post_return(thread, flat_results))
+            finally:
+                inst.may_leave = True
+        task.exit_implicit_thread(thread)
+        return
+    if lf.callback is None:
+        yield from run_activation(lf.callee(thread, flat_args))
+        task.exit_implicit_thread(thread)
+        return
+    packed = yield from run_activation(lf.callee(thread, flat_args))
+    code, si = unpack_callback_result(_single_i32(packed))
+    while code is not CallbackCode.EXIT:
+        assert inst.exclusive_thread is thread
+        inst.exclusive_thread = None
+        event: EventTuple
+        if code is CallbackCode.YIELD:
+            cancelled = yield from thread.wait_until(
+                inst.lock_free,
+                cancellable=True,
+                yielding=True,
+                gate=Gate.EXCLUSIVE,
+            )
+            event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
+        else:
+            wset = inst.handles.get(si)
+            if not isinstance(wset, WaitableSet):
+                ctrap(
+                    TrapCode.HANDLE_TYPE_MISMATCH,
+                    f"callback WAIT on handle {si}, which is not a waitable set",
+                )
+            assert isinstance(wset, WaitableSet)
+            event = yield from wset.wait_for_event_and(thread, inst.lock_free, True, Gate.EXCLUSIVE)
+        assert inst.exclusive_thread is None
+        inst.exclusive_thread = thread
+        code_, p1, p2 = event
+        packed = yield from run_activation(lf.callback(thread, [int(code_), p1, p2]))
+        code, si = unpack_callback_result(_single_i32(packed))
+    task.exit_implicit_thread(thread)
 
 
 def _single_i32(flat: list[CoreVal]) -> int:

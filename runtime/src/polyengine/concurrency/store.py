@@ -84,6 +84,7 @@ class InstanceState:
         "ci",
         "gate_released",
         "gated",
+        "lock_free",
         "num_waiting_to_enter",
         "record",
         "store",
@@ -123,6 +124,8 @@ class InstanceState:
             deque(),
         )
         self.gate_released = [False, False, False, False]
+        #: ``exclusive_thread is None`` as a predicate, bound once (waits use it)
+        self.lock_free: Callable[[], bool] = self._lock_free
         #: holds ``poisoned``: the instance's one state object, or a cell of its own
         self.record: PoisonRecord = record if record is not None else _PoisonCell()
         #: the entering set per caller (the instance tree never changes)
@@ -141,6 +144,9 @@ class InstanceState:
         self._backpressure = n
         if n == 0:
             self.store.ready.open_gates(self)
+
+    def _lock_free(self) -> bool:
+        return self._exclusive_thread is None
 
     @property
     def exclusive_thread(self) -> Thread | None:

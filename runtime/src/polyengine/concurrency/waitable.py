@@ -147,14 +147,10 @@ class WaitableSet:
         self, thread: Thread, ready_func: Callable[[], bool], cancellable: bool, gate: int = 0
     ) -> Suspends[EventTuple]:
         """Wait for an event while ``ready_func()`` holds (``gate`` guards it, :mod:`.ready`)."""
-
-        def ready_and_has_event() -> bool:
-            return ready_func() and self.has_pending_event()
-
         self.waiters[thread] = None
         try:
             cancelled = yield from thread.wait_until(
-                ready_and_has_event, cancellable, gate=gate, notified=True
+                _Both(ready_func, self), cancellable, gate=gate, notified=True
             )
         finally:
             del self.waiters[thread]
@@ -191,3 +187,16 @@ class WaitableSet:
             TrapCode.WAITABLE_SET,
             "cannot drop waitable set with waiters",
         )
+
+
+class _Both:
+    """``ready_func() and wset.has_pending_event()`` (one object, not a closure)."""
+
+    __slots__ = ("ready_func", "wset")
+
+    def __init__(self, ready_func: Callable[[], bool], wset: WaitableSet) -> None:
+        self.ready_func = ready_func
+        self.wset = wset
+
+    def __call__(self) -> bool:
+        return self.ready_func() and self.wset.has_pending_event()
