@@ -143,7 +143,9 @@ class InstanceState:
     def backpressure(self, n: int) -> None:
         self._backpressure = n
         if n == 0:
-            self.store.ready.open_gates(self)
+            gated = self.gated
+            if gated[1] or gated[2] or gated[3]:
+                self.store.ready.open_gates(self)
 
     def _lock_free(self) -> bool:
         return self._exclusive_thread is None
@@ -157,7 +159,9 @@ class InstanceState:
         """Setting ``None`` (the lock released) releases a thread held at the gate."""
         self._exclusive_thread = t
         if t is None:
-            self.store.ready.open_gates(self)
+            gated = self.gated
+            if gated[1] or gated[2] or gated[3]:
+                self.store.ready.open_gates(self)
 
     @property
     def poisoned(self) -> BaseException | None:
