@@ -1,5 +1,5 @@
 """The ready queue: waiting threads found from the event that readied them
-(CanonicalABI.md §Thread State ``Store.tick``; Concurrency.md §Nondeterminism).
+(CanonicalABI.md §Embedding ``Store.tick``, §Threads; Concurrency.md §Nondeterminism).
 
 The spec's ``Store.tick`` picks any waiting thread whose ``ready()`` holds;
 read literally, that is a scan of every waiting thread per resumption, so N
