@@ -38,3 +38,13 @@ class LinkError(TypeError):
 
 class NameCollisionError(ValueError):
     """Two WIT names fold to one Python name in a facade (python-mapping.md §1)."""
+
+
+class ThreadRuleError(RuntimeError):
+    """An instance was used from a thread other than the one that created it.
+
+    The thread rule (architecture.md §4): a store, and every instance in it,
+    is used from one thread only, the one that instantiated it (its event
+    loop's thread). The call is refused before anything happens; the
+    instance stays usable from its own thread.
+    """

@@ -23,9 +23,22 @@ field                     meaning                        trap code
 ``max_tables``            tables of the store            ``table-limit``
 ``max_lift_bytes``        bytes plus elements of lists   ``lift-limit``
                           and strings one lift or lower
-                          reads from guest memory
+                          reads from guest memory, or
+                          one stream or future copy
+                          lifts out of its writer
                           (default 1 GiB)
+``max_stackful``          live stackful activations of   none: a call beyond
+                          the store's async tasks        it waits
+                          (default 10,000; ``None``:
+                          no cap)
 ========================  =============================  ====================
+
+``max_stackful`` is backpressure, not a fault: every parked stackful call
+(an async export lifted without a callback, or a callback-lifted one that
+blocks in a synchronous call) holds a fiber, whose stack costs two memory
+mappings of the process's some 65,000; a new call beyond the cap waits,
+before any of its guest code runs, until a live one finishes, so any number
+of concurrent calls completes without exhausting the process.
 
 The memory and table bounds are wasmtime's store limiter, with its meaning
 (the same as ``wasmtime run -W max-memory-size=...``): creating a memory or
@@ -80,6 +93,7 @@ class Limits:
     max_memories: int | None = None
     max_tables: int | None = None
     max_lift_bytes: int = 1 << 30
+    max_stackful: int | None = 10_000
 
     def __post_init__(self) -> None:
         _check_count("fuel", self.fuel, 1 << 64)
@@ -92,6 +106,9 @@ class Limits:
             "max_lift_bytes",
         ):
             _check_count(name, getattr(self, name))
+        s = self.max_stackful
+        if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 1):
+            raise ValueError(f"Limits.max_stackful must be None or a positive int, not {s!r}")
         if not isinstance(self.fuel_per_call, bool):
             raise ValueError(f"Limits.fuel_per_call must be a bool, not {self.fuel_per_call!r}")
         if self.fuel_per_call and self.fuel is None:

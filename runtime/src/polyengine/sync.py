@@ -12,6 +12,11 @@ suspends, so it completes in that one step, without a task or a turn of the
 loop. A coroutine that does suspend is handed, as it is, to a task on the
 private loop and finished there.
 
+The methods of the instance's guest resources block the same way (the
+resource classes belong to the instance, so they are given blocking methods
+in place, whatever way a wrapper is obtained). After ``close()`` a call
+raises the closed-store error, as ``await`` does on a closed instance.
+
 ``Pool(...)`` is the blocking form of :class:`polyengine.pool.Pool`: the
 pool runs on a private event loop in a thread of its own, and its exports
 are plain calls that may be made from any thread at once (each waits for a
@@ -72,9 +77,18 @@ async def _finish(coro: Coroutine[Any, Any, Any], yielded: Any) -> Any:
     return await _resume(coro, yielded)
 
 
+def _closed() -> BaseException:
+    from polyengine.engine import StoreClosedError
+
+    return StoreClosedError("the store is closed (the instance's close() was called)")
+
+
 def _drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` to completion on ``loop``; directly while it does not suspend."""
-    if loop.is_closed() or loop.is_running():
+    if loop.is_closed():
+        coro.close()
+        raise _closed()
+    if loop.is_running():
         try:  # run_until_complete says why it cannot run
             return loop.run_until_complete(coro)
         finally:
@@ -152,6 +166,8 @@ class _SyncProxy:
                 if type(result) is types.CoroutineType:
                     return _drive(loop, result)
                 if inspect.isawaitable(result):
+                    if loop.is_closed():
+                        raise _closed()
                     return loop.run_until_complete(_as_coro(result))
                 return result
 
@@ -186,6 +202,7 @@ class SyncInstance:
         self.instance = instance
         self._loop = loop
         self.exports = _SyncProxy(instance.exports, loop)
+        _block_resource_methods(instance.exports, self.exports)
 
     def close(self) -> None:
         """Close the instance, cancel what still runs on the private loop, close the loop."""
@@ -210,6 +227,33 @@ class SyncInstance:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _block_resource_methods(exports: Any, proxy: _SyncProxy) -> None:
+    """Give the guest resource classes of ``exports`` blocking methods, in place.
+
+    The classes are the instance's own (its exports built them), so every
+    wrapper of them, constructed or returned by an export, blocks.
+    """
+    from polyengine_protocol import RESOURCE_STATE
+
+    namespaces = [exports, *(exports[name] for name in exports.interfaces())]
+    for ns in namespaces:
+        for value in vars(ns).values():
+            if not (
+                isinstance(value, type)
+                and getattr(value, "__polyengine_brand__", None) == RESOURCE_STATE
+            ):
+                continue
+            for name, member in list(vars(value).items()):
+                if name.startswith("_"):
+                    continue
+                if isinstance(member, staticmethod):
+                    fn = member.__func__
+                    if inspect.iscoroutinefunction(fn):
+                        setattr(value, name, staticmethod(proxy._wrap(fn)))
+                elif inspect.iscoroutinefunction(member):
+                    setattr(value, name, proxy._wrap(member))
 
 
 def run_sync(

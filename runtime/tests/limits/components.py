@@ -91,3 +91,146 @@ LIBC_OPTS = '(memory (core memory $libc "mem")) (realloc (core func $libc "reall
 def with_libc(body: str) -> str:
     """A component with a bump-allocating ``$libc`` instance before ``body``."""
     return f"(component {_LIBC} {body})"
+
+
+PARKED = """(component
+  (import "get" (func $get async (param "x" u32) (result u32)))
+  (core func $ret (canon task.return (result u32)))
+  (core func $get (canon lower (func $get)))
+  (core module $m
+    (import "" "ret" (func $ret (param i32)))
+    (import "" "get" (func $get (param i32) (result i32)))
+    (func (export "wait") (param i32)
+      (call $ret (i32.add (call $get (local.get 0)) (i32.const 1)))))
+  (core instance $i (instantiate $m
+    (with "" (instance (export "ret" (func $ret)) (export "get" (func $get))))))
+  (func (export "wait") async (param "x" u32) (result u32)
+    (canon lift (core func $i "wait") async))
+)"""
+"""``wait(x)``: a stackful async export whose guest calls the async import
+``get(x)`` through a synchronous lower (its fiber parks) and returns ``get(x) + 1``."""
+
+
+_PRODUCER = f"""(component $P
+  {_LIBC}
+  (type $e (list (list (list (list u8)))))
+  (type $s (stream $e))
+  (type $f (future $e))
+  (core func $ret-s (canon task.return (result $s)))
+  (core func $ret-f (canon task.return (result $f)))
+  (core func $ret-u32 (canon task.return (result u32)))
+  (core func $s.new (canon stream.new $s))
+  (core func $s.write (canon stream.write $s {LIBC_OPTS}))
+  (core func $s.read (canon stream.read $s {LIBC_OPTS}))
+  (core func $s.drop-w (canon stream.drop-writable $s))
+  (core func $f.new (canon future.new $f))
+  (core func $f.write (canon future.write $f {LIBC_OPTS}))
+  (core func $f.read (canon future.read $f {LIBC_OPTS}))
+  (core func $f.drop-w (canon future.drop-writable $f))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret-s" (func $ret-s (param i32)))
+    (import "" "ret-f" (func $ret-f (param i32)))
+    (import "" "ret-u32" (func $ret-u32 (param i32)))
+    (import "" "s.new" (func $s.new (result i64)))
+    (import "" "s.write" (func $s.write (param i32 i32 i32) (result i32)))
+    (import "" "s.read" (func $s.read (param i32 i32 i32) (result i32)))
+    (import "" "s.drop-w" (func $s.drop-w (param i32)))
+    (import "" "f.new" (func $f.new (result i64)))
+    (import "" "f.write" (func $f.write (param i32 i32) (result i32)))
+    (import "" "f.read" (func $f.read (param i32 i32) (result i32)))
+    (import "" "f.drop-w" (func $f.drop-w (param i32)))
+    (data (i32.const 8) "{_PAIR}")
+    (data (i32.const 1024) "{_PAIR * 64}")
+    (func (export "produce") (param $n i32)
+      (local $rw i64) (local $w i32)
+      (local.set $rw (call $s.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-s (i32.wrap_i64 (local.get $rw)))
+      (block $done
+        (loop $more
+          (br_if $done (i32.eqz (local.get $n)))
+          (drop (call $s.write (local.get $w) (i32.const 8) (i32.const 1)))
+          (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+          (br $more)))
+      (call $s.drop-w (local.get $w)))
+    (func (export "make-fut")
+      (local $rw i64) (local $w i32)
+      (local.set $rw (call $f.new))
+      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
+      (call $ret-f (i32.wrap_i64 (local.get $rw)))
+      (drop (call $f.write (local.get $w) (i32.const 8)))
+      (call $f.drop-w (local.get $w)))
+    (func (export "consume") (param $s i32)
+      (local $ret i32) (local $count i32)
+      (loop $more
+        (local.set $ret (call $s.read (local.get $s) (i32.const 16) (i32.const 1)))
+        (local.set $count (i32.add (local.get $count) (i32.shr_u (local.get $ret) (i32.const 4))))
+        (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15)))))
+      (call $ret-u32 (local.get $count)))
+    (func (export "read-fut") (param $f i32)
+      (call $ret-u32 (call $f.read (local.get $f) (i32.const 16)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance
+      (export "ret-s" (func $ret-s)) (export "ret-f" (func $ret-f))
+      (export "ret-u32" (func $ret-u32)) (export "s.new" (func $s.new))
+      (export "s.write" (func $s.write)) (export "s.read" (func $s.read))
+      (export "s.drop-w" (func $s.drop-w)) (export "f.new" (func $f.new))
+      (export "f.write" (func $f.write)) (export "f.read" (func $f.read))
+      (export "f.drop-w" (func $f.drop-w))))))
+  (func (export "produce") async (param "n" u32) (result $s)
+    (canon lift (core func $i "produce") async))
+  (func (export "make-fut") async (result $f)
+    (canon lift (core func $i "make-fut") async))
+  (func (export "consume") async (param "s" $s) (result u32)
+    (canon lift (core func $i "consume") async))
+  (func (export "read-fut") async (param "f" $f) (result u32)
+    (canon lift (core func $i "read-fut") async)))"""
+
+ALIASED_COPIES = f"""(component
+  {_PRODUCER}
+  (instance $a (instantiate $P))
+  (instance $b (instantiate $P))
+  (export "produce" (func $a "produce"))
+  (export "make-fut" (func $a "make-fut"))
+  (export "consume" (func $b "consume"))
+  (export "read-fut" (func $b "read-fut"))
+)"""
+"""Stream and future copies of ``list<list<list<list<u8>>>>`` values whose lists all
+alias 512 bytes (each 16 MiB lifted): ``produce(n)`` returns a stream it writes
+``n`` of them to, one per write; ``make-fut()`` a future it writes one to (both
+in instance ``a``); ``consume(s)`` and ``read-fut(f)`` read them in instance
+``b`` (guest to guest) and return how many arrived."""
+
+
+ASYNC_RESOURCE = """(component
+  (core module $d
+    (global $drops (mut i32) (i32.const 0))
+    (func (export "dtor") (param i32)
+      (global.set $drops (i32.add (global.get $drops) (i32.const 1))))
+    (func (export "drops") (result i32) (global.get $drops)))
+  (core instance $d (instantiate $d))
+  (type $counter (resource (rep i32) (dtor (core func $d "dtor"))))
+  (core func $new (canon resource.new $counter))
+  (core func $ret (canon task.return (result u32)))
+  (core module $m
+    (import "h" "new" (func $new (param i32) (result i32)))
+    (import "h" "ret" (func $ret (param i32)))
+    (func (export "ctor") (param i32) (result i32) (call $new (local.get 0)))
+    (func (export "get") (param i32) (call $ret (i32.add (local.get 0) (i32.const 1))))
+    (func (export "make") (param i32) (result i32) (call $new (local.get 0))))
+  (core instance $i (instantiate $m
+    (with "h" (instance (export "new" (func $new)) (export "ret" (func $ret))))))
+  (export $c "counter" (type $counter))
+  (func (export "[constructor]counter") (param "v" u32) (result (own $c))
+    (canon lift (core func $i "ctor")))
+  (func (export "[method]counter.get") async (param "self" (borrow $c)) (result u32)
+    (canon lift (core func $i "get") async))
+  (func (export "make") (param "v" u32) (result (own $c))
+    (canon lift (core func $i "make")))
+  (func (export "drops") (result u32) (canon lift (core func $d "drops")))
+)"""
+"""A guest resource ``counter`` on the task model: ``counter.get()`` is an async
+method (stackful) returning the handle's rep plus one; ``make(v)`` returns a
+new counter; ``drops()`` counts destructor runs."""

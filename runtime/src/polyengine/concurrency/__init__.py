@@ -5,8 +5,10 @@ Sans-IO core: threads are generators that yield :class:`Block` requests
 sets (:mod:`.waitable`), stream and future rendezvous (:mod:`.streams`,
 :mod:`.buffers`), the canonical built-ins (:mod:`.builtins`,
 :mod:`.copy_builtins`) and ``canon lift``/``canon lower`` (:mod:`.lift`).
-The scheduler state lives in :class:`Store`; :mod:`.driver` drives calls to
-completion synchronously or on asyncio.
+The scheduler state lives in :class:`Store`, its ready queue in
+:mod:`.ready`; :mod:`.hostcall` drives calls from the host to completion
+synchronously, :mod:`.driver` on asyncio, and :mod:`.hostfunc` makes host
+functions callable by guests.
 
 Wiring a component (what the embed layer does):
 
@@ -33,14 +35,14 @@ from .builtins import BLOCKING_BUILTINS as BLOCKING_BUILTINS
 from .builtins import ErrorContext as ErrorContext
 from .copy_builtins import CopyOptions as CopyOptions
 from .driver import Driver as Driver
-from .driver import HostCall as HostCall
-from .driver import run_to_completion as run_to_completion
-from .driver import start_host_call as start_host_call
-from .driver import sync_scope as sync_scope
 from .host_ends import HostFutureReader as HostFutureReader
 from .host_ends import HostFutureWriter as HostFutureWriter
 from .host_ends import HostStreamReader as HostStreamReader
 from .host_ends import HostStreamWriter as HostStreamWriter
+from .hostcall import HostCall as HostCall
+from .hostcall import run_to_completion as run_to_completion
+from .hostcall import start_host_call as start_host_call
+from .hostcall import sync_scope as sync_scope
 from .lift import CallbackCode as CallbackCode
 from .lift import CanonLift as CanonLift
 from .lift import CanonLower as CanonLower

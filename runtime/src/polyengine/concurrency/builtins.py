@@ -156,8 +156,7 @@ def canon_task_return(
     ctrap_if(
         result_type != task.ft.result,
         TrapCode.TASK_STATE,
-        "invalid task.return signature or options: its result type is not the lifted "
-        "function's",
+        "invalid task.return signature or options: its result type is not the lifted function's",
     )
     ctrap_if(
         return_key != task.return_key,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import GeneratorType
 from typing import Any, ClassVar, NoReturn
 
@@ -128,6 +129,9 @@ class _Parked:
             cb(self)
 
 
+_TO_SCHEDULER = Block(None)
+
+
 def _no_wake(_call: ParkableCall) -> None:
     """The scheduler, not the placeholder's callback, decides when to poll."""
 
@@ -145,17 +149,24 @@ class EngineActivation:
     __slots__ = (
         "_block",
         "_call",
+        "_counted",
         "_gen",
         "_gen_started",
         "_pending",
         "_results",
         "args",
         "func",
+        "thread",
     )
 
-    def __init__(self, func: CoreFunc, args: Sequence[CoreVal]) -> None:
+    def __init__(
+        self, func: CoreFunc, args: Sequence[CoreVal], thread: Thread | None = None
+    ) -> None:
         self.func = func
         self.args = list(args)
+        #: the thread it runs on: its store counts the live fibers (``Store.take_fiber``)
+        self.thread = thread
+        self._counted = False
         self._call: ParkableCall | None = None
         self._gen: Suspends[list[CoreVal]] | None = None
         self._gen_started = False
@@ -177,12 +188,25 @@ class EngineActivation:
     def resume(self, cancelled: Cancelled) -> Block | None:
         if self._call is None:
             assert not cancelled and self._results is None
+            thread = self.thread
+            if thread is not None:
+                store = thread.store
+                if not store.take_fiber(thread):
+                    # at the store's cap of live stackful activations: wait for
+                    # a fiber to finish, then come back here (run_activation)
+                    thread.cancellable = False
+                    thread.start_waiting_internal(
+                        partial(store.fiber_free_for, thread), notified=True
+                    )
+                    return _TO_SCHEDULER
+                self._counted = True
             try:
                 self._with_active(self._start)
             except EngineError:
                 # Inside a guest call of this store (a start function, or a
                 # host-driven call) the engine cannot start a parkable call:
                 # run it as a plain call, in which nothing may block.
+                self._uncount()
                 self._results = self._call_plain()
                 return None
         else:
@@ -204,8 +228,16 @@ class EngineActivation:
             # store deletes the future then
             with contextlib.suppress(EngineError):
                 call.cancel()
+        self._uncount()
 
     # -- internals ------------------------------------------------------------------
+
+    def _uncount(self) -> None:
+        """The fiber is gone: give its slot back (once)."""
+        if self._counted:
+            self._counted = False
+            assert self.thread is not None
+            self.thread.store.fiber_done()
 
     def _start(self) -> None:
         self._call = start(self.func, self.args)
@@ -235,6 +267,7 @@ class EngineActivation:
             call = self._call
             assert call is not None
             if call.done():
+                self._uncount()
                 self._results = _outcome(call)
                 return None
             assert self._gen is not None, "call parked outside the task model"
@@ -266,6 +299,7 @@ class EngineActivation:
             if call is not None and not call.done():
                 with contextlib.suppress(EngineError):
                     call.cancel()
+            self._uncount()
             raise
         return block
 
@@ -317,8 +351,8 @@ def _complete_or_trap(gen: Suspends[list[CoreVal]]) -> list[CoreVal]:
 def engine_core(func: CoreFunc) -> TaskCoreFunc:
     """The task model's :data:`~.lift.CoreFunc` for a core function of the engine."""
 
-    def start_on(_thread: Thread, args: list[CoreVal]) -> EngineActivation:
-        return EngineActivation(func, args)
+    def start_on(thread: Thread, args: list[CoreVal]) -> EngineActivation:
+        return EngineActivation(func, args, thread)
 
     return start_on
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from typing import Any, TypeAlias
 
 from polyengine.types.model import FuncType
 
+from .ready import Gate
 from .store import InstanceState
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask, Task
 from .thread import Activation, CoreVal, Suspends, Thread, run_activation
@@ -105,58 +107,7 @@ def start_task(
         return_key=lf.return_key,
     )
 
-    def body(thread: Thread) -> Suspends[None]:
-        entered = yield from task.enter_implicit_thread(thread)
-        if not entered:
-            return
-        args = task.start()
-        flat_args = lf.lower_args(task, args)
-        if not lf.async_:
-            flat_results = yield from run_activation(lf.callee(thread, flat_args))
-            task.return_(lf.lift_results(task, flat_results))
-            if lf.post_return is not None:
-                assert inst.may_leave
-                inst.may_leave = False
-                try:
-                    yield from run_activation(lf.post_return(thread, flat_results))
-                finally:
-                    inst.may_leave = True
-            task.exit_implicit_thread(thread)
-            return
-        if lf.callback is None:
-            yield from run_activation(lf.callee(thread, flat_args))
-            task.exit_implicit_thread(thread)
-            return
-        packed = yield from run_activation(lf.callee(thread, flat_args))
-        code, si = unpack_callback_result(_single_i32(packed))
-        while code is not CallbackCode.EXIT:
-            assert inst.exclusive_thread is thread
-            inst.exclusive_thread = None
-            event: EventTuple
-            if code is CallbackCode.YIELD:
-                cancelled = yield from thread.wait_until(
-                    lambda: inst.exclusive_thread is None, cancellable=True, yielding=True
-                )
-                event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
-            else:
-                wset = inst.handles.get(si)
-                if not isinstance(wset, WaitableSet):
-                    ctrap(
-                        TrapCode.HANDLE_TYPE_MISMATCH,
-                        f"callback WAIT on handle {si}, which is not a waitable set",
-                    )
-                assert isinstance(wset, WaitableSet)
-                event = yield from wset.wait_for_event_and(
-                    thread, lambda: inst.exclusive_thread is None, cancellable=True
-                )
-            assert inst.exclusive_thread is None
-            inst.exclusive_thread = thread
-            code_, p1, p2 = event
-            packed = yield from run_activation(lf.callback(thread, [int(code_), p1, p2]))
-            code, si = unpack_callback_result(_single_i32(packed))
-        task.exit_implicit_thread(thread)
-
-    thread = Thread(task, body)
+    thread = Thread(task, partial(_lift_body, lf, task))
     if caller is not None:
         caller_inst = caller
 
@@ -174,6 +125,61 @@ def start_task(
                 ctrap(TrapCode.DEADLOCK)
             cand.resume()
     return task
+
+
+def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
+    """The implicit thread of a ``canon lift`` call (§``canon lift``), for :func:`start_task`."""
+    inst = lf.inst
+    entered = yield from task.enter_implicit_thread(thread)
+    if not entered:
+        return
+    args = task.start()
+    flat_args = lf.lower_args(task, args)
+    if not lf.async_:
+        flat_results = yield from run_activation(lf.callee(thread, flat_args))
+        task.return_(lf.lift_results(task, flat_results))
+        if lf.post_return is not None:
+            assert inst.may_leave
+            inst.may_leave = False
+            try:
+                yield from run_activation(lf.post_return(thread, flat_results))
+            finally:
+                inst.may_leave = True
+        task.exit_implicit_thread(thread)
+        return
+    if lf.callback is None:
+        yield from run_activation(lf.callee(thread, flat_args))
+        task.exit_implicit_thread(thread)
+        return
+    packed = yield from run_activation(lf.callee(thread, flat_args))
+    code, si = unpack_callback_result(_single_i32(packed))
+    while code is not CallbackCode.EXIT:
+        assert inst.exclusive_thread is thread
+        inst.exclusive_thread = None
+        event: EventTuple
+        if code is CallbackCode.YIELD:
+            cancelled = yield from thread.wait_until(
+                inst.lock_free,
+                cancellable=True,
+                yielding=True,
+                gate=Gate.EXCLUSIVE,
+            )
+            event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
+        else:
+            wset = inst.handles.get(si)
+            if not isinstance(wset, WaitableSet):
+                ctrap(
+                    TrapCode.HANDLE_TYPE_MISMATCH,
+                    f"callback WAIT on handle {si}, which is not a waitable set",
+                )
+            assert isinstance(wset, WaitableSet)
+            event = yield from wset.wait_for_event_and(thread, inst.lock_free, True, Gate.EXCLUSIVE)
+        assert inst.exclusive_thread is None
+        inst.exclusive_thread = thread
+        code_, p1, p2 = event
+        packed = yield from run_activation(lf.callback(thread, [int(code_), p1, p2]))
+        code, si = unpack_callback_result(_single_i32(packed))
+    task.exit_implicit_thread(thread)
 
 
 def _single_i32(flat: list[CoreVal]) -> int:
@@ -262,13 +268,19 @@ def canon_lower(
             assert subtask.state is Subtask.State.STARTED
             subtask.resolve(Subtask.State.RETURNED, lf.lower_results(subtask, result, flat_args))
 
-    subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
+    on_cancel = lf.callee(on_start, on_resolve, inst)
+    if not subtask.resolved():
+        subtask.on_cancel = on_cancel
     assert lf.ft.is_async or subtask.resolved() or inst.store.host_pending > 0
     if not subtask.resolved():
-        if lf.ft.is_async:
-            yield from thread.wait_until(subtask.resolved)
-        else:
-            yield from thread.wait_for_host(subtask.resolved)
+        subtask.waiter = thread
+        try:
+            if lf.ft.is_async:
+                yield from thread.wait_until(subtask.resolved, notified=True)
+            else:
+                yield from thread.wait_for_host(subtask.resolved, notified=True)
+        finally:
+            subtask.waiter = None
     subtask.deliver_resolve()
     return subtask.flat_results
 
@@ -320,12 +332,13 @@ def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) 
             assert subtask.state is _STARTED
             subtask.resolve(_RETURNED, lf.lower_results(subtask, result, flat_args))
 
-    subtask.on_cancel = lf.callee(on_start, on_resolve, inst)
+    on_cancel = lf.callee(on_start, on_resolve, inst)
     if subtask.resolved():
         # resolved at once (the results are in place): no handle, no event
         subtask.deliver_resolve()
         assert subtask.flat_results == []
         return [int(_RETURNED)]
+    subtask.on_cancel = on_cancel
     subtaski = inst.handles.add(subtask)
     assert 0 < subtaski < 2**28
     return [int(subtask.state) | (subtaski << 4)]

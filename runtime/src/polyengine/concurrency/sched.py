@@ -6,8 +6,10 @@ already-satisfied condition (or a yield) blocks, in which order threads that
 can be resumed at the same time are resumed (tasks released from
 backpressure among them), and which thread of a task receives a
 cancellation. A :class:`SchedulePolicy` makes those choices. By default it is
-deterministic: first come, first served (``Store.waiting`` order, join order
-in a waitable set). With ``POLYENGINE_SCHED_SEED=<n>`` in the environment (or
+deterministic: first come, first served (threads in the order they were
+woken, yielded threads after them in yield order, as wasmtime's two queues
+described below; join order in a waitable set). With
+``POLYENGINE_SCHED_SEED=<n>`` in the environment (or
 ``SchedulePolicy(seed=n)``) it is the *seeded profile*, which draws from
 ``random.Random(n)``, so a test can explore permitted orders and replay any
 one of them.
@@ -139,7 +141,8 @@ class SchedulePolicy:
         return out
 
     def choose_thread(self, ready: Sequence[R]) -> R | None:
-        """The ready thread to resume next; ``ready`` is in waiting order.
+        """The ready thread to resume next among ``ready`` (woken ones first, in
+        wake-up order; then yielded ones, in yield order; see :mod:`.ready`).
 
         FIFO takes the first. The seeded profile draws among the threads
         that did not yield; when all of them yielded, it draws among the

@@ -11,19 +11,29 @@ handle table is passed in, so both layers index one table).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from polyengine.abi.resources import ComponentInstance, Table
 from polyengine.abi.trap import escaped, fault, passes_through
 
+from .ready import ReadyQueue
 from .sched import SchedulePolicy
 from .traps import Trap, TrapCode, ctrap_if
 
 if TYPE_CHECKING:
     from .thread import Thread
 
-__all__ = ["HandleTable", "InstanceState", "Store"]
+__all__ = ["DEFAULT_MAX_STACKFUL", "HandleTable", "InstanceState", "Store"]
+
+DEFAULT_MAX_STACKFUL = 10_000
+"""Live stackful activations a store allows by default (``Limits.max_stackful``).
+
+Each parked one holds a fiber: its stack and guard page cost two memory
+mappings, and a process has about 65,000 (``vm.max_map_count``), so some
+32,000 parked fibers exhaust it.
+"""
 
 
 class HandleTable(Protocol):
@@ -68,10 +78,13 @@ class InstanceState:
     """
 
     __slots__ = (
+        "_backpressure",
         "_entering_from",
-        "backpressure",
+        "_exclusive_thread",
         "ci",
-        "exclusive_thread",
+        "gate_released",
+        "gated",
+        "lock_free",
         "num_waiting_to_enter",
         "record",
         "store",
@@ -98,9 +111,21 @@ class InstanceState:
         self.store = store
         self.ci = ci
         self.threads: Table[Thread] = Table()
-        self.backpressure = 0
+        self._backpressure = 0
         self.num_waiting_to_enter = 0
-        self.exclusive_thread: Thread | None = None
+        self._exclusive_thread: Thread | None = None
+        #: per :class:`~.ready.Gate` kind (index 1..3), the threads held at the
+        #: gate while it is shut, in arrival order; ``gate_released[k]``: the
+        #: first of them is on the ready queue (:mod:`.ready`)
+        self.gated: tuple[deque[tuple[Thread, int, int]], ...] = (
+            deque(),
+            deque(),
+            deque(),
+            deque(),
+        )
+        self.gate_released = [False, False, False, False]
+        #: ``exclusive_thread is None`` as a predicate, bound once (waits use it)
+        self.lock_free: Callable[[], bool] = self._lock_free
         #: holds ``poisoned``: the instance's one state object, or a cell of its own
         self.record: PoisonRecord = record if record is not None else _PoisonCell()
         #: the entering set per caller (the instance tree never changes)
@@ -109,6 +134,34 @@ class InstanceState:
 
     def __repr__(self) -> str:
         return f"<InstanceState {self.ci.name or hex(id(self))}>"
+
+    @property
+    def backpressure(self) -> int:
+        return self._backpressure
+
+    @backpressure.setter
+    def backpressure(self, n: int) -> None:
+        self._backpressure = n
+        if n == 0:
+            gated = self.gated
+            if gated[1] or gated[2] or gated[3]:
+                self.store.ready.open_gates(self)
+
+    def _lock_free(self) -> bool:
+        return self._exclusive_thread is None
+
+    @property
+    def exclusive_thread(self) -> Thread | None:
+        return self._exclusive_thread
+
+    @exclusive_thread.setter
+    def exclusive_thread(self, t: Thread | None) -> None:
+        """Setting ``None`` (the lock released) releases a thread held at the gate."""
+        self._exclusive_thread = t
+        if t is None:
+            gated = self.gated
+            if gated[1] or gated[2] or gated[3]:
+                self.store.ready.open_gates(self)
 
     @property
     def poisoned(self) -> BaseException | None:
@@ -181,26 +234,35 @@ class InstanceState:
 class Store:
     """Threads waiting to run, and the scheduling policy (§Embedding ``Store``).
 
-    ``waiting`` keeps the order in which threads started waiting (an
-    insertion-ordered dict: a thread stops waiting in O(1)), so the FIFO
-    policy resumes the longest-waiting ready thread; the seeded profile
-    chooses as :mod:`.sched` describes. ``current`` is the
+    ``waiting`` holds every waiting thread (an insertion-ordered dict: a
+    thread stops waiting in O(1)); ``ready`` is the ready queue, which finds
+    the ready ones from the events that readied them (:mod:`.ready`) and
+    orders them by the policy (:mod:`.sched`). ``current`` is the
     thread being stepped (the spec's ``current_thread()``). ``host_pending``
     counts host operations in flight that may still make a waiting thread
     ready; with none in flight and nothing ready, a call that has not
     finished is a deadlock. ``on_wake`` is called whenever state changed
     outside a tick (the asyncio driver installs it). ``on_poison`` hooks are
     called with each instance a trap escapes from.
+
+    ``fibers`` counts the live activations on fibers (started core calls
+    that have not finished); ``max_stackful`` caps them for async tasks
+    (``None``: no cap): a call beyond the cap waits in ``fiber_waiters``
+    (in arrival order; threads abandoned meanwhile are dropped when they
+    reach the front) for a fiber to finish instead of allocating one.
     """
 
     __slots__ = (
         "current",
+        "fiber_waiters",
+        "fibers",
         "host_pending",
+        "max_stackful",
         "nesting_depth",
         "on_poison",
         "on_wake",
         "policy",
-        "ready_cache",
+        "ready",
         "states",
         "waiting",
     )
@@ -208,14 +270,16 @@ class Store:
     def __init__(self, policy: SchedulePolicy | None = None) -> None:
         self.policy = policy if policy is not None else SchedulePolicy.from_env()
         self.waiting: dict[Thread, None] = {}
-        #: ready threads found by the last scan and not resumed yet (``tick_ready``)
-        self.ready_cache: list[Thread] = []
+        self.ready = ReadyQueue(self.policy)
         self.current: Thread | None = None
         self.nesting_depth = 0
         self.host_pending = 0
         self.states: dict[ComponentInstance, InstanceState] = {}
         self.on_wake: Callable[[], None] | None = None
         self.on_poison: list[Callable[[InstanceState, Trap], None]] = []
+        self.fibers = 0
+        self.max_stackful: int | None = DEFAULT_MAX_STACKFUL
+        self.fiber_waiters: deque[Thread] = deque()
 
     # -- host work accounting ------------------------------------------------
 
@@ -234,35 +298,77 @@ class Store:
         if self.on_wake is not None:
             self.on_wake()
 
+    # -- live stackful activations ----------------------------------------------
+
+    def take_fiber(self, thread: Thread) -> bool:
+        """Count a new fiber for ``thread``, or (at the cap) queue it and return ``False``.
+
+        Only async tasks wait (a synchronous task may not block before
+        returning, Concurrency.md §Blocking); they wait their turn in arrival
+        order, woken by :meth:`fiber_done`.
+        """
+        cap = self.max_stackful
+        if cap is None or not thread.task.may_block():
+            self.fibers += 1
+            return True
+        waiters = self.fiber_waiters
+        if self.fibers < cap:
+            first = self._first_fiber_waiter()
+            if first is None or first is thread:
+                if first is thread:
+                    waiters.popleft()
+                self.fibers += 1
+                if self.fibers < cap:
+                    self._wake_fiber_waiter()
+                return True
+        if self._first_fiber_waiter() is not thread:  # (a woken head keeps its place)
+            waiters.append(thread)
+        return False
+
+    def fiber_free_for(self, thread: Thread) -> bool:
+        """Whether ``thread``, queued by :meth:`take_fiber`, may take a fiber now."""
+        cap = self.max_stackful
+        return cap is None or (self.fibers < cap and self._first_fiber_waiter() is thread)
+
+    def fiber_done(self) -> None:
+        """A counted fiber finished (or was discarded): the next waiter may go."""
+        assert self.fibers > 0
+        self.fibers -= 1
+        if self.fiber_waiters:
+            self._wake_fiber_waiter()
+
+    def _first_fiber_waiter(self) -> Thread | None:
+        waiters = self.fiber_waiters
+        while waiters:
+            t = waiters[0]
+            if not t.done():
+                return t
+            waiters.popleft()  # abandoned while it waited
+        return None
+
+    def _wake_fiber_waiter(self) -> None:
+        t = self._first_fiber_waiter()
+        if t is not None:
+            self.ready.notify(t)
+
     # -- scheduling ------------------------------------------------------------
 
     def ready_threads(self, inst: InstanceState | None = None) -> list[Thread]:
-        """Ready threads in waiting order, optionally only those of ``inst``."""
-        out = []
-        for t in self.waiting:
-            if inst is not None and t.task.inst is not inst:
-                continue
-            if t.ready():
-                out.append(t)
-        return out
+        """Ready threads, optionally only those of ``inst`` (a scan, for tests and checks)."""
+        return self.ready.scan(inst, None)
 
-    def pick_ready(self, inst: InstanceState | None = None) -> Thread | None:
-        """The next thread to resume: the first ready one, or the seeded choice.
+    def has_ready(self) -> bool:
+        """Whether some waiting thread is ready (O(1) amortized)."""
+        return self.ready.has_ready()
 
-        With ``inst``, only its threads other than the one holding its
-        exclusive lock are eligible (the synchronous ``canon lift`` loop).
-        The seeded choice follows :meth:`.sched.SchedulePolicy.choose_thread`.
+    def pick_ready(self, inst: InstanceState) -> Thread | None:
+        """The next thread of ``inst`` for the synchronous ``canon lift`` loop.
+
+        Only ``inst``'s ready threads other than the one holding its
+        exclusive lock are eligible; the first found, or the seeded choice
+        (:meth:`.sched.SchedulePolicy.choose_thread`).
         """
-        if self.policy.deterministic:
-            for t in self.waiting:
-                if (inst is None or t.task.inst is inst) and t.ready():
-                    if inst is not None and t is inst.exclusive_thread:
-                        continue
-                    return t
-            return None
-        cands = [
-            t for t in self.ready_threads(inst) if inst is None or t is not inst.exclusive_thread
-        ]
+        cands = self.ready.scan(inst, inst.exclusive_thread)
         return self.policy.choose_thread(cands)
 
     def tick(self) -> bool:
@@ -275,18 +381,19 @@ class Store:
         themselves.
         """
         assert self.nesting_depth == 0
-        thread = None
-        if self.policy.deterministic:
-            for t in self.waiting:
-                if t.ready() and t.task.inst.may_enter_from(None):
-                    thread = t
-                    break
-        else:
-            thread = self.policy.choose_thread(
-                [t for t in self.waiting if t.ready() and t.task.inst.may_enter_from(None)]
-            )
-        if thread is None:
-            return False
+        ready = self.ready
+        ready.retry_deferred()
+        while True:
+            thread = ready.take()
+            if thread is None:
+                return False
+            if thread.task.inst.may_enter_from(None):
+                break
+            ready.put_back(thread)
+        self._resume_top(thread)
+        return True
+
+    def _resume_top(self, thread: Thread) -> None:
         self.nesting_depth += 1
         inst = thread.task.inst
         inst.enter_from(None)
@@ -303,66 +410,21 @@ class Store:
         finally:
             inst.leave_to(None)
             self.nesting_depth -= 1
-        return True
 
     def tick_ready(self, limit: int | None = None) -> int:
-        """Resume the threads ready now (at most ``limit``), in waiting order, in one pass.
+        """Resume ready threads (at most ``limit``) until none is ready; how many resumed.
 
-        Returns how many resumed.
-
-        Equivalent to calling :meth:`tick` until it returns ``False`` (each
-        thread is tested again just before it resumes), without scanning
-        every waiting thread per resumption: threads readied by the same
-        event (N host results settled together) cost one pass, not N. A
-        thread readied by one resumed here waits for the next pass. Traps
-        only poison (as the driver's loop over :meth:`tick` treats them).
+        :meth:`tick` repeated, except that a trap only poisons (as the
+        driver's loop over :meth:`tick` treats them).
         """
-        assert self.nesting_depth == 0
-        if not self.policy.deterministic:
-            n = 0
-            while limit is None or n < limit:
-                try:
-                    if not self.tick():
-                        return n
-                except Trap:
-                    pass
-                n += 1
-            return n
-        n = self._resume_batch(self.ready_cache, limit)
-        if n == 0:  # the threads left from the last scan are stale: scan again
-            n = self._resume_batch([t for t in self.waiting if t.ready()], limit)
-        return n
-
-    def _resume_batch(self, batch: list[Thread], limit: int | None) -> int:
-        """Resume the still-ready threads of ``batch`` (up to ``limit``); keep the rest."""
-        self.ready_cache = []
         n = 0
-        for k, thread in enumerate(batch):
-            if limit is not None and n >= limit:
-                self.ready_cache = batch[k:]
-                break
-            if thread not in self.waiting or not thread.ready():
-                continue
-            inst = thread.task.inst
-            if not inst.may_enter_from(None):
-                continue
-            n += 1
-            self.nesting_depth += 1
-            inst.enter_from(None)
+        while limit is None or n < limit:
             try:
-                thread.resume()
-            except BaseException as exc:
-                trap = escaped(exc)
-                self.poison(inst, trap)
-                thread.task.fail(trap)
-                if trap is exc or passes_through(exc):
-                    if isinstance(exc, Trap):
-                        continue
-                    raise
-                continue
-            finally:
-                inst.leave_to(None)
-                self.nesting_depth -= 1
+                if not self.tick():
+                    return n
+            except Trap:
+                pass
+            n += 1
         return n
 
     def poison(self, inst: InstanceState, trap: Trap) -> None:
@@ -397,8 +459,9 @@ class Store:
         for t in list(self.waiting):
             t.abandon()
         self.waiting.clear()
-        self.ready_cache = []
+        self.ready.clear()
+        self.fiber_waiters.clear()
 
     def deadlocked(self) -> bool:
         """No ready thread and no host operation in flight."""
-        return self.host_pending == 0 and not any(t.ready() for t in self.waiting)
+        return self.host_pending == 0 and not self.has_ready()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from polyengine.types.model import FuncType
 
+from .ready import Gate
 from .thread import Cancelled, CoreVal, Suspends, Thread
 from .traps import Trap, TrapCode, ctrap_if
 from .waitable import Waitable
@@ -50,7 +51,11 @@ class Task:
     are not yet dropped (maintained by the handle layer). ``threads`` are the
     live threads; ``implicit_thread`` is the one created for the call.
     ``return_key`` identifies the lift options of the callee, which
-    ``task.return`` must match. ``on_trap`` is told when the task fails
+    ``task.return`` must match. ``on_start`` and ``on_resolve`` are dropped
+    once called, ``on_trap`` once the last thread ended, ``implicit_thread``
+    once it exited (no reference cycle outlives the call: a finished call is
+    freed by reference counting, not by the garbage collector). ``on_trap``
+    is told when the task fails
     because a trap escaped one of its threads or poisoned its instance.
     """
 
@@ -136,7 +141,10 @@ class Task:
                 inst.num_waiting_to_enter += 1
                 try:
                     cancelled = yield from thread.wait_until(
-                        lambda: not self.has_backpressure(), cancellable=True, entering=True
+                        lambda: not self.has_backpressure(),
+                        cancellable=True,
+                        entering=True,
+                        gate=Gate.ENTER_EXCLUSIVE if self.needs_exclusive() else Gate.BACKPRESSURE,
                     )
                 finally:
                     inst.num_waiting_to_enter -= 1
@@ -161,6 +169,7 @@ class Task:
         if self.ft.is_async and self.needs_exclusive():
             assert self.inst.exclusive_thread is thread
             self.inst.exclusive_thread = None
+        self.implicit_thread = None
 
     def unregister_thread(self, thread: Thread) -> None:
         assert thread in self.threads and thread.task is self
@@ -168,6 +177,7 @@ class Task:
         assert thread.index is not None
         self.inst.threads.remove(thread.index)
         if not self.threads:
+            self.on_trap = None  # no thread left to trap
             ctrap_if(
                 self.state is not Task.State.RESOLVED,
                 TrapCode.TASK_STATE,
@@ -212,7 +222,8 @@ class Task:
     def start(self) -> list[Any]:
         assert self.state is Task.State.INITIAL
         self.state = Task.State.STARTED
-        return self.on_start()
+        on_start, self.on_start = self.on_start, _started
+        return on_start()
 
     def return_(self, result: list[Any]) -> None:
         ctrap_if(
@@ -225,7 +236,8 @@ class Task:
             TrapCode.BORROWS_OUTSTANDING,
             "borrow handles still remain at the end of the call",
         )
-        self.on_resolve(result)
+        on_resolve, self.on_resolve = self.on_resolve, _resolved
+        on_resolve(result)
         self.state = Task.State.RESOLVED
 
     def cancel(self) -> None:
@@ -239,7 +251,8 @@ class Task:
             TrapCode.BORROWS_OUTSTANDING,
             "borrow handles still remain at the end of the call",
         )
-        self.on_resolve(None)
+        on_resolve, self.on_resolve = self.on_resolve, _resolved
+        on_resolve(None)
         self.state = Task.State.RESOLVED
 
     def fail(self, trap: Trap) -> None:
@@ -249,6 +262,14 @@ class Task:
         self.failed = trap
         if self.on_trap is not None:
             self.on_trap(trap)
+
+
+def _started() -> list[Any]:
+    raise AssertionError("the task was started already")
+
+
+def _resolved(_result: list[Any] | None) -> None:
+    raise AssertionError("the task was resolved already")
 
 
 class Lender(Protocol):
@@ -297,7 +318,11 @@ class Subtask(Waitable):
         assert not self.resolved()
         self.state = state
         self.flat_results = flat_results
+        self.on_cancel = None  # nothing left to cancel
         assert self.resolved()
+        w = self.waiter
+        if w is not None:
+            w.task.inst.store.ready.notify(w)
 
     def deliver_resolve(self) -> None:
         assert not self.resolve_delivered() and self.resolved()

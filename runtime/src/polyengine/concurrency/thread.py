@@ -155,6 +155,10 @@ def run_activation(act: Activation) -> Suspends[list[CoreVal]]:
 ThreadBody = Callable[["Thread"], Suspends[None]]
 
 
+def _always() -> bool:
+    return True
+
+
 class Thread:
     """A green thread of a task (CanonicalABI.md §Threads).
 
@@ -171,11 +175,15 @@ class Thread:
         "_gen",
         "_running",
         "cancellable",
+        "gate",
         "index",
         "keep_alive",
+        "notified",
         "ready_func",
         "storage",
         "task",
+        "wait_gen",
+        "wake",
         "yielded",
     )
 
@@ -191,6 +199,12 @@ class Thread:
         self.storage = [0, 0]
         self.keep_alive = keep_alive
         self.yielded = False
+        #: the ready queue's bookkeeping of the current wait (:mod:`.ready`): how
+        #: many waits began, where the thread is, its gate, whether it is notified
+        self.wait_gen = 0
+        self.wake = 0
+        self.gate = 0
+        self.notified = False
 
     def __repr__(self) -> str:
         return f"<Thread {self.index} of {self.task!r} {self.status}>"
@@ -236,23 +250,41 @@ class Thread:
     # -- scheduler-side ---------------------------------------------------
 
     def start_waiting_internal(
-        self, ready_func: Callable[[], bool], *, yielded: bool = False
+        self,
+        ready_func: Callable[[], bool],
+        *,
+        yielded: bool = False,
+        gate: int = 0,
+        notified: bool = False,
     ) -> None:
+        """Wait until ``ready_func()``; how the ready queue learns of it (:mod:`.ready`):
+
+        ``gate`` is the :class:`~.ready.Gate` that holds it back, ``notified``
+        says that its event source calls ``ReadyQueue.notify``; a wait that is
+        neither, nor a yield, is polled.
+        """
         assert not self.waiting() and self.ready_func is None
         self.ready_func = ready_func
         self.yielded = yielded
-        self.store.waiting[self] = None
+        self.gate = gate
+        self.notified = notified
+        self.wait_gen += 1
+        store = self.store
+        store.waiting[self] = None
+        store.ready.start_waiting(self)
 
     def stop_waiting_internal(self, cancelled: Cancelled) -> None:
         assert self.waiting()
         assert cancelled or self.ready()
+        store = self.store
+        store.ready.stop_waiting(self)
         self.ready_func = None
         self.yielded = False
-        del self.store.waiting[self]
+        del store.waiting[self]
 
     def resume_later(self) -> None:
         assert self.suspended()
-        self.start_waiting_internal(lambda: True)
+        self.start_waiting_internal(_always, notified=True)
 
     def resume(self, cancelled: Cancelled = Cancelled.FALSE) -> None:
         """Run this thread (and any thread it switches to) until it blocks or ends."""
@@ -279,9 +311,11 @@ class Thread:
                 block = self._gen.send(cancelled)
         except StopIteration:
             self._done = True
+            self._gen = None  # the finished body: no cycle through its closure
             return None
         except BaseException:
             self._done = True
+            self._gen = None
             raise
         finally:
             self._running = False
@@ -327,9 +361,8 @@ class Thread:
         """
         if self.task.may_block():
             return
-        for t in self.store.waiting:
-            if t is not self and t is not t.task.inst.exclusive_thread and t.ready():
-                return
+        if self.store.ready.any_ready(self):
+            return
         ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
     def block_internal(self, cancellable: bool) -> Suspends[Cancelled]:
@@ -358,6 +391,8 @@ class Thread:
         *,
         yielding: bool = False,
         entering: bool = False,
+        gate: int = 0,
+        notified: bool = False,
     ) -> Suspends[Cancelled]:
         """Block until ``ready_func()`` holds (definitions.py ``Thread.wait_until``).
 
@@ -369,6 +404,8 @@ class Thread:
         (backpressure, the exclusive lock): it goes through the scheduler
         too, so the task does not overtake earlier ones, and is allowed in
         synchronous tasks, but it is an ordinary wait for a state change.
+        ``gate`` and ``notified`` tell the ready queue how the wait ends
+        (:meth:`start_waiting_internal`).
         """
         assert self._running
         assert not (yielding and entering)
@@ -378,10 +415,16 @@ class Thread:
             if ready_func():
                 return Cancelled.FALSE  # never block when ready (rule 1 of .sched)
             self.check_may_block()
-        self.start_waiting_internal(ready_func, yielded=yielding)
-        return (yield from self.block_internal(cancellable))
+        self.start_waiting_internal(ready_func, yielded=yielding, gate=gate, notified=notified)
+        # block_internal, inlined (one generator fewer per parked wait)
+        self.cancellable = cancellable
+        cancelled = yield _TO_SCHEDULER
+        assert cancellable or not cancelled
+        return cancelled
 
-    def wait_for_host(self, ready_func: Callable[[], bool]) -> Suspends[None]:
+    def wait_for_host(
+        self, ready_func: Callable[[], bool], *, notified: bool = False
+    ) -> Suspends[None]:
         """Park until host work makes ``ready_func()`` true (a ``suspending`` import).
 
         This is host-defined blocking, not Component Model blocking, so the
@@ -390,11 +433,11 @@ class Thread:
         """
         if ready_func():
             return
-        self.start_waiting_internal(ready_func)
+        self.start_waiting_internal(ready_func, notified=notified)
         yield from self.block_internal(False)
 
     def yield_(self, cancellable: bool) -> Suspends[Cancelled]:
-        return (yield from self.wait_until(lambda: True, cancellable, yielding=True))
+        return (yield from self.wait_until(_always, cancellable, yielding=True))
 
     def suspend_then_resume(self, cancellable: bool, other: Thread) -> Suspends[Cancelled]:
         assert self._running and other.suspended()
@@ -406,7 +449,7 @@ class Thread:
         assert self._running and other.suspended()
         if self.task.deliver_pending_cancel(cancellable):
             return Cancelled.TRUE
-        self.start_waiting_internal(lambda: True, yielded=True)
+        self.start_waiting_internal(_always, yielded=True)
         return (yield from self.switch_to_internal(cancellable, other))
 
     def suspend_then_promote(self, cancellable: bool, other: Thread) -> Suspends[Cancelled]:
@@ -424,6 +467,6 @@ class Thread:
             return Cancelled.TRUE
         if other.ready():
             other.stop_waiting_internal(Cancelled.FALSE)
-            self.start_waiting_internal(lambda: True, yielded=True)
+            self.start_waiting_internal(_always, yielded=True)
             return (yield from self.switch_to_internal(cancellable, other))
         return (yield from self.yield_(cancellable))

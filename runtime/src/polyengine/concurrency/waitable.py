@@ -43,18 +43,32 @@ class Waitable:
     ``pending_event`` is a closure producing the event (and applying its
     state change) or ``None``; ``wset`` is the set it is joined to;
     ``has_sync_waiter`` is set while a thread waits on it synchronously, which
-    forbids joining it to a set meanwhile.
+    forbids joining it to a set meanwhile; ``waiter`` is the thread to notify
+    when its state changes (a synchronous waiter, or the caller waiting for a
+    subtask to resolve), as the ready queue needs (:mod:`.ready`).
     """
 
-    __slots__ = ("has_sync_waiter", "pending_event", "wset")
+    __slots__ = ("has_sync_waiter", "pending_event", "waiter", "wset")
 
     def __init__(self) -> None:
         self.pending_event: Callable[[], EventTuple] | None = None
         self.wset: WaitableSet | None = None
         self.has_sync_waiter = False
+        self.waiter: Thread | None = None
 
     def set_pending_event(self, pending_event: Callable[[], EventTuple]) -> None:
         self.pending_event = pending_event
+        self.notify_waiters()
+
+    def notify_waiters(self) -> None:
+        """Queue the threads that wait on this waitable or on its set."""
+        w = self.waiter
+        if w is not None:
+            w.task.inst.store.ready.notify(w)
+        ws = self.wset
+        if ws is not None and ws.waiters:
+            for t in ws.waiters:
+                t.task.inst.store.ready.notify(t)
 
     def has_pending_event(self) -> bool:
         return self.pending_event is not None
@@ -66,10 +80,12 @@ class Waitable:
         """Block ``thread`` (not cancellably) until this waitable has an event."""
         assert not self.in_waitable_set() and not self.has_sync_waiter
         self.has_sync_waiter = True
+        self.waiter = thread
         try:
-            yield from thread.wait_until(self.has_pending_event, cancellable=False)
+            yield from thread.wait_until(self.has_pending_event, cancellable=False, notified=True)
         finally:
             self.has_sync_waiter = False
+            self.waiter = None
 
     def get_pending_event(self) -> EventTuple:
         pending = self.pending_event
@@ -84,6 +100,8 @@ class Waitable:
         self.wset = wset
         if wset is not None:
             wset.elems.append(self)
+            if self.pending_event is not None and wset.waiters:
+                self.notify_waiters()
 
     def drop(self) -> None:
         assert not self.has_sync_waiter
@@ -94,14 +112,20 @@ class WaitableSet:
     """A set of waitables (§Waitable State ``WaitableSet``).
 
     ``elems`` keeps join order, which the FIFO policy uses to choose among
-    several pending events; ``num_waiting`` counts threads blocked on it.
+    several pending events; ``waiters`` are the threads blocked on it (the
+    spec's ``num_waiting`` counts them), notified when an element gets an
+    event.
     """
 
-    __slots__ = ("elems", "num_waiting")
+    __slots__ = ("elems", "waiters")
 
     def __init__(self) -> None:
         self.elems: list[Waitable] = []
-        self.num_waiting = 0
+        self.waiters: dict[Thread, None] = {}
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiters)
 
     def has_pending_event(self) -> bool:
         for w in self.elems:  # noqa: SIM110 (a loop: no generator per call)
@@ -120,27 +144,29 @@ class WaitableSet:
         raise AssertionError("no pending event")
 
     def wait_for_event_and(
-        self, thread: Thread, ready_func: Callable[[], bool], cancellable: bool
+        self, thread: Thread, ready_func: Callable[[], bool], cancellable: bool, gate: int = 0
     ) -> Suspends[EventTuple]:
-        def ready_and_has_event() -> bool:
-            return ready_func() and self.has_pending_event()
-
-        self.num_waiting += 1
+        """Wait for an event while ``ready_func()`` holds (``gate`` guards it, :mod:`.ready`)."""
+        self.waiters[thread] = None
         try:
-            cancelled = yield from thread.wait_until(ready_and_has_event, cancellable)
+            cancelled = yield from thread.wait_until(
+                _Both(ready_func, self), cancellable, gate=gate, notified=True
+            )
         finally:
-            self.num_waiting -= 1
+            del self.waiters[thread]
         if cancelled:
             return (EventCode.TASK_CANCELLED, 0, 0)
         return self.get_pending_event(thread)
 
     def wait_for_event(self, thread: Thread, cancellable: bool) -> Suspends[EventTuple]:
         # wait_for_event_and with a condition that always holds, inlined
-        self.num_waiting += 1
+        self.waiters[thread] = None
         try:
-            cancelled = yield from thread.wait_until(self.has_pending_event, cancellable)
+            cancelled = yield from thread.wait_until(
+                self.has_pending_event, cancellable, notified=True
+            )
         finally:
-            self.num_waiting -= 1
+            del self.waiters[thread]
         if cancelled:
             return (EventCode.TASK_CANCELLED, 0, 0)
         return self.get_pending_event(thread)
@@ -161,3 +187,16 @@ class WaitableSet:
             TrapCode.WAITABLE_SET,
             "cannot drop waitable set with waiters",
         )
+
+
+class _Both:
+    """``ready_func() and wset.has_pending_event()`` (one object, not a closure)."""
+
+    __slots__ = ("ready_func", "wset")
+
+    def __init__(self, ready_func: Callable[[], bool], wset: WaitableSet) -> None:
+        self.ready_func = ready_func
+        self.wset = wset
+
+    def __call__(self) -> bool:
+        return self.ready_func() and self.wset.has_pending_event()

@@ -343,7 +343,9 @@ class GuestResource:
         self._rep = rep
         self._owned = owned
         if owned:
-            self._finalizer = weakref.finalize(self, _drop_rep, cls._polyengine_rt, rep)
+            self._finalizer = weakref.finalize(
+                self, _drop_leaked, cls._polyengine_runtime, cls._polyengine_rt, rep
+            )
         else:
             self._finalizer = None
         return self
@@ -397,6 +399,13 @@ define_realm_local(GuestResource)
 def _drop_rep(rt: ResourceType, rep: int) -> None:
     if rt.dtor is not None:
         rt.dtor(rep)
+
+
+def _drop_leaked(runtime: ComponentRuntime, rt: ResourceType, rep: int) -> None:
+    """The collection backstop: nothing to drop once the store is closed (it took the
+    resource with it), as at interpreter exit after ``close()``."""
+    if not runtime.store.closed:
+        _drop_rep(rt, rep)
 
 
 def build_exports(rt: ComponentRuntime) -> Exports:

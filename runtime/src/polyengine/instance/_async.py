@@ -109,6 +109,8 @@ class TaskModel:
     def __init__(self, rt: ComponentRuntime) -> None:
         self.rt = rt
         self.store = Store()
+        if rt.limits is not None:
+            self.store.max_stackful = rt.limits.max_stackful
         self.driver = Driver(self.store)
         self.states = [InstanceState(self.store, rec.ci, record=rec) for rec in rt.records]
         for rec, state in zip(rt.records, self.states, strict=True):
@@ -654,6 +656,7 @@ class AsyncExportCall:
         host coroutine, python-mapping.md §4), the call starts one loop
         iteration later, once the guest is off the engine.
         """
+        self.tasks.rt.check_thread(self.name)
         current = self.tasks.store.current
         if current is not None:
             lf = self._check()
@@ -694,6 +697,7 @@ class AsyncExportCall:
 
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
+        self.tasks.rt.check_thread(self.name)
         lf = self._check()
         begin = self.tasks.rt.begin_call
         if begin is not None:

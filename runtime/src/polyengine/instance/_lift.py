@@ -13,6 +13,7 @@ same lift is :class:`~polyengine.instance._async.AsyncExportCall`;
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from polyengine import engine
@@ -147,7 +148,7 @@ class ExportCall:
             guard, core, env = scalar
             env["general"] = general
             entry = [
-                "if rec.poisoned is not None or not ci.may_enter:",
+                "if rec.poisoned is not None or not ci.may_enter or get_ident() != owner:",
                 "    check_enter(rec, name)",
             ]
 
@@ -194,12 +195,13 @@ class ExportCall:
         opts = ro.opts
         name = self.name
         check_enter = self._rt.check_enter
+        owner = self._rt.owner_thread
         lower_params, lift_results = lifted.lower_params, lifted.lift_results
         post_call = None if post is None else post.call_raw
         call_flat = callee.flat_call()
 
         def call(args: Sequence[Any]) -> Any:
-            if rec.poisoned is not None or not ci.may_enter:
+            if rec.poisoned is not None or not ci.may_enter or get_ident() != owner:
                 check_enter(rec, name)
             ci.may_enter = False
             try:
@@ -345,6 +347,8 @@ class ExportCall:
             "ci": rec.ci,
             "name": self.name,
             "check_enter": self._rt.check_enter,
+            "get_ident": get_ident,
+            "owner": self._rt.owner_thread,
             "fault": fault,
             "poisons": poisons,
             "escaped": escaped,

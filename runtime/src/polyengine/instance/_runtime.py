@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from polyengine import engine
@@ -34,7 +35,7 @@ from polyengine.abi.resources import (
     canon_resource_rep,
 )
 from polyengine.abi.trap import escaped, fault
-from polyengine.errors import LinkError
+from polyengine.errors import LinkError, ThreadRuleError
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import (
@@ -135,6 +136,8 @@ class ComponentRuntime:
         self.plan = plan
         self.artifacts = artifacts
         self.limits = limits
+        #: the thread that created the runtime, the only one that may call it
+        self.owner_thread = get_ident()
         eng = _engine_for(limits)
         self.store = engine.EngineStore(eng, suspend=task_model)
         #: what every call from the host does first (re-arming per-call limits), if anything
@@ -323,8 +326,19 @@ class ComponentRuntime:
         memory = None if o.memory is None else self.resolve(o.memory)
         return (o.string_encoding, memory)
 
+    def check_thread(self, what: str) -> None:
+        """Refuse a call from a thread other than the creator's (the thread rule)."""
+        if get_ident() != self.owner_thread:
+            raise ThreadRuleError(
+                f"{what} was called from another thread than the one that instantiated "
+                "its component; the thread rule: an instance is used only from the thread "
+                "that created it (its store and event loop live there)"
+            )
+
     def check_enter(self, rec: InstanceRecord, what: str) -> None:
-        """Refuse to enter a poisoned or already-entered instance (Component Invariant #2)."""
+        """Refuse to enter a poisoned or already-entered instance (Component Invariant #2),
+        or one called from another thread (:meth:`check_thread`)."""
+        self.check_thread(what)
         if rec.poisoned is not None:
             raise Trap(
                 f"cannot enter component instance {rec.ci.name} to call {what}: "
