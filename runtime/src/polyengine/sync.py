@@ -12,6 +12,14 @@ suspends, so it completes in that one step, without a task or a turn of the
 loop. A coroutine that does suspend is handed, as it is, to a task on the
 private loop and finished there.
 
+Between calls nothing runs: the private loop turns only while a call is
+made, and a call returns as soon as its export does. Work a guest leaves
+running after returning (a task waiting on an async host import, embedder-api
+A11) progresses during later calls' loop turns or in
+``SyncInstance.run_background(seconds)``, which turns the loop for that long;
+``await polyengine.instantiate(...)`` on a running loop services it
+continuously.
+
 The methods of the instance's guest resources block the same way (the
 resource classes belong to the instance, so they are given blocking methods
 in place, whatever way a wrapper is obtained). After ``close()`` a call
@@ -203,6 +211,20 @@ class SyncInstance:
         self._loop = loop
         self.exports = _SyncProxy(instance.exports, loop)
         _block_resource_methods(instance.exports, self.exports)
+
+    def run_background(self, seconds: float) -> None:
+        """Turn the private loop for ``seconds``, so the guest's background work progresses.
+
+        The facade's loop runs only while a call is made, and a call returns
+        as soon as its export does: work a guest left running after it
+        returned (a task waiting on an async host import, embedder-api A11)
+        is serviced only here. Its failure surfaces on the next call.
+        """
+        loop = self._loop
+        if loop.is_closed():
+            raise _closed()
+        _refuse_in_running_loop("SyncInstance.run_background")
+        loop.run_until_complete(asyncio.sleep(seconds))
 
     def close(self) -> None:
         """Close the instance, cancel what still runs on the private loop, close the loop."""

@@ -104,3 +104,24 @@ def test_calls_are_refused_in_a_running_loop_and_after_close(wat: Wat) -> None:
     inst.close()
     with pytest.raises(RuntimeError, match="closed"):
         add(1, 2)
+
+
+def test_background_work_runs_only_while_the_loop_turns(wat: Wat) -> None:
+    """A11 under the blocking facade: nothing runs between calls; run_background turns
+    the private loop, and the guest's task waiting on an async import completes."""
+    import time
+
+    seen: list[int] = []
+
+    async def tick() -> int:
+        await asyncio.sleep(0)
+        return 7
+
+    with instantiate_sync(wat(ac.BACKGROUND), {"tick": tick, "notify": seen.append}) as inst:
+        inst.exports.spawn()  # returns before its task's tick lands
+        time.sleep(0.02)
+        assert seen == []  # the documented limit: no loop turns between calls
+        inst.run_background(0.05)
+        assert seen == [7]
+    with pytest.raises(Exception, match="closed"):
+        inst.run_background(0.01)
