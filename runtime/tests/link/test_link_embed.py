@@ -145,3 +145,42 @@ def test_core_module_imports(wat: Callable[[str], bytes]) -> None:
     )
     assert link_error(absent, {}) == "import m: module 'm' was not found"
     assert link_error(absent, {"m": object()}).startswith("import m: expected module found object")
+
+
+def test_core_module_signatures(wat: Callable[[str], bytes]) -> None:
+    """A supplied core module is checked by type, not only by kind (core import matching)."""
+    module = wat(
+        '(module (import "env" "f" (func (param i32)))'
+        ' (func (export "g") (result i32) i32.const 1)'
+        ' (memory (export "mem") 2 4) (global (export "v") (mut i32) (i32.const 0)))'
+    )
+    imports = '(import "env" "f" (func (param i32)))'
+
+    def declared(decls: str) -> bytes:
+        return wat(consumer(f'(import "m" (core module {decls}))'))
+
+    def refusal(decls: str) -> str:
+        return link_error(declared(decls), {"m": module})
+
+    assert refusal(f'{imports} (export "g" (func (result i64)))') == (
+        "import m: module export 'g' has the wrong type: "
+        "expected func [] -> [i64], found func [] -> [i32]"
+    )
+    assert refusal('(import "env" "f" (func (param i64))) (export "g" (func (result i32)))') == (
+        "import m: module import 'env::f' has the wrong type: "
+        "expected func [i32] -> [], found func [i64] -> []"
+    )
+    assert refusal(f'{imports} (export "v" (global i32))') == (
+        "import m: module export 'v' has the wrong type: expected global i32, found global mut i32"
+    )
+    # limits: the module's memory (2..4) must lie within the declared ones
+    assert refusal(f'{imports} (export "mem" (memory 3))').endswith("(limits)")
+    assert refusal(f'{imports} (export "mem" (memory 1 3))').endswith("(limits)")
+    good = wat(
+        consumer(
+            f'(import "m" (core module {imports} (export "g" (func (result i32)))'
+            ' (export "mem" (memory 1 8)) (export "v" (global (mut i32)))))',
+            start=False,
+        )
+    )
+    run(polyengine.instantiate(good, {"m": module})).close()

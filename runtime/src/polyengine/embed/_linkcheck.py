@@ -80,7 +80,7 @@ def _no_resources(index: int) -> int:  # pragma: no cover - a module type names 
 def _module_desc(data: bytes) -> pln.ModuleDesc:
     """The import and export kinds of core module ``data`` (``LinkError`` when malformed)."""
     from polyengine.errors import TranslationError
-    from polyengine.types.subtype import core_kind
+    from polyengine.types.subtype import core_kind, core_signature
     from polyengine.validate import read_module_signature
 
     try:
@@ -90,6 +90,8 @@ def _module_desc(data: bytes) -> pln.ModuleDesc:
     return pln.ModuleDesc(
         tuple((m, n, core_kind(t)) for m, n, t in sig.imports),
         tuple((n, core_kind(t)) for n, t in sig.exports),
+        tuple(core_signature(t) for _, _, t in sig.imports),
+        tuple(core_signature(t) for _, t in sig.exports),
     )
 
 
@@ -190,23 +192,47 @@ class _Checker:
             raise self.fail(where, f"{label} has the wrong type: {exc}") from None
 
     def module(self, a: pln.ModuleDesc, b: pln.ModuleDesc, where: str) -> None:
-        """Core module subtyping, by kind: ``a`` imports no more, exports no less than ``b``."""
-        allowed = {(m, n): k for m, n, k in b.imports}
-        for m, n, k in a.imports:
-            want = allowed.get((m, n))
-            if want is None:
+        """Core module subtyping: ``a`` imports no more, exports no less than ``b``.
+
+        By kind, and by type where both sides know their types (a module's
+        binary, a declared module type): each import ``a`` needs must be met
+        by the one ``b`` declares, each export ``b`` declares met by ``a``'s
+        (core import matching, :func:`~polyengine.types.subtype.core_signature_mismatch`).
+        """
+        from polyengine.types.subtype import core_signature_mismatch
+
+        typed = len(a.import_types) == len(a.imports) and len(b.import_types) == len(b.imports)
+        offered = {
+            (m, n): (k, b.import_types[i] if typed else None)
+            for i, (m, n, k) in enumerate(b.imports)
+        }
+        for i, (m, n, k) in enumerate(a.imports):
+            found = offered.get((m, n))
+            if found is None:
                 raise self.fail(where, f"module import '{m}::{n}' is not provided by the importer")
+            want, sig = found
             if want != k:
                 raise self.fail(where, f"module import '{m}::{n}': expected {k} found {want}")
-        exports = dict(a.exports)
-        for n, k in b.exports:
+            if typed and sig is not None:
+                why = core_signature_mismatch(sig, a.import_types[i])
+                if why is not None:
+                    raise self.fail(where, f"module import '{m}::{n}' has the wrong type: {why}")
+        typed = len(a.export_types) == len(a.exports) and len(b.export_types) == len(b.exports)
+        exports = {
+            n: (k, a.export_types[i] if typed else None) for i, (n, k) in enumerate(a.exports)
+        }
+        for i, (n, k) in enumerate(b.exports):
             have = exports.get(n)
             if have is None:
                 raise self.fail(where, f"module export '{n}' was not found")
-            if have != k:
+            if have[0] != k:
                 raise self.fail(
-                    where, f"module export '{n}' has the wrong type: expected {k} found {have}"
+                    where, f"module export '{n}' has the wrong type: expected {k} found {have[0]}"
                 )
+            if typed and have[1] is not None:
+                why = core_signature_mismatch(have[1], b.export_types[i])
+                if why is not None:
+                    raise self.fail(where, f"module export '{n}' has the wrong type: {why}")
 
     def component(self, a: pln.ComponentDesc, b: pln.ComponentDesc, where: str) -> None:
         """Component subtyping, by kind: ``a`` needs no more imports, gives no fewer exports."""

@@ -60,6 +60,7 @@ from polyengine.types.subtype import (
     TypeT,
     ValueT,
     core_kind,
+    core_signature,
     map_functype,
     map_valtype,
 )
@@ -218,6 +219,8 @@ class _Builder:
                 return ModuleDesc(
                     tuple((m, n, core_kind(x)) for m, n, x in imports),
                     tuple((n, core_kind(x)) for n, x in exports),
+                    tuple(core_signature(x) for _, _, x in imports),
+                    tuple(core_signature(x) for _, x in exports),
                 )
             case ValueT(v):
                 return ValueDesc(self.vt(v))

@@ -284,10 +284,18 @@ class ComponentDesc:
 
 @dataclass(frozen=True, slots=True)
 class ModuleDesc:
-    """A core module type: imports as (module, name, kind), exports as (name, kind)."""
+    """A core module type: imports as (module, name, kind), exports as (name, kind).
+
+    ``import_types`` and ``export_types`` give each import's and export's
+    type in the same order, as :func:`polyengine.types.subtype.core_signature`
+    spells it (plain tuples: ``("func", params, results)``, ``("memory", min,
+    max, shared, is64, page_size_log2)`` ...); empty when not known.
+    """
 
     imports: tuple[tuple[str, str, str], ...]
     exports: tuple[tuple[str, str], ...]
+    import_types: tuple[tuple[Any, ...], ...] = ()
+    export_types: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from polyengine.types.model import (
     Borrow,
@@ -94,6 +94,62 @@ def core_kind(t: CoreExternT) -> str:
             return "global"
         case CoreTagT():
             return "tag"
+
+
+def core_signature(t: CoreExternT) -> tuple[Any, ...]:
+    """``t`` as plain data (a plan keeps it so): its kind first, then its parts."""
+    match t:
+        case CoreFuncT(params, results):
+            return ("func", params, results)
+        case CoreTableT(elem, mn, mx, is64, shared):
+            return ("table", elem, mn, mx, is64, shared)
+        case CoreMemoryT(mn, mx, shared, is64, page):
+            return ("memory", mn, mx, shared, is64, page)
+        case CoreGlobalT(valtype, mutable, shared):
+            return ("global", valtype, mutable, shared)
+        case CoreTagT(CoreFuncT(params, results)):
+            return ("tag", params, results)
+    raise AssertionError(f"not a core extern type: {t!r}")
+
+
+def core_signature_mismatch(have: tuple[Any, ...], want: tuple[Any, ...]) -> str | None:
+    """Why an extern of type ``have`` cannot stand where ``want`` is required, or ``None``.
+
+    Core import matching (the core spec's "import subtyping"): functions, globals
+    and tags match exactly; a table or memory matches when its other parts are
+    equal and its limits lie within the required ones (a minimum at least, a
+    maximum at most the required maximum, present when that one is).
+    """
+    kind = want[0]
+    if have[0] != kind:
+        return f"expected {kind}, found {have[0]}"
+    if kind in ("table", "memory"):
+        mn, mx = (have[2], have[3]) if kind == "table" else (have[1], have[2])
+        wmn, wmx = (want[2], want[3]) if kind == "table" else (want[1], want[2])
+        rest = (have[1], *have[4:]) if kind == "table" else have[3:]
+        wrest = (want[1], *want[4:]) if kind == "table" else want[3:]
+        if rest != wrest:
+            return f"expected {_spell(want)}, found {_spell(have)}"
+        if mn < wmn or (wmx is not None and (mx is None or mx > wmx)):
+            return f"expected {_spell(want)}, found {_spell(have)} (limits)"
+        return None
+    if have != want:
+        return f"expected {_spell(want)}, found {_spell(have)}"
+    return None
+
+
+def _spell(sig: tuple[Any, ...]) -> str:
+    """A core signature in words: ``func [i32] -> [i32]``, ``memory 1..2``."""
+    kind = sig[0]
+    if kind in ("func", "tag"):
+        return f"{kind} [{' '.join(sig[1])}] -> [{' '.join(sig[2])}]"
+    if kind == "table":
+        mx = "" if sig[3] is None else sig[3]
+        return f"table {sig[1]} {sig[2]}..{mx}"
+    if kind == "memory":
+        mx = "" if sig[2] is None else sig[2]
+        return f"memory {sig[1]}..{mx}{' i64' if sig[4] else ''}"
+    return f"global {'mut ' if sig[2] else ''}{sig[1]}"
 
 
 @dataclass(frozen=True, slots=True)
