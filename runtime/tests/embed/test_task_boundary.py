@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -118,15 +117,6 @@ async def test_a24_abortable_discarded_call_is_cancelled_and_the_stall_traps(wat
 # -- A7: a trapping import drops the handles it abandoned ----------------------------------
 
 
-PY313_A7 = pytest.mark.xfail(
-    sys.version_info >= (3, 13),
-    strict=True,
-    reason="on Python 3.13 the abandoned handle is not dropped once the trap is raised"
-    " (the condition never holds within 2000 loop iterations)",
-)
-
-
-@PY313_A7
 @aio
 async def test_a7_trapping_import_drops_an_abandoned_stream_at_once(wat: Wat, no_gc: None) -> None:
     closed: list[str] = []
@@ -157,7 +147,6 @@ async def test_a7_trapping_import_drops_an_abandoned_stream_at_once(wat: Wat, no
         assert closed == ["closed"]
 
 
-@PY313_A7
 @aio
 async def test_a7_coroutine_import_trapping_later_drops_its_future(wat: Wat, no_gc: None) -> None:
     src: asyncio.Future[int] = asyncio.get_running_loop().create_future()

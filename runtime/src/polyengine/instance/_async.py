@@ -558,7 +558,7 @@ def _held_elsewhere(handle: object, ignore: set[int]) -> bool:
         try:
             for r in found:
                 key = id(r)
-                if key == id(frontier) or key == id(found):
+                if key == id(frontier) or key == id(found) or _is_call_args(r, frontier):
                     continue
                 covered.update(map(id, gc.get_referents(r)))
                 if key in visited or key in ignore:
@@ -579,6 +579,16 @@ def _held_elsewhere(handle: object, ignore: set[int]) -> bool:
             return True
         frontier = nxt
     return True
+
+
+def _is_call_args(r: object, frontier: list[Any]) -> bool:
+    """Whether ``r`` is the argument tuple of the ``gc.get_referrers(*frontier)`` call
+    itself (Python 3.13 lists it among the referrers)."""
+    return (
+        type(r) is tuple
+        and len(r) == len(frontier)
+        and all(a is b for a, b in zip(r, frontier, strict=True))
+    )
 
 
 def _raise_for(trap: BaseException) -> NoReturn:
