@@ -28,6 +28,8 @@
  *   unset aborts the process), then calls the function's Python entry with
  *   the same integers the ctypes callback would pass; the poll and the drop
  *   call the same Python functions as the pure path.
+ * - ``Export`` and ``Drive`` (``_accel_export.c``): the scalar export call
+ *   of ``instance/_lift.py`` and the blocking facade's call of ``sync.py``.
  * - nothing else: every failure path hands over to the same Python code the
  *   pure path runs.
  */
@@ -40,8 +42,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_accel.h"
+
 #define ACCEL_ABI 1
-#define MAX_SLOTS 64
+#define MAX_SLOTS ACCEL_MAX_SLOTS
 #define MAX_SIGS 4096
 #define SIG_BITS 16
 
@@ -872,7 +876,8 @@ PyInit__accel(void)
     if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0
         || PyModule_AddIntConstant(m, "ABI", ACCEL_ABI) < 0
         || PyModule_AddIntConstant(m, "SIG_BITS", SIG_BITS) < 0
-        || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0) {
+        || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0
+        || accel_export_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SLOT_FORMATS",
+    "blocking_driver",
     "export_caller",
+    "export_kernel",
     "flat_caller",
     "host_callback",
     "host_trampoline",
@@ -305,6 +307,95 @@ def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue
         func,
     )
     return raw
+
+
+def export_kernel(
+    core: Callable[..., Any],
+    n: int,
+    *,
+    sequence: bool,
+    rec: Any,
+    ci: Any,
+    name: str,
+    check_enter: Callable[[Any, str], None],
+    general: Callable[[Sequence[Any]], Any],
+    failed: Callable[[BaseException], BaseException | None],
+    arity: Callable[[tuple[Any, ...]], Any] | None = None,
+) -> Callable[..., Any] | None:
+    """The compiled host call of a scalar export, or ``None`` on the pure path.
+
+    The statements ``instance/_lift.py`` generates for an export whose
+    parameters and result are 32- or 64-bit integers, as one C call:
+    ``call(a0, a1, ...)`` (or ``call(args)`` with ``sequence``) hands
+    arguments that are not all exact ``int`` (or a tuple of another length)
+    to ``general``; makes the entry test (``rec.poisoned``,
+    ``ci.may_enter``, ``check_enter(rec, name)`` when either refuses);
+    clears ``ci.may_enter`` around ``core(a0, a1, ...)`` (a specialised
+    call, :func:`export_caller`, in exact formats); hands the arguments to
+    ``general`` when ``core`` raises ``ValueError`` (out of a slot's range,
+    before anything ran); and on any other failure calls ``failed(exc)``,
+    the poisoning step, raising what it returns (``from`` its cause) or else
+    the failure itself. Positional calls with another count of arguments
+    go to ``arity`` (which raises) when given, else to ``general``.
+    """
+    if _ACCEL is None or n >= _ACCEL.MAX_SLOTS:
+        return None
+    kernel: Callable[..., Any] = _ACCEL.Export(
+        core,
+        n,
+        sequence,
+        rec,
+        ci,
+        name,
+        check_enter,
+        general,
+        failed,
+        arity,
+        type(rec).__dict__.get("poisoned"),
+        _plain_dict(ci, "may_enter"),
+    )
+    return kernel
+
+
+def _plain_dict(obj: Any, name: str) -> dict[str, Any] | None:
+    """``obj.__dict__`` when attribute ``name`` is plainly an entry of it, else ``None``.
+
+    That is: the type overrides no attribute access and no class in its MRO
+    defines ``name`` (so no descriptor stands in front of the instance
+    dict), and the dict holds ``name`` already.
+    """
+    cls: Any = type(obj)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return None
+    if cls.__setattr__ is not object.__setattr__:
+        return None
+    if any(name in vars(k) for k in cls.__mro__):
+        return None
+    found = getattr(obj, "__dict__", None)
+    return found if type(found) is dict and name in found else None
+
+
+def blocking_driver(
+    loop: Any,
+    resolve: Callable[[], Callable[..., Any]],
+    fallback: Callable[..., Any],
+    get_running_loop: Callable[[], Any],
+    set_running_loop: Callable[[Any], None],
+) -> Callable[..., Any] | None:
+    """The blocking facade's call of a synchronous-path export in C, or ``None`` (pure path).
+
+    ``call(*args)`` behaves as ``fallback`` (``polyengine.sync``'s Python
+    call) and hands it every case but one: with no keyword arguments, no
+    running loop and ``loop`` open, it copies the current context, makes
+    ``loop`` the running loop, runs ``resolve()``'s call (resolved once, on
+    the first such call) in the copy, and resets the running loop.
+    """
+    if _ACCEL is None:
+        return None
+    drive: Callable[..., Any] = _ACCEL.Drive(
+        loop, resolve, fallback, get_running_loop, set_running_loop
+    )
+    return drive
 
 
 #: the slot format of each core type's unsigned reading (``raw_struct``'s)
