@@ -262,3 +262,44 @@ def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
             _accel.Drive(loop, ok, None, ok, ok)
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_no_loop_runs_and_the_context_is_the_callers_after_a_call(wat: Wat, pure: bool) -> None:
+    with _paths(pure):
+        inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+    try:
+        token = _VAR.set("outside")
+        try:
+            for name, args in [("add", (1, 2)), ("callf", (3,)), ("add", (-1, 2)), ("boom", (1,))]:
+                _outcome(functools.partial(getattr(inst.exports, name), *args))
+                assert asyncio._get_running_loop() is None
+                assert _VAR.get() == "outside"
+        finally:
+            _VAR.reset(token)
+    finally:
+        inst.close()
+
+
+def test_an_import_calling_a_blocking_export_is_refused_alike(wat: Wat) -> None:
+    wasm = wat(_COMPONENT)
+    outcomes = []
+    for pure in (False, True):
+        with _paths(pure):
+            inner = instantiate_sync(wasm, _imports([7], []))
+            calls: list[Any] = []
+
+            def f(x: int, inner: Any = inner, calls: list[Any] = calls) -> int:
+                calls.append(_outcome(functools.partial(inner.exports.add, x, 1)))
+                return x
+
+            outer = instantiate_sync(wasm, {"f": f})
+        try:
+            first = _outcome(functools.partial(outer.exports.callf, 5))
+            outcomes.append((first, calls, _outcome(functools.partial(inner.exports.add, 5, 1))))
+        finally:
+            outer.close()
+            inner.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1][0][0] == "raised"  # the inner call saw the outer call's running loop
+    assert outcomes[0][2] == ("returned", "6", "int")

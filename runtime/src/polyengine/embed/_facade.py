@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from polyengine import engine
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._linkcheck import attach
@@ -122,9 +123,11 @@ def sync_export_function(
     same function object (so a reference taken earlier gets the fast path
     too) and makes the call. A function (not a method) also carries, as
     ``_polyengine_blocking``, the same call as a plain function, compiled the
-    same way on its own first call, which :mod:`polyengine.sync` calls; and as
-    ``_polyengine_direct()`` that call as one callable (the compiled call of
-    a scalar export, ``engine.export_kernel``, or else the plain function).
+    same way on its own first call, which :mod:`polyengine.sync` calls; and,
+    when its store takes the compiled call path, as ``_polyengine_direct()``
+    that call as one callable (the compiled call of a scalar export,
+    ``engine.export_kernel``, or else the plain function), which the
+    facade's compiled drive calls (``engine.blocking_driver``).
     """
     ft = call.lift.type
     n = len(ft.params)
@@ -201,7 +204,8 @@ def sync_export_function(
     blocking = stub(False)
     if not method:
         export._polyengine_blocking = blocking  # type: ignore[attr-defined]
-        export._polyengine_direct = direct  # type: ignore[attr-defined]
+        if engine.compiled_path(call._rt.store):
+            export._polyengine_direct = direct  # type: ignore[attr-defined]
     export.__name__ = blocking.__name__ = py_name
     return export
 

@@ -49,6 +49,7 @@ from ._async import ParkableCall as ParkableCall
 from ._async import start as start
 from ._async import wait as wait
 from ._callpath import blocking_driver as blocking_driver
+from ._callpath import compiled_path as compiled_path
 from ._callpath import export_kernel as export_kernel
 from ._config import Engine as Engine
 from ._config import EngineConfig as EngineConfig
@@ -119,6 +120,7 @@ __all__ = [
     "blocking_driver",
     "cached_module_path",
     "call_path",
+    "compiled_path",
     "compile_module",
     "define_host_func",
     "export_kernel",

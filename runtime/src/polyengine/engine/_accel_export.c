@@ -26,6 +26,42 @@
 static PyObject *str_poisoned = NULL;
 static PyObject *str_may_enter = NULL;
 
+/* -- the deferred step (see _accel.h) ------------------------------------- */
+
+ACCEL_THREAD_LOCAL PyObject *accel_deferred_loop = NULL; /* borrowed from the drive */
+static ACCEL_THREAD_LOCAL PyObject *deferred_set = NULL;     /* borrowed: set_running_loop */
+static ACCEL_THREAD_LOCAL PyObject *deferred_context = NULL;  /* owned, once applied */
+
+/* Make the pending loop the running loop and enter a copy of the current
+ * context, as the drive's eager path does before its call. */
+int
+accel_apply_deferred(void)
+{
+    PyObject *loop = accel_deferred_loop;
+    if (loop == NULL)
+        return 0;
+    accel_deferred_loop = NULL;
+    PyObject *context = PyContext_CopyCurrent();
+    if (context == NULL)
+        return -1;
+    PyObject *r = PyObject_CallOneArg(deferred_set, loop);
+    if (r == NULL) {
+        Py_DECREF(context);
+        return -1;
+    }
+    Py_DECREF(r);
+    if (PyContext_Enter(context) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        Py_XDECREF(PyObject_CallOneArg(deferred_set, Py_None));
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(context);
+        return -1;
+    }
+    deferred_context = context;
+    return 0;
+}
+
 /* -- Export --------------------------------------------------------------- */
 
 static PyObject *
@@ -69,7 +105,7 @@ export_poisoned(Export *self)
             return v;
         }
     }
-    return PyObject_GetAttr(self->rec, str_poisoned);
+    return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_GetAttr(self->rec, str_poisoned);
 }
 
 /* ci.may_enter = value */
@@ -78,6 +114,8 @@ export_set_may_enter(Export *self, PyObject *value)
 {
     if (self->ci_dict != NULL)
         return PyDict_SetItem(self->ci_dict, str_may_enter, value);
+    if (ACCEL_APPLY_DEFERRED() < 0)
+        return -1;
     return PyObject_SetAttr(self->ci, str_may_enter, value);
 }
 
@@ -94,12 +132,14 @@ export_may_enter(Export *self)
         if (PyErr_Occurred())
             return NULL;
     }
-    return PyObject_GetAttr(self->ci, str_may_enter);
+    return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_GetAttr(self->ci, str_may_enter);
 }
 
 static PyObject *
 export_general(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *whole)
 {
+    if (ACCEL_APPLY_DEFERRED() < 0)
+        return NULL;
     if (whole != NULL)
         return PyObject_CallOneArg(self->general, whole);
     PyObject *args = tuple_of(items, n);
@@ -153,7 +193,8 @@ export_failed(Export *self)
     }
     if (tb != NULL)
         PyException_SetTraceback(value, tb);
-    PyObject *instead = PyObject_CallOneArg(self->failed, value);
+    PyObject *instead = ACCEL_APPLY_DEFERRED() < 0 ? NULL
+                                                   : PyObject_CallOneArg(self->failed, value);
     if (instead == NULL) { /* the step itself failed: its error, raised while handling the call's */
         PyObject *t2, *v2, *tb2;
         PyErr_Fetch(&t2, &v2, &tb2);
@@ -207,13 +248,15 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
             n = PyTuple_GET_SIZE(whole);
         }
         else {
-            return PyObject_CallOneArg(self->general, whole);
+            return export_general(self, NULL, 0, whole);
         }
         if (n != self->n)
-            return PyObject_CallOneArg(self->general, whole);
+            return export_general(self, NULL, 0, whole);
     }
     else if (nargs != self->n) {
         if (self->arity != Py_None) {
+            if (ACCEL_APPLY_DEFERRED() < 0)
+                return NULL;
             PyObject *given = tuple_of(args, nargs);
             if (given == NULL)
                 return NULL;
@@ -245,6 +288,8 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
         refused = !t;
     }
     if (refused) {
+        if (ACCEL_APPLY_DEFERRED() < 0)
+            return NULL;
         PyObject *r = PyObject_CallFunctionObjArgs(self->check_enter, self->rec, self->name, NULL);
         if (r == NULL)
             return NULL;
@@ -421,6 +466,47 @@ drive_set_running(Drive *self, PyObject *loop)
     return 0;
 }
 
+/* The call of a compiled export (``Export``): the loop and the context copy are
+ * deferred until Python code is about to run during the call (_accel.h), and
+ * undone after it only if they were applied.  An ``Export`` runs no Python
+ * code of its own on its fast path, so what a call can observe is the same. */
+static PyObject *
+drive_deferred(Drive *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *saved_loop = accel_deferred_loop, *saved_set = deferred_set;
+    PyObject *saved_context = deferred_context;
+    accel_deferred_loop = self->loop;
+    deferred_set = self->set_running;
+    deferred_context = NULL;
+    PyObject *target = self->target;
+    Py_INCREF(target);
+    PyObject *result = PyObject_Vectorcall(target, args, nargs, NULL);
+    Py_DECREF(target);
+    PyObject *context = deferred_context;
+    accel_deferred_loop = saved_loop;
+    deferred_set = saved_set;
+    deferred_context = saved_context;
+    if (context == NULL)
+        return result;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int bad = PyContext_Exit(context) < 0;
+    if (!bad)
+        bad = drive_set_running(self, Py_None) < 0;
+    else
+        Py_XDECREF(PyObject_CallOneArg(self->set_running, Py_None));
+    Py_DECREF(context);
+    if (bad) {
+        Py_CLEAR(result);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return NULL;
+    }
+    PyErr_Restore(type, value, tb);
+    return result;
+}
+
 static PyObject *
 drive_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -441,6 +527,8 @@ drive_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *
         return NULL;
     if (inside || c)
         return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
+    if (self->target != NULL && Py_IS_TYPE(self->target, &ExportType))
+        return drive_deferred(self, args, PyVectorcall_NARGS(nargsf));
     PyObject *context = PyContext_CopyCurrent();
     if (context == NULL)
         return NULL;
@@ -580,9 +668,25 @@ static PyTypeObject DriveType = {
     .tp_dealloc = (destructor)drive_dealloc,
 };
 
+static PyObject *
+accel_apply_deferred_py(PyObject *mod, PyObject *unused)
+{
+    if (ACCEL_APPLY_DEFERRED() < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef export_methods[] = {
+    {"apply_deferred", accel_apply_deferred_py, METH_NOARGS,
+     "apply the blocking facade's deferred step, if one is pending on this thread"},
+    {NULL, NULL, 0, NULL},
+};
+
 int
 accel_export_register(PyObject *module)
 {
+    if (PyModule_AddFunctions(module, export_methods) < 0)
+        return -1;
     str_poisoned = PyUnicode_InternFromString("poisoned");
     str_may_enter = PyUnicode_InternFromString("may_enter");
     if (str_poisoned == NULL || str_may_enter == NULL)

@@ -151,7 +151,7 @@ class ExportCall:
         if scalar is not None:
             guard, core, env, exact = scalar
             env["general"] = general
-            kernel = self._kernel(env, len(names), general) if exact else None
+            kernel = self._kernel(callee, env, len(names), general) if exact else None
             entry = [
                 "if rec.poisoned is not None or not ci.may_enter:",
                 "    check_enter(rec, name)",
@@ -269,7 +269,11 @@ class ExportCall:
         return call_nested
 
     def _kernel(
-        self, env: dict[str, Any], n: int, general: Callable[[Sequence[Any]], Any]
+        self,
+        callee: engine.CoreFunc,
+        env: dict[str, Any],
+        n: int,
+        general: Callable[[Sequence[Any]], Any],
     ) -> tuple[Callable[[Sequence[Any]], Any], Any] | None:
         """The compiled form of the scalar call's statements, or ``None`` on the pure path.
 
@@ -289,6 +293,7 @@ class ExportCall:
             sequence: bool = False,
         ) -> Callable[..., Any] | None:
             return engine.export_kernel(
+                callee,
                 core,
                 n,
                 sequence=sequence,
