@@ -259,7 +259,7 @@ def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(TypeError):
-            _accel.Drive(loop, ok, None, ok, ok)
+            _accel.Drive(loop, ok, None, ok, ok, False)
     finally:
         loop.close()
 

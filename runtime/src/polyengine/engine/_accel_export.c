@@ -453,8 +453,10 @@ typedef struct {
     PyObject *fallback;    /* the Python call: every other case */
     PyObject *get_running; /* asyncio._get_running_loop */
     PyObject *set_running; /* asyncio._set_running_loop */
-    PyObject *is_closed;   /* loop.is_closed */
+    PyObject *is_closed;   /* loop.is_closed, or NULL: read loop._closed */
 } Drive;
+
+static PyObject *str_closed = NULL;
 
 static int
 drive_set_running(Drive *self, PyObject *loop)
@@ -518,7 +520,9 @@ drive_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *
         return NULL;
     int inside = running != Py_None;
     Py_DECREF(running);
-    PyObject *closed = inside ? NULL : PyObject_CallNoArgs(self->is_closed);
+    PyObject *closed = inside                    ? NULL
+                       : self->is_closed != NULL ? PyObject_CallNoArgs(self->is_closed)
+                                                 : PyObject_GetAttr(self->loop, str_closed);
     if (!inside && closed == NULL)
         return NULL;
     int c = closed == NULL ? 0 : closed == Py_False ? 0 : PyObject_IsTrue(closed);
@@ -617,28 +621,31 @@ drive_dealloc(Drive *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Drive(loop, resolve, fallback, get_running_loop, set_running_loop) */
+/* Drive(loop, resolve, fallback, get_running_loop, set_running_loop, plain_closed):
+ * ``plain_closed``: the caller checked that ``loop.is_closed()`` is ``loop._closed``. */
 static PyObject *
 drive_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *loop, *resolve, *fallback, *get_running, *set_running;
+    int plain_closed;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Drive takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOOO", &loop, &resolve, &fallback, &get_running, &set_running))
+    if (!PyArg_ParseTuple(args, "OOOOOp", &loop, &resolve, &fallback, &get_running, &set_running,
+                          &plain_closed))
         return NULL;
     if (!PyCallable_Check(resolve) || !PyCallable_Check(fallback)
         || !PyCallable_Check(get_running) || !PyCallable_Check(set_running)) {
         PyErr_SetString(PyExc_TypeError, "the steps of a drive must be callable");
         return NULL;
     }
-    PyObject *is_closed = PyObject_GetAttrString(loop, "is_closed");
-    if (is_closed == NULL)
+    PyObject *is_closed = plain_closed ? NULL : PyObject_GetAttrString(loop, "is_closed");
+    if (!plain_closed && is_closed == NULL)
         return NULL;
     Drive *self = (Drive *)type->tp_alloc(type, 0);
     if (self == NULL) {
-        Py_DECREF(is_closed);
+        Py_XDECREF(is_closed);
         return NULL;
     }
     self->vectorcall = drive_vectorcall;
@@ -689,7 +696,8 @@ accel_export_register(PyObject *module)
         return -1;
     str_poisoned = PyUnicode_InternFromString("poisoned");
     str_may_enter = PyUnicode_InternFromString("may_enter");
-    if (str_poisoned == NULL || str_may_enter == NULL)
+    str_closed = PyUnicode_InternFromString("_closed");
+    if (str_poisoned == NULL || str_may_enter == NULL || str_closed == NULL)
         return -1;
     if (PyType_Ready(&ExportType) < 0 || PyType_Ready(&DriveType) < 0)
         return -1;

@@ -403,8 +403,14 @@ def blocking_driver(
     """
     if _ACCEL is None:
         return None
+    import asyncio
+
+    # asyncio's own loops answer is_closed() with their _closed attribute
+    plain = type(loop).is_closed is asyncio.BaseEventLoop.is_closed and isinstance(
+        getattr(loop, "_closed", None), bool
+    )
     drive: Callable[..., Any] = _ACCEL.Drive(
-        loop, resolve, fallback, get_running_loop, set_running_loop
+        loop, resolve, fallback, get_running_loop, set_running_loop, plain
     )
     return drive
 
