@@ -14,7 +14,12 @@
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a
- *   closed loop is the Python call's.
+ *   closed loop is the Python call's.  When the call is an ``Export``, both
+ *   steps are deferred (thread-local, see ``_accel.h``) until Python code is
+ *   about to run during the call, and undone only if they were made:
+ *   CPython 3.11's ``_set_running_loop`` calls getpid() each time, which
+ *   was most of the facade's cost.  ``may_enter`` is never deferred (another
+ *   thread must see it cleared while the guest runs).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
