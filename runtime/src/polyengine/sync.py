@@ -127,7 +127,10 @@ def _blocking_call(
     The export never suspends, so the call is made directly, with the
     private loop made the running loop and in a copy of the caller's context,
     exactly as its coroutine's one step would run; a closed loop takes the
-    coroutine's path, which says so.
+    coroutine's path, which says so. For a store on the compiled call path
+    that call is the engine's (``engine.blocking_driver``), which makes the
+    direct call of the export's ``_polyengine_direct()`` in C and hands every
+    other case to the Python call below.
     """
 
     def call(*args: Any) -> Any:
@@ -142,7 +145,13 @@ def _blocking_call(
         finally:
             _set_running_loop(None)
 
-    return call
+    direct = getattr(export, "_polyengine_direct", None)
+    if not callable(direct):  # a store on the pure call path
+        return call
+    from polyengine import engine
+
+    driver = engine.blocking_driver(loop, direct, call, _get_running_loop, _set_running_loop)
+    return call if driver is None else driver
 
 
 class _SyncProxy:

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from polyengine import engine
 from polyengine.abi.codegen import compile_source
 from polyengine.abi.resources import ResourceType
 from polyengine.embed._linkcheck import attach
@@ -122,7 +123,11 @@ def sync_export_function(
     same function object (so a reference taken earlier gets the fast path
     too) and makes the call. A function (not a method) also carries, as
     ``_polyengine_blocking``, the same call as a plain function, compiled the
-    same way on its own first call, which :mod:`polyengine.sync` calls.
+    same way on its own first call, which :mod:`polyengine.sync` calls; and,
+    when its store takes the compiled call path, as ``_polyengine_direct()``
+    that call as one callable (the compiled call of a scalar export,
+    ``engine.export_kernel``, or else the plain function), which the
+    facade's compiled drive calls (``engine.blocking_driver``).
     """
     ft = call.lift.type
     n = len(ft.params)
@@ -153,6 +158,10 @@ def sync_export_function(
                     # A missing argument (MISSING) fails every type test, so the test of
                     # the head moves to the path of the values the tests refuse.
                     env["general"] = _checked(inline.env["general"], env["arity_error"])
+                if inline.kernel is not None:
+                    # The compiled call: the same general call, and the head's test of
+                    # the count for the blocking form's direct call (``direct``).
+                    env["kernel"] = inline.kernel(env["general"], _raising(env["arity_error"]))
                 typed.append(inline.typed)
             else:
                 env.update(run=call.__call__, unwrap=unwrap)
@@ -167,6 +176,13 @@ def sync_export_function(
         install(export if is_async else blocking, is_async)
         value = call(args)
         return value if unwrap is None else unwrap(value)
+
+    def direct() -> Callable[..., Any]:
+        """The blocking form as one callable: the compiled call when there is one."""
+        if not body:
+            install(blocking, False)
+        kernel: Callable[..., Any] | None = env.get("kernel")
+        return blocking if kernel is None else kernel
 
     env["first"] = first
     defaults = (_MISSING,) * (n - skip)
@@ -188,12 +204,23 @@ def sync_export_function(
     blocking = stub(False)
     if not method:
         export._polyengine_blocking = blocking  # type: ignore[attr-defined]
+        if engine.compiled_path(call._rt.store):
+            export._polyengine_direct = direct  # type: ignore[attr-defined]
     export.__name__ = blocking.__name__ = py_name
     return export
 
 
 def _tuple(n: int) -> str:
     return "(" + "".join(f"a{k}, " for k in range(n)) + ")"
+
+
+def _raising(arity_error: Callable[[tuple[Any, ...]], TypeError]) -> Callable[..., Any]:
+    """``arity_error`` raising its error (the head's ``raise arity_error(...)``)."""
+
+    def arity(given: tuple[Any, ...]) -> Any:
+        raise arity_error(given)
+
+    return arity
 
 
 def _checked(general: Callable[[tuple[Any, ...]], Any], arity_error: Any) -> Any:

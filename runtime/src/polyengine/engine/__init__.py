@@ -48,6 +48,9 @@ from ._async import CallCancelled as CallCancelled
 from ._async import ParkableCall as ParkableCall
 from ._async import start as start
 from ._async import wait as wait
+from ._callpath import blocking_driver as blocking_driver
+from ._callpath import compiled_path as compiled_path
+from ._callpath import export_kernel as export_kernel
 from ._config import Engine as Engine
 from ._config import EngineConfig as EngineConfig
 from ._config import get_engine as get_engine
@@ -114,10 +117,13 @@ __all__ = [
     "InstancePre",
     "Linking",
     "StoreClosedError",
+    "blocking_driver",
     "cached_module_path",
     "call_path",
+    "compiled_path",
     "compile_module",
     "define_host_func",
+    "export_kernel",
     "get_engine",
     "instantiate",
     "module_cache_dir",

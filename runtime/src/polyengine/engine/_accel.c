@@ -28,6 +28,8 @@
  *   unset aborts the process), then calls the function's Python entry with
  *   the same integers the ctypes callback would pass; the poll and the drop
  *   call the same Python functions as the pure path.
+ * - ``Export`` and ``Drive`` (``_accel_export.c``): the scalar export call
+ *   of ``instance/_lift.py`` and the blocking facade's call of ``sync.py``.
  * - nothing else: every failure path hands over to the same Python code the
  *   pure path runs.
  */
@@ -40,8 +42,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_accel.h"
+
 #define ACCEL_ABI 1
-#define MAX_SLOTS 64
+#define MAX_SLOTS ACCEL_MAX_SLOTS
 #define MAX_SIGS 4096
 #define SIG_BITS 16
 
@@ -78,6 +82,9 @@ static int
 put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
 {
     memset(slot, 0, sizeof(*slot));
+    /* a conversion of another type may run Python code */
+    if (!PyLong_CheckExact(v) && !PyFloat_CheckExact(v) && ACCEL_APPLY_DEFERRED() < 0)
+        return -1;
     if (f == 'f' || f == 'd') {
         double d = PyFloat_AsDouble(v);
         if (d == -1.0 && PyErr_Occurred()) {
@@ -198,6 +205,8 @@ typedef struct {
 static PyObject *
 caller_failed(Caller *self, void *trap, void *err)
 {
+    if (ACCEL_APPLY_DEFERRED() < 0)
+        return NULL;
     PyObject *r = PyObject_CallFunction(self->fail, "KK", (unsigned long long)(uintptr_t)trap,
                                         (unsigned long long)(uintptr_t)err);
     if (r != NULL) {
@@ -267,7 +276,8 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
             return NULL;
         }
         if (!ctx)
-            return PyObject_Vectorcall(self->slow, args, nargs, NULL);
+            return ACCEL_APPLY_DEFERRED() < 0 ? NULL
+                                              : PyObject_Vectorcall(self->slow, args, nargs, NULL);
         for (Py_ssize_t k = 0; k < nargs; k++) {
             if (put_slot(&slots[k], self->fmt[k], args[k], self->value_errors) < 0)
                 return NULL;
@@ -282,7 +292,9 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     PyObject *flat = args[0];
     if (!ctx)
-        return PyObject_CallOneArg(self->slow, flat);
+        return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_CallOneArg(self->slow, flat);
+    if (!PyTuple_CheckExact(flat) && !PyList_CheckExact(flat) && ACCEL_APPLY_DEFERRED() < 0)
+        return NULL; /* iterating another sequence may run Python code */
     PyObject *seq = PySequence_Fast(flat, "flat arguments must be a sequence");
     if (seq == NULL)
         return NULL;
@@ -310,7 +322,7 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     Py_DECREF(seq);
     if (!ok)
-        return PyObject_CallOneArg(self->slow, flat);
+        return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_CallOneArg(self->slow, flat);
     for (Py_ssize_t k = len; k < self->nslots; k++)
         memset(&slots[k], 0, sizeof(val_raw_t));
     return caller_invoke(self, ctx, slots);
@@ -606,7 +618,7 @@ trampoline(void *env, void *caller, val_raw_t *slots, size_t nslots)
     Py_INCREF(entry);
     PyObject *state = PyTuple_GET_ITEM(entry, 0);
     PyObject *fn = PyTuple_GET_ITEM(entry, 1);
-    if (add_depth(state, 1) < 0) {
+    if (ACCEL_APPLY_DEFERRED() < 0 || add_depth(state, 1) < 0) {
         result = record_error(state);
         Py_DECREF(entry);
         goto done;
@@ -872,7 +884,8 @@ PyInit__accel(void)
     if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0
         || PyModule_AddIntConstant(m, "ABI", ACCEL_ABI) < 0
         || PyModule_AddIntConstant(m, "SIG_BITS", SIG_BITS) < 0
-        || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0) {
+        || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0
+        || accel_export_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -53,10 +53,14 @@ from ._values import CoreValue, normalize, raw_struct
 
 if TYPE_CHECKING:
     from ._core import CoreFunc
+    from ._store import EngineStore
 
 __all__ = [
     "SLOT_FORMATS",
+    "blocking_driver",
+    "compiled_path",
     "export_caller",
+    "export_kernel",
     "flat_caller",
     "host_callback",
     "host_trampoline",
@@ -307,6 +311,110 @@ def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue
     return raw
 
 
+def export_kernel(
+    callee: CoreFunc,
+    core: Callable[..., Any],
+    n: int,
+    *,
+    sequence: bool,
+    rec: Any,
+    ci: Any,
+    name: str,
+    check_enter: Callable[[Any, str], None],
+    general: Callable[[Sequence[Any]], Any],
+    failed: Callable[[BaseException], BaseException | None],
+    arity: Callable[[tuple[Any, ...]], Any] | None = None,
+) -> Callable[..., Any] | None:
+    """The compiled host call of a scalar export, or ``None`` on the pure path.
+
+    ``None`` too when ``callee``'s store takes the pure path (``pure_stores``).
+
+    The statements ``instance/_lift.py`` generates for an export whose
+    parameters and result are 32- or 64-bit integers, as one C call:
+    ``call(a0, a1, ...)`` (or ``call(args)`` with ``sequence``) hands
+    arguments that are not all exact ``int`` (or a tuple of another length)
+    to ``general``; makes the entry test (``rec.poisoned``,
+    ``ci.may_enter``, ``check_enter(rec, name)`` when either refuses);
+    clears ``ci.may_enter`` around ``core(a0, a1, ...)`` (a specialised
+    call, :func:`export_caller`, in exact formats); hands the arguments to
+    ``general`` when ``core`` raises ``ValueError`` (out of a slot's range,
+    before anything ran); and on any other failure calls ``failed(exc)``,
+    the poisoning step, raising what it returns (``from`` its cause) or else
+    the failure itself. Positional calls with another count of arguments
+    go to ``arity`` (which raises) when given, else to ``general``.
+    """
+    if _ACCEL is None or not callee._state.compiled or n >= _ACCEL.MAX_SLOTS:
+        return None
+    kernel: Callable[..., Any] = _ACCEL.Export(
+        core,
+        n,
+        sequence,
+        rec,
+        ci,
+        name,
+        check_enter,
+        general,
+        failed,
+        arity,
+        type(rec).__dict__.get("poisoned"),
+        _plain_dict(ci, "may_enter"),
+    )
+    return kernel
+
+
+def _plain_dict(obj: Any, name: str) -> dict[str, Any] | None:
+    """``obj.__dict__`` when attribute ``name`` is plainly an entry of it, else ``None``.
+
+    That is: the type overrides no attribute access and no class in its MRO
+    defines ``name`` (so no descriptor stands in front of the instance
+    dict), and the dict holds ``name`` already.
+    """
+    cls: Any = type(obj)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return None
+    if cls.__setattr__ is not object.__setattr__:
+        return None
+    if any(name in vars(k) for k in cls.__mro__):
+        return None
+    found = getattr(obj, "__dict__", None)
+    return found if type(found) is dict and name in found else None
+
+
+def blocking_driver(
+    loop: Any,
+    resolve: Callable[[], Callable[..., Any]],
+    fallback: Callable[..., Any],
+    get_running_loop: Callable[[], Any],
+    set_running_loop: Callable[[Any], None],
+) -> Callable[..., Any] | None:
+    """The blocking facade's call of a synchronous-path export in C, or ``None`` (pure path).
+
+    ``call(*args)`` behaves as ``fallback`` (``polyengine.sync``'s Python
+    call) and hands it every case but one: with no keyword arguments, no
+    running loop and ``loop`` open, it copies the current context, makes
+    ``loop`` the running loop, runs ``resolve()``'s call (resolved once, on
+    the first such call) in the copy, and resets the running loop. When that
+    call is a compiled export call (:func:`export_kernel`), which runs no
+    Python code of its own on its fast path, the copy and the running loop
+    are deferred until Python code is about to run during the call (a host
+    function's entry, a step handed to Python) and undone only if they were
+    made: what any Python code can observe is the same, and a call that
+    runs none skips them.
+    """
+    if _ACCEL is None:
+        return None
+    import asyncio
+
+    # asyncio's own loops answer is_closed() with their _closed attribute
+    plain = type(loop).is_closed is asyncio.BaseEventLoop.is_closed and isinstance(
+        getattr(loop, "_closed", None), bool
+    )
+    drive: Callable[..., Any] = _ACCEL.Drive(
+        loop, resolve, fallback, get_running_loop, set_running_loop, plain
+    )
+    return drive
+
+
 #: the slot format of each core type's unsigned reading (``raw_struct``'s)
 _UNSIGNED = {"i32": "I", "i64": "Q", "f32": "f", "f64": "d"}
 #: the compiled call path (``_accelerator.py``), or ``None`` for the pure one
@@ -322,7 +430,7 @@ def _failure(state: _StoreState) -> Callable[[int, int], NoReturn]:
     return fail
 
 
-_trampolines: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
+_trampolines: dict[tuple[tuple[str, ...], tuple[str, ...], Any], Any] = {}
 _compiled_tags: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
 _compiled_callback: Any = None
 
@@ -354,19 +462,25 @@ def host_callback(
             if _compiled_callback is None:
                 _compiled_callback = ffi.UNCHECKED_CALLBACK(_ACCEL.trampoline_address())
             return _compiled_callback, tag
+    if _ACCEL is not None and compiled:
+        # the blocking facade's deferred step (blocking_driver) comes before the body
+        return host_trampoline(params, results, _ACCEL.apply_deferred), 0
     return host_trampoline(params, results), 0
 
 
-def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
+def host_trampoline(
+    params: tuple[str, ...], results: tuple[str, ...], before: Callable[[], None] | None = None
+) -> Any:
     """The C callback of every host function with core type ``params -> results``.
 
     wasmtime calls it with the function's ``env``; :data:`HOST_ENTRIES` maps
     that to the store's state and the Python body (``fn(args) -> results``).
     Every path returns an int: 0 for success, else an owned trap (a body's
     exception is kept by the store and re-raised by the caller's call).
-    Built once per signature and kept for the life of the process.
+    Built once per signature (and ``before``) and kept for the life of the
+    process; ``before()``, when given, runs first, as part of the body.
     """
-    key = (params, results)
+    key = (params, results, before)
     found = _trampolines.get(key)
     if found is not None:
         return found
@@ -383,6 +497,8 @@ def host_trampoline(params: tuple[str, ...], results: tuple[str, ...]) -> Any:
             return new_trap("a host function of a closed store was called")
         state.host_depth += 1
         try:
+            if before is not None:
+                before()
             buf = from_address(addr or 0)
             out = fn(ps.unpack_from(buf))
             try:
@@ -415,6 +531,11 @@ def pure_stores() -> Iterator[None]:
         yield
     finally:
         COMPILED_STORES[0] = before
+
+
+def compiled_path(store: EngineStore) -> bool:
+    """Whether calls of ``store`` take the compiled call path."""
+    return _ACCEL is not None and store._state.compiled
 
 
 def compiled_store(state: _StoreState) -> bool:

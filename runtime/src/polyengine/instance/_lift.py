@@ -71,6 +71,11 @@ class InlineCall(NamedTuple):
     #: the body's first step tests every argument's type and hands any value of
     #: another type to the global ``general`` (the general call), before anything else
     typed: bool
+    #: when the body is ``return kernel(a0, a1, ...)`` (the compiled call,
+    #: ``engine.export_kernel``): ``kernel(general, arity)`` makes that call
+    #: over another general call, refusing other counts of arguments with
+    #: ``arity(given)`` (which raises); the caller puts it in ``env["kernel"]``
+    kernel: Callable[[Callable[[Sequence[Any]], Any], Callable[..., Any]], Any] | None = None
 
 
 class ExportCall:
@@ -145,8 +150,9 @@ class ExportCall:
         plain = post is not None or nested or begin is not None
         scalar = None if plain else self._scalar(ro, callee, names)
         if scalar is not None:
-            guard, core, env = scalar
+            guard, core, env, exact = scalar
             env["general"] = general
+            kernel = self._kernel(callee, env, len(names), general) if exact else None
             entry = [
                 "if rec.poisoned is not None or not ci.may_enter or get_ident() != owner:",
                 "    check_enter(rec, name)",
@@ -157,15 +163,23 @@ class ExportCall:
 
             unpack = [f"{''.join(a + ', ' for a in names)}= args"] if names else []
             count = [f"if len(args) != {len(names)}:", "    return general(args)"]
-            run = make_function(
-                "export_call",
-                "args",
-                [*entry, *count, *unpack, *test("args"), *core("args")],
-                env,
-            )
-            # The type tests first: a value they refuse reaches ``general`` before anything
-            # else happens (the general call makes the entry test itself).
-            inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
+            if kernel is not None:
+                # The same statements compiled (engine.export_kernel): ``run`` takes the
+                # sequence, the inline body calls the kernel over the arguments.
+                run, make = kernel
+                call = f"return kernel({', '.join(names)})"
+                env["kernel"] = make(general, None)
+                inline = InlineCall(names, [call], env, True, make)
+            else:
+                run = make_function(
+                    "export_call",
+                    "args",
+                    [*entry, *count, *unpack, *test("args"), *core("args")],
+                    env,
+                )
+                # The type tests first: a value they refuse reaches ``general`` before
+                # anything else happens (the general call makes the entry test itself).
+                inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
         self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
         self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
@@ -256,18 +270,62 @@ class ExportCall:
 
         return call_nested
 
+    def _kernel(
+        self,
+        callee: engine.CoreFunc,
+        env: dict[str, Any],
+        n: int,
+        general: Callable[[Sequence[Any]], Any],
+    ) -> tuple[Callable[[Sequence[Any]], Any], Any] | None:
+        """The compiled form of the scalar call's statements, or ``None`` on the pure path.
+
+        ``(run, make)``: ``run(args)`` is the call over a sequence (``__call__``),
+        ``make(general, arity)`` the call over ``a0, a1, ...`` for an inline body.
+        Only for signatures whose every parameter and result is a 32- or 64-bit
+        integer: those whose guard is ``type(v) is int`` and whose result needs
+        no conversion, so the kernel's steps are the statements' exactly.
+        """
+        rec, ci, name, check_enter = env["rec"], env["ci"], env["name"], env["check_enter"]
+        failed = _poisoning(rec)
+        core = env["core"]
+
+        def make(
+            general: Callable[[Sequence[Any]], Any],
+            arity: Callable[[tuple[Any, ...]], Any] | None,
+            sequence: bool = False,
+        ) -> Callable[..., Any] | None:
+            return engine.export_kernel(
+                callee,
+                core,
+                n,
+                sequence=sequence,
+                rec=rec,
+                ci=ci,
+                name=name,
+                check_enter=check_enter,
+                general=general,
+                failed=failed,
+                arity=arity,
+            )
+
+        run = make(general, None, True)
+        if run is None:
+            return None
+        return run, make
+
     def _scalar(
         self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
-    ) -> tuple[str, Callable[[str], list[str]], dict[str, Any]] | None:
+    ) -> tuple[str, Callable[[str], list[str]], dict[str, Any], bool] | None:
         """The inline call of a scalar-only export, or ``None`` for other signatures.
 
-        ``(guard, body, env)`` for arguments held in the variables ``names``:
+        ``(guard, body, env, exact)`` for arguments held in the variables ``names``:
         when ``guard`` holds, the lines ``body(fallback)`` perform the same
         steps as :meth:`_general` with nothing to lift from or lower into
         memory and no handle to borrow (the entry bookkeeping, the core call,
         the result's conversion), after the caller has done the entry test;
         otherwise the general call converts or rejects the arguments. ``env``
-        holds the names the statements use.
+        holds the names the statements use; ``exact`` says that every parameter
+        and the result (if any) are 32- or 64-bit integers.
 
         The core call is the engine's specialised call of the callee
         (:meth:`engine.CoreFunc.specialize`): a 32- or 64-bit integer goes
@@ -353,7 +411,26 @@ class ExportCall:
             "poisons": poisons,
             "escaped": escaped,
         }
-        return guard, body, env
+        all_exact = all(type(t) in _EXACT_FORMATS for t in (*ptypes, *rtypes))
+        return guard, body, env, all_exact
+
+
+def _poisoning(rec: Any) -> Callable[[BaseException], BaseException | None]:
+    """The scalar call's ``except BaseException`` step for a compiled call (``failed``).
+
+    The failure ``exc`` poisons the instance when it should; the result is the
+    exception to raise in its place, or ``None`` to raise ``exc`` itself.
+    """
+
+    def failed(exc: BaseException) -> BaseException | None:
+        failure = fault(exc)
+        if poisons(exc, failure):
+            rec.poisoned = escaped(exc)
+            if failure is not exc:
+                return failure
+        return None
+
+    return failed
 
 
 def _begun(

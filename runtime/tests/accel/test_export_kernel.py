@@ -1,0 +1,305 @@
+"""The compiled export call and the blocking facade's drive behave as the pure path.
+
+Each case runs the same calls on two instances of one component, one made on
+the compiled call path and one under ``pure_stores()``, through the exports
+facade (the awaited coroutines and ``polyengine.sync``'s blocking calls) and
+through ``ExportCall`` itself, and compares every outcome: the value and its
+type, or the exception chain (types and messages), what the host imports
+saw (arguments, the running loop, the context), and whether the instance
+was poisoned. Without the compiled path both instances are pure and the
+comparison still runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+import pytest
+
+import polyengine
+from polyengine import engine
+from polyengine.engine._callpath import pure_stores
+from polyengine.sync import instantiate_sync
+from polyengine_protocol import Trap
+
+Wat = Callable[[str], bytes]
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="caller")
+
+_COMPONENT = """(component
+  (import "f" (func $f (param "x" u32) (result u32)))
+  (core func $f (canon lower (func $f)))
+  (core module $m
+    (import "host" "f" (func $f (param i32) (result i32)))
+    (func (export "add") (param i32 i32) (result i32) (i32.add (local.get 0) (local.get 1)))
+    (func (export "add64") (param i64 i64) (result i64) (i64.add (local.get 0) (local.get 1)))
+    (func (export "neg") (param i32) (result i32) (i32.sub (i32.const 0) (local.get 0)))
+    (func (export "boom") (param i32) (result i32) unreachable)
+    (func (export "nothing") (param i32))
+    (func (export "callf") (param i32) (result i32) (call $f (local.get 0))))
+  (core instance $i (instantiate $m (with "host" (instance (export "f" (func $f))))))
+  (func (export "add") (param "a" u32) (param "b" u32) (result u32)
+    (canon lift (core func $i "add")))
+  (func (export "add64") (param "a" s64) (param "b" u64) (result u64)
+    (canon lift (core func $i "add64")))
+  (func (export "neg") (param "a" s32) (result s32) (canon lift (core func $i "neg")))
+  (func (export "boom") (param "a" u32) (result u32) (canon lift (core func $i "boom")))
+  (func (export "nothing") (param "a" u32) (canon lift (core func $i "nothing")))
+  (func (export "callf") (param "x" u32) (result u32) (canon lift (core func $i "callf")))
+)"""
+
+
+class _Raise:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _imports(behaviour: list[object], seen: list[tuple[Any, ...]]) -> dict[str, Any]:
+    def f(x: int) -> object:
+        seen.append((x, asyncio._get_running_loop() is not None, _VAR.get()))
+        _VAR.set("changed by the import")
+        value = behaviour[0]
+        if isinstance(value, _Raise):
+            raise value.exc
+        return value
+
+    return {"f": f}
+
+
+def _outcome(run: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        value = run()
+    except BaseException as exc:  # every outcome is compared
+        chain: list[tuple[str, str]] = []
+        cur: BaseException | None = exc
+        while cur is not None:
+            chain.append((type(cur).__name__, str(cur)))
+            cur = cur.__cause__
+        return ("raised", tuple(chain))
+    return ("returned", repr(value), type(value).__name__)
+
+
+def _paths(pure: bool) -> AbstractContextManager[None]:
+    return pure_stores() if pure else nullcontext()
+
+
+class _Side:
+    """One instance behind the blocking facade and one awaited, on one call path."""
+
+    def __init__(self, wasm: bytes, pure: bool, behaviour: object) -> None:
+        self.pure = pure
+        self.behaviour = [behaviour]
+        self.seen: list[tuple[Any, ...]] = []
+        self.wasm = wasm
+        self._build()
+
+    def _build(self) -> None:
+        with _paths(self.pure):
+            self.blocking = instantiate_sync(self.wasm, _imports(self.behaviour, self.seen))
+
+            async def make() -> Any:
+                return await polyengine.instantiate(
+                    self.wasm, _imports(self.behaviour, self.seen)
+                )
+
+            self.awaited = asyncio.run(make())
+
+    def close(self) -> None:
+        self.blocking.close()
+        self.awaited.close()
+
+    def block(self, name: str, args: Sequence[object], kwargs: dict[str, object]) -> Any:
+        return _outcome(lambda: getattr(self.blocking.exports, name)(*args, **kwargs))
+
+    def wait(self, name: str, args: Sequence[object]) -> Any:
+        fn = getattr(self.awaited.exports, name)
+
+        async def call() -> Any:
+            return await fn(*args)
+
+        return _outcome(lambda: asyncio.run(call()))
+
+
+class _Pair:
+    def __init__(self, wat: Wat, behaviour: object = 7) -> None:
+        wasm = wat(_COMPONENT)
+        self.sides = [_Side(wasm, pure, behaviour) for pure in (False, True)]
+
+    def close(self) -> None:
+        for side in self.sides:
+            side.close()
+
+    def compare(
+        self, name: str, args: Sequence[object], kwargs: dict[str, object] | None = None
+    ) -> tuple[Any, ...]:
+        results = []
+        for side in self.sides:
+            side.seen.clear()
+            token = _VAR.set("caller")
+            try:
+                first = side.block(name, args, kwargs or {})
+                after = side.block("add", (1, 2), {})  # poisoned or not
+                context = _VAR.get()
+            finally:
+                _VAR.reset(token)
+            awaited = side.wait(name, args) if not kwargs else None
+            awaited_after = side.wait("add", (1, 2))
+            results.append((first, after, context, awaited, awaited_after, list(side.seen)))
+        assert results[0] == results[1]
+        if "raised" in (results[0][1][0], results[0][4][0]):
+            for side in self.sides:
+                side.close()
+                side._build()
+        return results[0]
+
+
+@contextmanager
+def _pair(wat: Wat, behaviour: object = 7) -> Iterator[_Pair]:
+    pair = _Pair(wat, behaviour)
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+ARGS: list[tuple[object, ...]] = [
+    (1, 2), (2**32 - 1, 1), (0, 0), (-1, 2), (2**32, 0), (True, 1), (1, False), (1.0, 2),
+    (1, "2"), (None, 1), (2**64, 1), (), (1,), (1, 2, 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", ARGS)
+def test_add_alike_on_both_paths(wat: Wat, args: tuple[object, ...]) -> None:
+    with _pair(wat) as pair:
+        pair.compare("add", args)
+        pair.compare("add64", args)
+        pair.compare("neg", args[:1])
+
+
+def test_keyword_arguments_alike_on_both_paths(wat: Wat) -> None:
+    with _pair(wat) as pair:
+        assert pair.compare("add", (1,), {"b": 2})[0][0] == "raised"
+        assert pair.compare("add", (), {"a0": 1, "a1": 2})[0][0] == "raised"
+
+
+def test_traps_poison_alike_on_both_paths(wat: Wat) -> None:
+    with _pair(wat) as pair:
+        outcome = pair.compare("boom", (1,))
+        assert outcome[0][0] == "raised" and outcome[1][0] == "raised"  # poisoned
+        assert pair.compare("nothing", (3,))[0] == ("returned", "None", "NoneType")
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        5, 2**32, -1, True, 1.5, None,
+        _Raise(ValueError("unhappy")), _Raise(Trap("mine", code="mine")),
+        _Raise(KeyboardInterrupt()),
+    ],
+)  # fmt: skip
+def test_imports_see_the_same_loop_and_context_on_both_paths(wat: Wat, behaviour: object) -> None:
+    with _pair(wat, behaviour) as pair:
+        outcome = pair.compare("callf", (65535,))
+        # the import ran with the private loop running, in a copy of the caller's context
+        assert outcome[2] == "caller"
+        assert outcome[5][0] == (65535, True, "caller")
+
+
+def test_the_blocking_facade_refuses_a_running_loop_and_a_closed_loop(wat: Wat) -> None:
+    wasm = wat(_COMPONENT)
+    outcomes = []
+    for pure in (False, True):
+        with _paths(pure):
+            inst = instantiate_sync(wasm, _imports([7], []))
+        add = inst.exports.add
+
+        async def inside(add: Callable[..., Any] = add) -> Any:
+            return _outcome(lambda: add(1, 2))
+
+        before = asyncio.run(inside())
+        ok = _outcome(functools.partial(add, 1, 2))
+        inst.close()
+        outcomes.append((before, ok, _outcome(functools.partial(add, 1, 2))))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0][0] == "raised" and outcomes[0][1][0] == "returned"
+    assert outcomes[0][2][0] == "raised"
+
+
+def test_the_compiled_forms_are_used_when_the_path_is_active(wat: Wat) -> None:
+    inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+    try:
+        add = inst.exports.add
+        assert add(1, 2) == 3
+        compiled = engine.call_path().startswith("compiled")
+        assert (type(add).__name__ == "Drive") == compiled
+        coroutine_function = inst.instance.exports.add
+        assert asyncio.run(coroutine_function(1, 2)) == 3  # compiles its code
+        assert ("kernel" in coroutine_function.__code__.co_names) == compiled
+    finally:
+        inst.close()
+
+
+def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
+    if not engine.call_path().startswith("compiled"):
+        pytest.skip("the compiled call path is not active")
+    from polyengine.engine import _accel  # type: ignore[attr-defined]
+
+    ok = lambda *a: None  # noqa: E731
+    with pytest.raises(TypeError):
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, None)
+    with pytest.raises(ValueError):
+        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, None)
+    with pytest.raises(TypeError):  # the instance dict must be a dict
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, None, [])
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(TypeError):
+            _accel.Drive(loop, ok, None, ok, ok, False)
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_no_loop_runs_and_the_context_is_the_callers_after_a_call(wat: Wat, pure: bool) -> None:
+    with _paths(pure):
+        inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+    try:
+        token = _VAR.set("outside")
+        try:
+            for name, args in [("add", (1, 2)), ("callf", (3,)), ("add", (-1, 2)), ("boom", (1,))]:
+                _outcome(functools.partial(getattr(inst.exports, name), *args))
+                assert asyncio._get_running_loop() is None
+                assert _VAR.get() == "outside"
+        finally:
+            _VAR.reset(token)
+    finally:
+        inst.close()
+
+
+def test_an_import_calling_a_blocking_export_is_refused_alike(wat: Wat) -> None:
+    wasm = wat(_COMPONENT)
+    outcomes = []
+    for pure in (False, True):
+        with _paths(pure):
+            inner = instantiate_sync(wasm, _imports([7], []))
+            calls: list[Any] = []
+
+            def f(x: int, inner: Any = inner, calls: list[Any] = calls) -> int:
+                calls.append(_outcome(functools.partial(inner.exports.add, x, 1)))
+                return x
+
+            outer = instantiate_sync(wasm, {"f": f})
+        try:
+            first = _outcome(functools.partial(outer.exports.callf, 5))
+            outcomes.append((first, calls, _outcome(functools.partial(inner.exports.add, 5, 1))))
+        finally:
+            outer.close()
+            inner.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1][0][0] == "raised"  # the inner call saw the outer call's running loop
+    assert outcomes[0][2] == ("returned", "6", "int")
