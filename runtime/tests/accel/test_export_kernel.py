@@ -24,6 +24,7 @@ import pytest
 import polyengine
 from polyengine import engine
 from polyengine.engine._callpath import pure_stores
+from polyengine.errors import ThreadRuleError
 from polyengine.sync import instantiate_sync
 from polyengine_protocol import Trap
 
@@ -251,11 +252,11 @@ def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
 
     ok = lambda *a: None  # noqa: E731
     with pytest.raises(TypeError):
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, None)
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, None, 0)
     with pytest.raises(ValueError):
-        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, None)
+        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, None, 0)
     with pytest.raises(TypeError):  # the instance dict must be a dict
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, None, [])
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, None, [], 0)
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(TypeError):
@@ -303,3 +304,35 @@ def test_an_import_calling_a_blocking_export_is_refused_alike(wat: Wat) -> None:
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][1][0][0] == "raised"  # the inner call saw the outer call's running loop
     assert outcomes[0][2] == ("returned", "6", "int")
+
+
+def test_the_compiled_call_keeps_the_thread_rule(wat: Wat) -> None:
+    """The compiled scalar call refuses another thread with ThreadRuleError, as the
+    generated Python does, before the guest runs and without poisoning."""
+    for pure in (False, True):
+        with _paths(pure):
+            inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+        try:
+            got = _call_from_another_thread(inst.exports.add)
+            assert isinstance(got, ThreadRuleError), (pure, got)
+            assert inst.exports.add(1, 2) == 3  # not poisoned
+        finally:
+            inst.close()
+
+
+def _call_from_another_thread(add: Callable[..., Any]) -> object:
+    import threading
+
+    got: list[object] = []
+
+    def other() -> None:
+        try:
+            got.append(add(1, 2))
+        except BaseException as exc:
+            got.append(exc)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(10)
+    assert len(got) == 1
+    return got[0]

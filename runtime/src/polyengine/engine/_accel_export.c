@@ -97,6 +97,7 @@ typedef struct {
     PyObject *arity;      /* arity(args): raises for a wrong argument count, or None */
     PyObject *ci_dict;    /* ci's __dict__ when it holds may_enter plainly, else NULL */
     Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
+    unsigned long owner;  /* the thread that may call (the thread rule) */
 } Export;
 
 /* rec.poisoned (a new reference) */
@@ -276,12 +277,15 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
         if (!PyLong_CheckExact(items[k]))
             return export_general(self, items, n, whole);
     }
-    /* the entry test */
-    PyObject *poisoned = export_poisoned(self);
-    if (poisoned == NULL)
-        return NULL;
-    int refused = poisoned != Py_None;
-    Py_DECREF(poisoned);
+    /* the entry test: the calling thread (the thread rule), then the instance */
+    int refused = PyThread_get_thread_ident() != self->owner;
+    if (!refused) {
+        PyObject *poisoned = export_poisoned(self);
+        if (poisoned == NULL)
+            return NULL;
+        refused = poisoned != Py_None;
+        Py_DECREF(poisoned);
+    }
     if (!refused) {
         PyObject *may = export_may_enter(self);
         if (may == NULL)
@@ -380,8 +384,9 @@ slot_offset(PyObject *rec, PyObject *descr)
 }
 
 /* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity,
- *        poisoned_descr, ci_dict): the last two are None unless the caller checked
- * that ``rec.poisoned`` is that slot and ``ci.may_enter`` plainly lives in ``ci_dict``. */
+ *        poisoned_descr, ci_dict, owner): poisoned_descr and ci_dict are None unless the
+ * caller checked that ``rec.poisoned`` is that slot and ``ci.may_enter`` plainly lives in
+ * ``ci_dict``; ``owner`` is the ident of the only thread that may call (the thread rule). */
 static PyObject *
 export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -389,12 +394,13 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *poisoned_descr, *ci_dict;
     Py_ssize_t n;
     int seq;
+    unsigned long owner;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Export takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOO", &core, &n, &seq, &rec, &ci, &name, &check_enter,
-                          &general, &failed, &arity, &poisoned_descr, &ci_dict))
+    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOOk", &core, &n, &seq, &rec, &ci, &name, &check_enter,
+                          &general, &failed, &arity, &poisoned_descr, &ci_dict, &owner))
         return NULL;
     if (ci_dict != Py_None && !PyDict_CheckExact(ci_dict)) {
         PyErr_SetString(PyExc_TypeError, "ci_dict must be a dict or None");
@@ -426,6 +432,7 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     KEEP(arity);
 #undef KEEP
     self->poisoned_offset = slot_offset(rec, poisoned_descr);
+    self->owner = owner;
     if (ci_dict != Py_None) {
         Py_INCREF(ci_dict);
         self->ci_dict = ci_dict;

@@ -324,6 +324,7 @@ def export_kernel(
     general: Callable[[Sequence[Any]], Any],
     failed: Callable[[BaseException], BaseException | None],
     arity: Callable[[tuple[Any, ...]], Any] | None = None,
+    owner: int,
 ) -> Callable[..., Any] | None:
     """The compiled host call of a scalar export, or ``None`` on the pure path.
 
@@ -333,8 +334,9 @@ def export_kernel(
     parameters and result are 32- or 64-bit integers, as one C call:
     ``call(a0, a1, ...)`` (or ``call(args)`` with ``sequence``) hands
     arguments that are not all exact ``int`` (or a tuple of another length)
-    to ``general``; makes the entry test (``rec.poisoned``,
-    ``ci.may_enter``, ``check_enter(rec, name)`` when either refuses);
+    to ``general``; makes the entry test (the calling thread is ``owner``,
+    ``rec.poisoned``, ``ci.may_enter``; ``check_enter(rec, name)`` when one
+    refuses);
     clears ``ci.may_enter`` around ``core(a0, a1, ...)`` (a specialised
     call, :func:`export_caller`, in exact formats); hands the arguments to
     ``general`` when ``core`` raises ``ValueError`` (out of a slot's range,
@@ -358,6 +360,7 @@ def export_kernel(
         arity,
         type(rec).__dict__.get("poisoned"),
         _plain_dict(ci, "may_enter"),
+        owner,
     )
     return kernel
 

@@ -306,6 +306,7 @@ class ExportCall:
                 general=general,
                 failed=failed,
                 arity=arity,
+                owner=env["owner"],
             )
 
         run = make(general, None, True)
