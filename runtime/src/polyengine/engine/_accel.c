@@ -832,6 +832,52 @@ accel_trampoline_address(PyObject *mod, PyObject *unused)
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&trampoline);
 }
 
+/* define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)
+ *
+ * One wasmtime_linker_define per import of a core module, in order: names
+ * is the module's link_names (a tuple of (module, module length, field,
+ * field length) with bytes names), the externs are stride bytes apart from
+ * base. Stops at the first definition wasmtime refuses and returns its
+ * index and the wasmtime_error_t* (the caller takes the message). */
+typedef void *(*linker_define_fn)(void *, void *, const char *, size_t, const char *, size_t,
+                                  const void *);
+
+static PyObject *
+accel_define_imports(PyObject *mod, PyObject *args)
+{
+    unsigned long long define_addr, linker, ctx, base, stride;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "KKKO!KK", &define_addr, &linker, &ctx, &PyTuple_Type, &names,
+                          &base, &stride))
+        return NULL;
+    if (define_addr == 0 || linker == 0) {
+        PyErr_SetString(PyExc_ValueError, "define_imports: a null function or linker");
+        return NULL;
+    }
+    linker_define_fn define = (linker_define_fn)(uintptr_t)define_addr;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(names, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: each name is a 4-tuple");
+            return NULL;
+        }
+        PyObject *m = PyTuple_GET_ITEM(entry, 0);
+        PyObject *n = PyTuple_GET_ITEM(entry, 2);
+        if (!PyBytes_Check(m) || !PyBytes_Check(n)) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: names are bytes");
+            return NULL;
+        }
+        void *err = define((void *)(uintptr_t)linker, (void *)(uintptr_t)ctx,
+                           PyBytes_AS_STRING(m), (size_t)PyBytes_GET_SIZE(m),
+                           PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
+                           (const void *)(uintptr_t)(base + (unsigned long long)i * stride));
+        if (err != NULL)
+            return Py_BuildValue("nK", i, (unsigned long long)(uintptr_t)err);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef accel_methods[] = {
     {"init", accel_init, METH_VARARGS,
      "init(abi, call_unchecked, trap_new, host_entries, pack_slow, state_type, host_depth)"},
@@ -843,6 +889,8 @@ static PyMethodDef accel_methods[] = {
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
     {"async_addresses", accel_async_addresses, METH_NOARGS,
      "(entry, continuation poll, continuation drop): the async host-function callbacks"},
+    {"define_imports", accel_define_imports, METH_VARARGS,
+     "define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)"},
     {NULL, NULL, 0, NULL},
 };
 

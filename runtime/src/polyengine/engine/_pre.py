@@ -288,7 +288,7 @@ class Linking:
                 ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
-            raw = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            raw = instantiate_blocking(store, module, arr)
             self._instances.append(raw)
             addrs.append(ctypes.addressof(raw))
             return CoreInstance._wrap(store, raw, module.name)
