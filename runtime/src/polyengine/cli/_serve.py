@@ -407,13 +407,14 @@ def _serve(
 
     class _App(App):
         async def startup(self) -> None:
-            await super().startup()
-            # The process serves this app only: what start-up made (the
-            # translation, compiled modules and codecs) lives as long as the
-            # process, so the cyclic collector stops walking it (gc.freeze);
-            # each instance's garbage is then collected without that walk.
+            # The process serves this app only: the translation lives as long
+            # as the process, so the cyclic collector stops walking it
+            # (gc.freeze) before any instance exists; each instance's garbage
+            # is then collected without that walk, and none of it is frozen.
+            self.artifacts()
             gc.collect()
             gc.freeze()
+            await super().startup()
 
     app = _App(
         Path(options["component"]).read_bytes(),
