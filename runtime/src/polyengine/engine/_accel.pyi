@@ -49,3 +49,11 @@ def define_imports(
     stride: int,
     /,
 ) -> tuple[int, int] | None: ...
+def fill_exports(
+    get: int,
+    ctx: int,
+    exports: tuple[tuple[int, int, bytes], ...],
+    instances: list[int],
+    base: int,
+    /,
+) -> int: ...
