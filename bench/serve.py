@@ -7,7 +7,10 @@ builder by name (``py-http-proxy``, ``py-http-service``, ``js-http``) or any
 instance per request; 0.3: 128 requests, 16 at once) and with another
 (0.2: ``--max-instance-reuse-count 1000``; 0.3: 1). A bounded asyncio
 client keeps C keep-alive connections busy for a fixed number of requests
-per row and prints req/s, p50 and p99 side by side, with the ratio; with
+per row and prints req/s, p50, p99 and the server's CPU time per request
+(its processes' user + system time, from /proc; wasmtime serve spreads a
+row over both cores, polyengine runs one event loop) side by side, with
+the ratio of req/s; with
 ``--runs K`` each row is measured K times (servers alternating) and the
 min and median of the ratios are printed too.
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import math
+import os
 import re
 import statistics
 import subprocess
@@ -91,6 +96,20 @@ class Server:
         self.stop()
         raise SystemExit(f"server did not start: {' '.join(command)}")
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the server and its child processes (Linux /proc)."""
+        try:
+            pids = [self.proc.pid]
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+            pids += [int(p) for p in children.read_text().split()]
+            total = 0
+            for pid in pids:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError, IndexError):
+            return None
+        return total / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -143,17 +162,26 @@ async def load(host: str, port: int, concurrency: int, requests: int) -> tuple[f
     return time.perf_counter() - start, latencies
 
 
-def _row(host: str, port: int, c: int, n: int) -> tuple[float, float, float]:
-    asyncio.run(load(host, port, c, min(n, 20)))  # warm-up
-    seconds, lat = asyncio.run(load(host, port, c, n))
+Row = tuple[float, float, float, float]
+
+
+def _row(server: Server, c: int, n: int) -> Row:
+    """req/s, p50 ms, p99 ms and the server's CPU ms per request (NaN: not known)."""
+    asyncio.run(load(server.host, server.port, c, min(n, 20)))  # warm-up
+    before = server.cpu_seconds()
+    seconds, lat = asyncio.run(load(server.host, server.port, c, n))
+    after = server.cpu_seconds()
+    cpu = (after - before) * 1e3 / n if before is not None and after is not None else math.nan
     lat.sort()
-    return n / seconds, lat[len(lat) // 2] * 1e3, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+    p50 = lat[len(lat) // 2] * 1e3
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+    return n / seconds, p50, p99, cpu
 
 
-def _cell(row: tuple[float, float, float] | None, width: int) -> str:
+def _cell(row: Row | None, width: int) -> str:
     if row is None:
-        return f"{'-':>{width}} {'-':>7} {'-':>7}"
-    return f"{row[0]:{width}.0f} {row[1]:7.2f} {row[2]:7.2f}"
+        return f"{'-':>{width}} {'-':>7} {'-':>7} {'-':>6}"
+    return f"{row[0]:{width}.0f} {row[1]:7.2f} {row[2]:7.2f} {row[3]:6.2f}"
 
 
 def main() -> int:
@@ -179,8 +207,9 @@ def main() -> int:
             policies = policies[:1] if args.policy == "default" else policies[1:]
         print(f"guest: {guest.name} ({'0.3' if p3 else '0.2'}); {args.requests} requests per row, "
               f"{args.runs} run(s); 127.0.0.1")
-        print(f"{'policy':26} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} | "
-              f"{'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | ratio (min/median)")
+        print(f"{'policy':26} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} "
+              f"{'cpu ms':>6} | {'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>6} "
+              f"| ratio (min/median)")
         for label, flags in policies:
             ours = Server([sys.executable, "-m", "polyengine", "serve", "--addr", "127.0.0.1:0",
                            *flags, str(guest)])
@@ -193,8 +222,8 @@ def main() -> int:
                 for c in levels:
                     a_rows, b_rows, ratios = [], [], []
                     for _ in range(args.runs):
-                        a = _row(ours.host, ours.port, c, args.requests)
-                        b = _row(theirs.host, theirs.port, c, args.requests) if theirs else None
+                        a = _row(ours, c, args.requests)
+                        b = _row(theirs, c, args.requests) if theirs else None
                         a_rows.append(a)
                         if b is not None:
                             b_rows.append(b)

@@ -111,7 +111,7 @@ def test_same_answers_as_wasmtime_serve(tmp_path: Path, guest: Guest, name: str)
 def test_log_lines_are_prefixed_per_instance() -> None:
     import io
 
-    from polyengine.asgi import _PrefixedLog
+    from polyengine.asgi._io import _PrefixedLog
 
     target = io.BytesIO()
     log = _PrefixedLog(b"stdout [3] :: ", lambda: target)

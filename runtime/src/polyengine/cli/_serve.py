@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import re
 import signal
@@ -403,7 +404,19 @@ def _serve(
     from polyengine.http_transport import AiohttpTransport
 
     transport = AiohttpTransport() if options["network"] else None
-    app = App(
+
+    class _App(App):
+        async def startup(self) -> None:
+            # The process serves this app only: the translation lives as long
+            # as the process, so the cyclic collector stops walking it
+            # (gc.freeze) before any instance exists; each instance's garbage
+            # is then collected without that walk, and none of it is frozen.
+            self.artifacts()
+            gc.collect()
+            gc.freeze()
+            await super().startup()
+
+    app = _App(
         Path(options["component"]).read_bytes(),
         default_imports(
             transport=transport,
@@ -430,6 +443,7 @@ def _serve(
         timeout_graceful_shutdown=None,
         server_header=False,
         date_header=True,
+        http=_corked_protocol(),
     )
     server = _Server(config)
 
@@ -453,6 +467,69 @@ def _serve(
     ):
         runner.run(main())
     return 0
+
+
+class _CorkedTransport:
+    """A connection's transport whose writes of one event-loop turn leave as one.
+
+    uvicorn writes a response's head, each body chunk and the end of the body
+    separately, and on a TCP_NODELAY socket each write is a send of its own
+    (and a wake-up of the client). Writes made in one turn of the loop are
+    joined and sent at its end (``call_soon``): the bytes and their order are
+    unchanged, a ``close`` sends what is pending first, an ``abort`` drops it.
+    """
+
+    __slots__ = ("_loop", "_parts", "_transport")
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._parts:
+            self._loop.call_soon(self._flush)
+        self._parts.append(data)
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def _flush(self) -> None:
+        parts = self._parts
+        if not parts:
+            return
+        self._parts = []
+        if not self._transport.is_closing():
+            self._transport.write(parts[0] if len(parts) == 1 else b"".join(parts))
+
+    def get_write_buffer_size(self) -> int:
+        size: int = self._transport.get_write_buffer_size()
+        return size + sum(len(p) for p in self._parts)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._parts = []
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _corked_protocol() -> Any:
+    """uvicorn's HTTP/1.1 protocol (httptools or h11) on a :class:`_CorkedTransport`."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class CorkedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(_CorkedTransport(transport, asyncio.get_running_loop()))
+
+    return CorkedHTTPProtocol
 
 
 def _loop_factory() -> Any:

@@ -844,6 +844,100 @@ accel_trampoline_address(PyObject *mod, PyObject *unused)
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&trampoline);
 }
 
+/* define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)
+ *
+ * One wasmtime_linker_define per import of a core module, in order: names
+ * is the module's link_names (a tuple of (module, module length, field,
+ * field length) with bytes names), the externs are stride bytes apart from
+ * base. Stops at the first definition wasmtime refuses and returns its
+ * index and the wasmtime_error_t* (the caller takes the message). */
+typedef void *(*linker_define_fn)(void *, void *, const char *, size_t, const char *, size_t,
+                                  const void *);
+
+static PyObject *
+accel_define_imports(PyObject *mod, PyObject *args)
+{
+    unsigned long long define_addr, linker, ctx, base, stride;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "KKKO!KK", &define_addr, &linker, &ctx, &PyTuple_Type, &names,
+                          &base, &stride))
+        return NULL;
+    if (define_addr == 0 || linker == 0) {
+        PyErr_SetString(PyExc_ValueError, "define_imports: a null function or linker");
+        return NULL;
+    }
+    linker_define_fn define = (linker_define_fn)(uintptr_t)define_addr;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(names, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: each name is a 4-tuple");
+            return NULL;
+        }
+        PyObject *m = PyTuple_GET_ITEM(entry, 0);
+        PyObject *n = PyTuple_GET_ITEM(entry, 2);
+        if (!PyBytes_Check(m) || !PyBytes_Check(n)) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: names are bytes");
+            return NULL;
+        }
+        void *err = define((void *)(uintptr_t)linker, (void *)(uintptr_t)ctx,
+                           PyBytes_AS_STRING(m), (size_t)PyBytes_GET_SIZE(m),
+                           PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
+                           (const void *)(uintptr_t)(base + (unsigned long long)i * stride));
+        if (err != NULL)
+            return Py_BuildValue("nK", i, (unsigned long long)(uintptr_t)err);
+    }
+    Py_RETURN_NONE;
+}
+
+/* fill_exports(get, ctx, exports, instances, base) -> -1 | index
+ *
+ * One wasmtime_instance_export_get per export import of a core module:
+ * exports is a tuple of (slot offset, exporting instance, bytes name), the
+ * exporting instance's wasmtime_instance_t is at instances[instance] (a
+ * list of addresses), the extern goes to base + offset. Returns -1, or the
+ * index of the first export wasmtime does not find. */
+typedef bool (*export_get_fn)(void *, const void *, const char *, size_t, void *);
+
+static PyObject *
+accel_fill_exports(PyObject *mod, PyObject *args)
+{
+    unsigned long long get_addr, ctx, base;
+    PyObject *exports, *instances;
+    if (!PyArg_ParseTuple(args, "KKO!O!K", &get_addr, &ctx, &PyTuple_Type, &exports,
+                          &PyList_Type, &instances, &base))
+        return NULL;
+    if (get_addr == 0) {
+        PyErr_SetString(PyExc_ValueError, "fill_exports: a null function");
+        return NULL;
+    }
+    export_get_fn get = (export_get_fn)(uintptr_t)get_addr;
+    Py_ssize_t count = PyTuple_GET_SIZE(exports);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(exports, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "fill_exports: each export is a 3-tuple");
+            return NULL;
+        }
+        Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+        Py_ssize_t source = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+        PyObject *name = PyTuple_GET_ITEM(entry, 2);
+        if ((off == -1 || source == -1) && PyErr_Occurred())
+            return NULL;
+        if (off < 0 || source < 0 || source >= PyList_GET_SIZE(instances) || !PyBytes_Check(name)) {
+            PyErr_SetString(PyExc_ValueError, "fill_exports: a bad export entry");
+            return NULL;
+        }
+        unsigned long long inst = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(instances, source));
+        if (inst == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        if (!get((void *)(uintptr_t)ctx, (const void *)(uintptr_t)inst, PyBytes_AS_STRING(name),
+                 (size_t)PyBytes_GET_SIZE(name), (void *)(uintptr_t)(base + (unsigned long long)off)))
+            return PyLong_FromSsize_t(i);
+    }
+    return PyLong_FromLong(-1);
+}
+
 static PyMethodDef accel_methods[] = {
     {"init", accel_init, METH_VARARGS,
      "init(abi, call_unchecked, trap_new, host_entries, pack_slow, state_type, host_depth)"},
@@ -855,6 +949,10 @@ static PyMethodDef accel_methods[] = {
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
     {"async_addresses", accel_async_addresses, METH_NOARGS,
      "(entry, continuation poll, continuation drop): the async host-function callbacks"},
+    {"fill_exports", accel_fill_exports, METH_VARARGS,
+     "fill_exports(get, ctx, exports, instances, base) -> -1 | index of a missing export"},
+    {"define_imports", accel_define_imports, METH_VARARGS,
+     "define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)"},
     {NULL, NULL, 0, NULL},
 };
 

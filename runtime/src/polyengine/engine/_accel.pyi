@@ -40,3 +40,20 @@ def init_async(
     template: int, size: int, poll: Callable[[int], bool], drop: Callable[[int], None], /
 ) -> None: ...
 def async_addresses() -> tuple[int, int, int]: ...
+def define_imports(
+    define: int,
+    linker: int,
+    ctx: int,
+    names: tuple[tuple[bytes, int, bytes, int], ...],
+    base: int,
+    stride: int,
+    /,
+) -> tuple[int, int] | None: ...
+def fill_exports(
+    get: int,
+    ctx: int,
+    exports: tuple[tuple[int, int, bytes], ...],
+    instances: list[int],
+    base: int,
+    /,
+) -> int: ...

@@ -90,18 +90,28 @@ class CoreFunc:
         raise TypeError("CoreFunc objects come from instances or define_host_func()")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, func: Any) -> CoreFunc:
+    def _wrap(
+        cls,
+        store: EngineStore,
+        func: Any,
+        signature: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+    ) -> CoreFunc:
+        """Wrap ``func``; ``signature`` (params, results) when the caller defined it
+        itself (checked core value types), else it is asked of wasmtime."""
         self = object.__new__(cls)
         self.store = store
         self._state = store._state
         self._func = func
         self._addr = ctypes.addressof(func)
-        ty_ptr = ffi.func_type(store._ctx(), self._addr)
-        ty = wasmtime.FuncType._from_ptr(
-            ctypes.cast(ty_ptr, ctypes.POINTER(wasmtime._ffi.wasm_functype_t)), None
-        )
-        params = [str(t) for t in ty.params]
-        results = [str(t) for t in ty.results]
+        if signature is not None:
+            params, results = list(signature[0]), list(signature[1])
+        else:
+            ty_ptr = ffi.func_type(store._ctx(), self._addr)
+            ty = wasmtime.FuncType._from_ptr(
+                ctypes.cast(ty_ptr, ctypes.POINTER(wasmtime._ffi.wasm_functype_t)), None
+            )
+            params = [str(t) for t in ty.params]
+            results = [str(t) for t in ty.results]
         # Function references and other non-numeric types are not flat core
         # values of the canonical ABI; such functions can be passed around
         # (tables, imports) but not called from Python.
@@ -265,7 +275,7 @@ def define_host_func(
     ctx = store._ctx()
     func = ffi.FuncStruct()
     new_host_func(store._state, ctx, p, r, fn, out_addr=ctypes.addressof(func))
-    return CoreFunc._wrap(store, func)
+    return CoreFunc._wrap(store, func, (p, r))
 
 
 def new_host_func(

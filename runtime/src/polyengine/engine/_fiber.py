@@ -232,10 +232,31 @@ def call_blocking(func: CoreFunc, args: Sequence[CoreValue]) -> list[CoreValue]:
     return list(layout.results_struct.unpack_from(buf, layout.results_off))
 
 
-def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]) -> Any:
+_EXTERN_SIZE = ctypes.sizeof(ffi.Extern)
+#: ``[(define_imports, address of wasmtime_linker_define)]`` of the compiled call path
+#: once looked up (``[None]``: not built or not used)
+_DEFINE_ALL: list[tuple[Any, int] | None] = []
+
+
+def _define_all() -> tuple[Any, int] | None:
+    if not _DEFINE_ALL:
+        from ._accelerator import ACCEL
+
+        found = getattr(ACCEL, "define_imports", None)
+        address = ctypes.cast(ffi.linker_define, ctypes.c_void_p).value or 0
+        _DEFINE_ALL.append((found, address) if found is not None and address else None)
+    return _DEFINE_ALL[0]
+
+
+def instantiate_blocking(store: EngineStore, module: CoreModule, exts: Any) -> Any:
     """``instantiate`` in an async-required store (the start function must not park).
 
-    Returns the new ``wasmtime_instance_t``.
+    ``exts`` is an array of ``wasmtime_extern_t`` (ctypes) in the module's
+    import order (an array of one for a module without imports). Returns
+    the new ``wasmtime_instance_t``. The imports are defined in a linker of
+    their own: wasmtime has no ``instance_new`` for async stores. The
+    compiled call path defines them all in one call (a large guest module
+    imports several hundred functions; architecture.md §5).
     """
     state = store._state
     ctx = store._ctx()
@@ -245,14 +266,26 @@ def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]
     try:
         ffi.linker_allow_shadowing(linker, True)
         names, shared_keys = module.link_names
+        if len(exts) < len(names):
+            raise LinkError(
+                f"cannot link {module.name}: {len(exts)} imports given, {len(names)} expected"
+            )
         if shared_keys:
             _check_repeated_imports(module, exts)
-        define = ffi.linker_define
-        addressof = ctypes.addressof
-        for (m, lm, n, ln), ext in zip(names, exts, strict=True):
-            err = define(linker, ctx, m, lm, n, ln, addressof(ext))
-            if err:
+        base = ctypes.addressof(exts)
+        compiled = _define_all()
+        if compiled is not None:
+            define_imports, define_address = compiled
+            refused = define_imports(define_address, linker, ctx, names, base, _EXTERN_SIZE)
+            if refused is not None:
+                _, err = refused
                 raise LinkError(f"cannot link {module.name}: {ffi.take_error_message(err)}")
+        else:
+            define = ffi.linker_define
+            for k, (m, lm, n, ln) in enumerate(names):
+                err = define(linker, ctx, m, lm, n, ln, base + k * _EXTERN_SIZE)
+                if err:
+                    raise LinkError(f"cannot link {module.name}: {ffi.take_error_message(err)}")
         inst = ffi.InstanceStruct()
         trap, err_cell = ctypes.c_void_p(0), ctypes.c_void_p(0)
         fut = (
@@ -286,7 +319,7 @@ def instantiate_blocking(store: EngineStore, module: CoreModule, exts: list[Any]
         ffi.linker_delete(linker)
 
 
-def _check_repeated_imports(module: CoreModule, exts: list[Any]) -> None:
+def _check_repeated_imports(module: CoreModule, exts: Any) -> None:
     """Refuse two definitions of one (module, field) import: a linker keeps only one."""
     seen: dict[tuple[str, str], bytes] = {}
     for desc, ext in zip(module.imports, exts, strict=True):

@@ -346,4 +346,4 @@ def define_async_host_func(
     state.require_async()
     func = ffi.FuncStruct()
     ctypes.pointer(func)[0] = ext.of.func
-    return CoreFunc._wrap(store, func)
+    return CoreFunc._wrap(store, func, (p, r))

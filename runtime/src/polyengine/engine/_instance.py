@@ -167,10 +167,10 @@ def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern
     ctx = store._ctx()
     exts = check_imports(store, module, imports)
     state = store._state
-    if state.async_required:
-        return CoreInstance._wrap(store, instantiate_blocking(store, module, exts), module.name)
     n = len(exts)
     arr = (ffi.Extern * max(n, 1))(*exts)
+    if state.async_required:
+        return CoreInstance._wrap(store, instantiate_blocking(store, module, arr), module.name)
     inst = ffi.InstanceStruct()
     trap = ctypes.c_void_p(0)
     err = ffi.instance_new(

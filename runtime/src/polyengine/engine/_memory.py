@@ -84,7 +84,7 @@ class _StoreItem:
 class GuestMemory(_StoreItem):
     """A core linear memory of one store."""
 
-    __slots__ = ("__weakref__", "_view", "_view_size")
+    __slots__ = ("__weakref__", "_is64", "_view", "_view_size")
 
     _STRUCT = ffi.MemoryStruct
     _KIND = ffi.EXTERN_MEMORY
@@ -92,12 +92,14 @@ class GuestMemory(_StoreItem):
 
     _view: memoryview | None  # cached view, valid for _view_size bytes
     _view_size: int
+    _is64: bool | None  # the memory type's answer, asked once (a memory keeps its type)
 
     @classmethod
     def _wrap(cls, store: EngineStore, raw: Any) -> Self:
         self = super()._wrap(store, raw)
         self._view = None
         self._view_size = -1
+        self._is64 = None
         store._state.memories.add(self)
         return self
 
@@ -117,13 +119,17 @@ class GuestMemory(_StoreItem):
 
     def is_64(self) -> bool:
         """Whether this is a 64-bit memory (memory64: ``i64`` addresses)."""
+        found = self._is64
+        if found is not None:
+            return found
         ty = ffi.memory_type(self._ctx(), self._addr)
         if not ty:
             raise RuntimeError("wasmtime returned no type for a memory")
         try:
-            return bool(ffi.memorytype_is64(ty))
+            found = self._is64 = bool(ffi.memorytype_is64(ty))
         finally:
             ffi.memorytype_delete(ty)
+        return found
 
     def view(self) -> memoryview:
         """A writable byte view (format ``'B'``) of the whole memory, as of now."""

@@ -45,6 +45,23 @@ _EXTERN_SIZE = ctypes.sizeof(ffi.Extern)
 _OF_OFFSET: int = ffi.Extern.of.offset
 
 
+#: ``[(fill_exports, address of wasmtime_instance_export_get)]`` of the compiled call
+#: path once looked up (``[None]``: not built or not used)
+_FILL_EXPORTS: list[tuple[Any, int] | None] = []
+
+
+def _fill_exports() -> tuple[Any, int] | None:
+    """The compiled fill of an import array from earlier instances' exports
+    (one call per core instance instead of one per import; architecture.md §5)."""
+    if not _FILL_EXPORTS:
+        from ._accelerator import ACCEL
+
+        found = getattr(ACCEL, "fill_exports", None)
+        address = ctypes.cast(ffi.instance_export_get, ctypes.c_void_p).value or 0
+        _FILL_EXPORTS.append((found, address) if found is not None and address else None)
+    return _FILL_EXPORTS[0]
+
+
 @dataclass(frozen=True, slots=True)
 class ExportSource:
     """An import given the export ``name`` of the earlier core instance ``instance``."""
@@ -266,7 +283,16 @@ class Linking:
         state = store._state
         base = ctypes.addressof(arr)
         addrs = self._inst_addrs
-        if cells is not None:
+        compiled = _fill_exports()
+        if compiled is not None:
+            fill_exports, get_address = compiled
+            missing = fill_exports(get_address, ctx, step.exports, addrs, base)
+            if missing >= 0:
+                _, source, name = step.exports[missing]
+                raise LinkError(
+                    f"core instance {source} has no export {name.decode('utf-8', 'replace')!r}"
+                )
+        elif cells is not None:
             cells.ctx.value = ctx
             for j in step.users:
                 cells.instances[j].value = addrs[j]
@@ -288,7 +314,7 @@ class Linking:
                 ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
-            raw = instantiate_blocking(store, module, [arr[k] for k in range(step.n)])
+            raw = instantiate_blocking(store, module, arr)
             self._instances.append(raw)
             addrs.append(ctypes.addressof(raw))
             return CoreInstance._wrap(store, raw, module.name)

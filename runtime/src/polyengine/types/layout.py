@@ -112,18 +112,43 @@ def contains(t: ValType | None, p: Callable[[ValType], bool]) -> bool:
     return p(d)
 
 
+#: the answers of :func:`contains_borrow` and :func:`contains_async_value` by type
+#: (every instance's codecs ask again about the same types)
+_HAS_BORROW: dict[ValType, bool] = {}
+_HAS_ASYNC_VALUE: dict[ValType, bool] = {}
+_ANSWERS_LIMIT = 20_000
+
+
+def _remembered(table: dict[ValType, bool], t: ValType, answer: Callable[[], bool]) -> bool:
+    found = table.get(t)
+    if found is None:
+        found = answer()
+        if len(table) >= _ANSWERS_LIMIT:
+            table.clear()
+        table[t] = found
+    return found
+
+
 def contains_borrow(t: ValType | FuncType | None) -> bool:
     """Whether a ``borrow`` occurs in ``t`` (§"Type Predicates")."""
     if isinstance(t, FuncType):
         return any(contains_borrow(u) for u in t.param_types() + t.result_types())
-    return contains(t, lambda u: isinstance(u, Borrow))
+    if t is None:
+        return False
+    return _remembered(
+        _HAS_BORROW, t, lambda: contains(t, lambda u: isinstance(u, Borrow))
+    )
 
 
 def contains_async_value(t: ValType | FuncType | None) -> bool:
     """Whether a ``stream`` or ``future`` occurs in ``t`` (§"Type Predicates")."""
     if isinstance(t, FuncType):
         return any(contains_async_value(u) for u in t.param_types() + t.result_types())
-    return contains(t, lambda u: isinstance(u, Stream | Future))
+    if t is None:
+        return False
+    return _remembered(
+        _HAS_ASYNC_VALUE, t, lambda: contains(t, lambda u: isinstance(u, Stream | Future))
+    )
 
 
 # --- CanonicalABI.md §"Alignment" and §"Element Size" -----------------------

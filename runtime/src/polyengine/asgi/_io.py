@@ -1,0 +1,225 @@
+"""The ASGI side of :class:`polyengine.asgi.App`: the request body, the messages, the logs.
+
+http-serve.md §4 (incoming mapping): the request target and authority, the
+request body pulled from ``receive()`` as the guest reads it, the client
+leaving (``http.disconnect``), wasmtime's 500 page; and the per-instance
+imports with ``wasmtime serve``'s ``stdout [N] :: `` log prefixes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import IO, Any, cast
+
+Scope = Mapping[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+#: ``factory(instance_id)`` returns the imports of one new instance.
+ImportsFactory = Callable[[int], Mapping[str, object]]
+
+#: The page ``wasmtime serve`` answers when the guest gives no response.
+ERROR_PAGE = (
+    b"<!doctype html>\n<html>\n<head>\n    <title>500 Internal Server Error</title>\n"
+    b"</head>\n<body>\n    <center>\n        <h1>500 Internal Server Error</h1>\n"
+    b"        <hr>\n        wasmtime\n    </center>\n</body>\n</html>"
+)
+
+
+
+class _PrefixedLog:
+    """A binary writer that starts each line with ``prefix`` (wasmtime's log streams)."""
+
+    def __init__(self, prefix: bytes, target: Callable[[], IO[bytes]]) -> None:
+        self._prefix = prefix
+        self._target = target
+        self._at_line_start = True
+
+    def write(self, data: bytes) -> int:
+        out = self._target()
+        view = bytes(data)
+        while view:
+            if self._at_line_start and self._prefix:
+                out.write(self._prefix)
+            self._at_line_start = False
+            cut = view.find(b"\n")
+            if cut < 0:
+                out.write(view)
+                break
+            out.write(view[: cut + 1])
+            view = view[cut + 1 :]
+            self._at_line_start = True
+        return len(data)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+
+def _stdout() -> IO[bytes]:
+    return sys.stdout.buffer
+
+
+def _stderr() -> IO[bytes]:
+    return sys.stderr.buffer
+
+
+def default_imports(
+    *,
+    transport: object = None,
+    env: Sequence[tuple[str, str]] = (),
+    preopens: Sequence[tuple[str, str]] = (),
+    network: bool = False,
+    log_prefix: bool = True,
+) -> ImportsFactory:
+    """All of ``polyengine_wasi`` plus wasi:http, per instance (like ``wasmtime serve -Scli``)."""
+    import polyengine_wasi
+
+    def factory(instance_id: int) -> Mapping[str, object]:
+        out: object = _PrefixedLog(
+            f"stdout [{instance_id}] :: ".encode() if log_prefix else b"", _stdout
+        )
+        err: object = _PrefixedLog(
+            f"stderr [{instance_id}] :: ".encode() if log_prefix else b"", _stderr
+        )
+        imports = polyengine_wasi.wasi(
+            env=[*env, ("INSTANCE_ID", str(instance_id))],
+            preopens=list(preopens),
+            stdout=out,
+            stderr=err,
+            network=network,
+        )
+        imports.update(polyengine_wasi.http(transport=cast(Any, transport)))
+        return imports
+
+    return factory
+
+
+def _consume_response(response: Any) -> tuple[Any, Any]:
+    """The guest response's body stream and trailers future (host side)."""
+    response._consumed = True
+    return response.contents, response.trailers
+
+
+async def call_quietly(call: asyncio.Future[Any]) -> None:
+    """Wait for the guest's ``handle`` to return; its failure was reported already."""
+    with contextlib.suppress(Exception):
+        await call
+
+
+def _may_have_length(status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a ``content-length: 0`` may be added (RFC 9110 §8.6: not 1xx, 204, 304)."""
+    if status < 200 or status in (204, 304):
+        return False
+    return all(k != b"content-length" for k, _ in headers)
+
+
+async def _error_page(send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 500,
+            "headers": [
+                (b"content-type", b"text/html; charset=UTF-8"),
+                (b"content-length", str(len(ERROR_PAGE)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": ERROR_PAGE, "more_body": False})
+
+
+def _path_with_query(scope: Scope) -> str:
+    raw = scope.get("raw_path")
+    if raw:
+        path = bytes(raw).decode("latin-1")
+    else:
+        from urllib.parse import quote
+
+        path = quote(scope.get("path") or "/", safe="/:@!$&'()*+,;=-._~%")
+    query = bytes(scope.get("query_string") or b"")
+    return f"{path}?{query.decode('latin-1')}" if query else path
+
+
+def _authority(scope: Scope) -> str | None:
+    for name, value in scope.get("headers") or []:
+        if bytes(name).lower() == b"host":
+            return bytes(value).decode("latin-1")
+    server = scope.get("server")
+    if server:
+        host, port = server[0], server[1]
+        return host if port is None else f"{host}:{port}"
+    return None
+
+
+class _Incoming:
+    """The request body pulled from ``receive()`` as the guest reads it, and, once it
+    was read to its end, a watch for the client leaving (``http.disconnect``): a
+    server such as uvicorn drops what is sent after that without an error."""
+
+    def __init__(self, receive: Receive, scope: Scope) -> None:
+        self._receive = receive
+        #: the body was read to its end, or the request declares none
+        self.ended = _declares_no_body(scope)
+        self._pending: deque[dict[str, Any]] = deque()
+        self._watch: asyncio.Future[bool] | None = None
+        self._checks = 0
+
+    async def body(self) -> AsyncIterator[bytes]:
+        """The request body, one ``receive()`` per chunk the guest asks for."""
+        from polyengine_wasi.hosthttp import BodyError
+
+        while True:
+            message = self._pending.popleft() if self._pending else await self._receive()
+            kind = message.get("type")
+            if kind == "http.request":
+                chunk = bytes(message.get("body", b""))
+                if chunk:
+                    yield chunk
+                if not message.get("more_body", False):
+                    self.ended = True
+                    return
+            elif kind == "http.disconnect":
+                raise BodyError({"kind": "connection-terminated"}, "the client disconnected")
+
+    def gone(self) -> bool:
+        """Whether the client left, asked before each response chunk: the watch starts
+        at the second chunk after the body ended (a one-chunk response never pays)."""
+        watch = self._watch
+        if watch is not None:
+            return watch.done() and not watch.cancelled() and watch.result()
+        if self.ended:
+            self._checks += 1
+            if self._checks > 1:
+                self._watch = asyncio.ensure_future(self._disconnected())
+        return False
+
+    async def _disconnected(self) -> bool:
+        """True once the client left; False if it pulled body data instead (kept for
+        the guest, and the watch ends: it never reads ahead of the guest)."""
+        while True:
+            message = await self._receive()
+            kind = message.get("type")
+            if kind == "http.disconnect":
+                return True
+            if kind == "http.request":
+                self._pending.append(message)
+                if message.get("more_body", False):
+                    return False
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+
+
+def _declares_no_body(scope: Scope) -> bool:
+    """HTTP/1.x framing: no ``transfer-encoding`` and no (or a zero) ``content-length``
+    (HTTP/2 and 3 frame a body without either)."""
+    if scope.get("http_version", "1.1") not in ("1.0", "1.1"):
+        return False
+    for name, value in scope.get("headers") or ():
+        low = bytes(name).lower()
+        if low == b"transfer-encoding" or (low == b"content-length" and value.strip() != b"0"):
+            return False
+    return True

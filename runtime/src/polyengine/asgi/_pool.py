@@ -1,0 +1,180 @@
+"""The instance pool of :class:`polyengine.asgi.App` and its new-instance gate.
+
+http-serve.md §6 (instance model): wasmtime serve's reuse limit, the
+concurrency limit of a 0.3 instance and the idle timeout; a request that
+needs a new instance waits for a turn (instantiating blocks the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from polyengine import Instance, instantiate
+
+if TYPE_CHECKING:
+    from polyengine.asgi import App
+
+P2_HANDLER = "wasi:http/incoming-handler@0.2"
+P3_HANDLER = "wasi:http/handler@0.3"
+
+
+@dataclass
+class _Slot:
+    instance: Instance
+    handler: Any
+    instance_id: int
+    uses: int = 0
+    active: int = 0
+    idle_since: float = field(default_factory=time.monotonic)
+    broken: bool = False
+    p3: bool = False
+
+
+class _Pool:
+    """Instances with a reuse limit, a concurrency limit and an idle timeout."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._idle: deque[_Slot] = deque()
+        #: 0.3 instances serving requests, shared up to the concurrency limit
+        self._shared: list[_Slot] = []
+        self._warming: set[asyncio.Task[None]] = set()
+        self._ids = itertools.count()
+        self.created = 0
+        self.discarded = 0
+
+    async def _new(self) -> _Slot:
+        instance_id = next(self._ids)
+        imports = self._app.imports_factory(instance_id)
+        instance = await instantiate(self._app.artifacts(), imports, limits=self._app.limits)
+        names = list(instance.exports)
+        p2 = [n for n in names if n.startswith(P2_HANDLER)]
+        p3 = [n for n in names if n.startswith(P3_HANDLER)]
+        if not p2 and not p3:
+            instance.close()
+            raise TypeError(
+                "the component exports no wasi:http/incoming-handler@0.2.x (a 0.2 proxy) "
+                f"or wasi:http/handler@0.3.x (a 0.3 service); it exports {names or 'nothing'}"
+            )
+        handler = instance.exports[(p2 or p3)[0]]
+        self.created += 1
+        return _Slot(instance, handler, instance_id, p3=not p2)
+
+    def ready(self) -> bool:
+        """Whether ``acquire`` would find an instance without instantiating one."""
+        for shared in self._shared:
+            if (
+                not shared.broken
+                and shared.uses < self._app.reuse_for(shared)
+                and shared.active < self._app.concurrent_for(shared)
+            ):
+                return True
+        now = time.monotonic()
+        return any(not (self._expired(s, now) and s.uses > 0) for s in self._idle)
+
+    def _expired(self, slot: _Slot, now: float) -> bool:
+        return now - slot.idle_since > self._app.idle_timeout
+
+    def _close(self, slot: _Slot) -> None:
+        self.discarded += 1
+        slot.instance.close()
+
+    async def acquire(self) -> _Slot:
+        now = time.monotonic()
+        for shared in self._shared:
+            if (
+                not shared.broken
+                and shared.uses < self._app.reuse_for(shared)
+                and shared.active < self._app.concurrent_for(shared)
+            ):
+                shared.uses += 1
+                shared.active += 1
+                return shared
+        while self._idle:
+            slot = self._idle.popleft()
+            if self._expired(slot, now) and slot.uses > 0:
+                self._close(slot)
+                continue
+            break
+        else:
+            slot = await self._new()
+        slot.uses += 1
+        slot.active += 1
+        if slot.p3:
+            self._shared.append(slot)
+        self._refill()
+        return slot
+
+    def release(self, slot: _Slot) -> None:
+        slot.active -= 1
+        if slot.broken or slot.uses >= self._app.reuse_for(slot):
+            if slot.active == 0:
+                if slot in self._shared:
+                    self._shared.remove(slot)
+                self._close(slot)
+            return
+        if slot.p3:
+            if slot.active == 0:
+                self._shared.remove(slot)
+                slot.idle_since = time.monotonic()
+                self._idle.append(slot)
+            return
+        slot.idle_since = time.monotonic()
+        self._idle.append(slot)
+
+    def _refill(self) -> None:
+        want = self._app.prewarm - len(self._idle) - len(self._warming)
+        for _ in range(max(0, want)):
+            task = asyncio.get_running_loop().create_task(self._warm())
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+
+    async def _warm(self) -> None:
+        slot = await self._new()
+        self._idle.append(slot)
+
+    async def prewarm(self, count: int) -> None:
+        for _ in range(count):
+            self._idle.append(await self._new())
+
+    def close(self) -> None:
+        for task in list(self._warming):
+            task.cancel()
+        while self._idle:
+            self._close(self._idle.popleft())
+        for slot in self._shared:
+            self._close(slot)
+        self._shared.clear()
+
+
+#: Requests on new instances that may be instantiating or answering at once.
+_FRESH_AT_ONCE = 2
+#: Seconds a request on a new instance may hold its turn before it starts answering.
+_FRESH_HOLD = 0.1
+
+
+class _Turn:
+    """One request's share of the new-instance gate, given back once."""
+
+    def __init__(self, gate: asyncio.Semaphore) -> None:
+        self._gate = gate
+        self._held = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def take(self) -> None:
+        await self._gate.acquire()
+        self._held = True
+        self._timer = asyncio.get_running_loop().call_later(_FRESH_HOLD, self.give_back)
+
+    def give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._gate.release()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
