@@ -125,7 +125,8 @@ class TaskModel:
         self._lifts: dict[tuple[int, str], CanonLift] = {}
         self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
-        self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions]] = {}
+        #: by lift: its values, options and the host table its arguments lend to (if any)
+        self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions, Any]] = {}
         self.store.on_poison.append(self.host_values.on_poison)
 
     # -- lifts ---------------------------------------------------------------------------
@@ -157,7 +158,7 @@ class TaskModel:
             # the host's arguments are lowered before the call starts, so
             # embedder misuse raises in the caller and never poisons
             lf.lower_args = _take_prelowered
-            self._host_lowering[id(lift)] = (values, ro)
+            self._host_lowering[id(lift)] = (values, ro, rt.lender(lift.type))
         self._lifts[key] = lf
         self._pinned.append(lift)
         return lf
@@ -177,11 +178,10 @@ class TaskModel:
         lf = self.lift(lift, "host")
         if not lf.inst.may_enter_from(None):
             raise Trap("cannot enter component instance", code="cannot-enter")
-        values, ro = self._host_lowering[id(lift)]
+        values, ro, host = self._host_lowering[id(lift)]
         scope = _BorrowScope()
         cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
         cx.where = where
-        host = self.rt.lender(lift.type)
         outer = None if host is None else host.begin_lending()
         try:
             flat = values.lower_params(cx, args)
