@@ -252,19 +252,8 @@ def flat_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], Sequence[Core
     if ps is None or rs is None:
         return call_raw
     state = func._state
-    if _ACCEL is not None and state.compiled and func._nslots < _ACCEL.MAX_SLOTS:
-        accel: Callable[[Sequence[CoreValue]], Sequence[CoreValue]] = _ACCEL.Caller(
-            ctypes.addressof(state.cell),
-            func._addr,
-            func._nslots,
-            "".join(_UNSIGNED[t] for t in func.params),
-            "".join(_UNSIGNED[t] for t in func.results),
-            1,
-            1,
-            func._call_raw_py,
-            _failure(state),
-            func,
-        )
+    accel: Callable[[Sequence[CoreValue]], Sequence[CoreValue]] | None = _compiled_caller(func, 1)
+    if accel is not None:
         return accel
     untyped = ffi.func_call_unchecked_untyped
     call_args = func._call_args
@@ -293,22 +282,28 @@ def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue
     store that is not direct and arguments ``struct`` would not take as they
     are go to ``CoreFunc._call_raw_py``.
     """
+    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] | None = _compiled_caller(func, 2)
+    return raw
+
+
+def _compiled_caller(func: CoreFunc, mode: int) -> Any:
+    """The compiled ``Caller`` of ``func`` (results as a tuple for ``mode`` 1, as a list
+    for 2), or ``None`` on the pure path or for a signature beyond its slots."""
     state = func._state
     if _ACCEL is None or not state.compiled or func._nslots >= _ACCEL.MAX_SLOTS:
         return None
-    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] = _ACCEL.Caller(
+    return _ACCEL.Caller(
         ctypes.addressof(state.cell),
         func._addr,
         func._nslots,
         "".join(_UNSIGNED[t] for t in func.params),
         "".join(_UNSIGNED[t] for t in func.results),
-        2,
+        mode,
         1,
         func._call_raw_py,
         _failure(state),
         func,
     )
-    return raw
 
 
 def export_kernel(
