@@ -41,7 +41,7 @@ TASK_MODEL = (
     "asyncio",
     "polyengine.concurrency",
     "polyengine.instance._async",
-    "polyengine.embed._hostvalues",
+    "polyengine.instance._hostvalues",
 )
 
 

@@ -189,7 +189,7 @@ class HostRt:
 
 
 def test_element_lowering_reaches_owns_in_every_nested_shape() -> None:
-    from polyengine.embed._pipe import ElementLowering, element_lifting
+    from polyengine.instance._elements import ElementLowering, element_lifting
     from polyengine.types import model as m
 
     own = m.Own(0)

@@ -120,9 +120,12 @@ async def instantiate(
 
 def _host_values() -> HostValuesFactory:
     """The host values of the task model (imported only by a store that runs on it)."""
-    from polyengine.embed._hostvalues import HostValues
+    from functools import partial
 
-    return HostValues
+    from polyengine.embed._streams import ErrorContext, Future, Stream
+    from polyengine.instance import HostHandles, HostValues
+
+    return partial(HostValues, handles=HostHandles(Stream, Future, ErrorContext))
 
 
 @dataclass(frozen=True, slots=True)

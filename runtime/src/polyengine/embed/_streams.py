@@ -4,10 +4,10 @@
 Lifted values arrive as :class:`Stream`, :class:`Future` and
 :class:`ErrorContext` handles over the concurrency layer's host ends
 (:class:`~polyengine.concurrency.HostStreamReader` and siblings); how values
-cross in both directions is :mod:`polyengine.embed._hostvalues`.
+cross in both directions is :mod:`polyengine.instance._hostvalues`.
 
 :func:`create_stream` makes a ``(Stream, StreamWriter)`` pair joined by a
-:class:`_Pipe`: while the host reads the stream itself the pipe is a
+:class:`~polyengine.concurrency.pipe.Pipe`: while the host reads the stream itself the pipe is a
 host↔host rendezvous (one copy of each chunk); once the stream is lowered
 into a guest the pipe is *bound* to the guest-visible shared stream and the
 writer writes into it directly (its counts are what the guest took). A
@@ -38,14 +38,14 @@ from polyengine.concurrency import (
     Store,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
-from polyengine.embed._direct import (
+from polyengine.concurrency.direct import (
     DirectReadSession,
     DirectSession,
     DirectWriteSession,
     retract,
     run_on_shared,
 )
-from polyengine.embed._pipe import HostFedFuture, _as_chunk, _Pipe, _Rebind
+from polyengine.concurrency.pipe import HostFedFuture, Pipe, as_chunk
 from polyengine.types import model as m
 from polyengine_protocol import (
     ERROR_CONTEXT,
@@ -173,20 +173,20 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
     _OPEN = "open"
 
     def __init__(
-        self, elem: m.ValType | None, source: HostStreamReader | _Pipe, store: Store | None
+        self, elem: m.ValType | None, source: HostStreamReader | Pipe, store: Store | None
     ) -> None:
         super().__init__(store)
         self.elem = elem
         self._bytes = isinstance(elem, m.U8) or (elem is None and store is None)
-        self._source: HostStreamReader | _Pipe | None = source
+        self._source: HostStreamReader | Pipe | None = source
         self._session: DirectSession | None = None
-        if isinstance(source, _Pipe):
+        if isinstance(source, Pipe):
             source.stream = weakref.ref(self)
 
     def _empty(self) -> bytes | list[Any]:
         return b"" if self._bytes else []
 
-    def _usable(self, internal: bool = False) -> HostStreamReader | _Pipe:
+    def _usable(self, internal: bool = False) -> HostStreamReader | Pipe:
         src = self._source
         if self._passed and not internal:
             raise TypeError(_PASSED.format("stream"))
@@ -278,7 +278,7 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         src = self._source
         if src is None:
             return
-        if isinstance(src, _Pipe):
+        if isinstance(src, Pipe):
             src.cancel_read()
             return
         shared = src.shared
@@ -295,10 +295,10 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         if src is not None:
             src.drop()
 
-    def _take_pipe(self) -> _Pipe | None:
+    def _take_pipe(self) -> Pipe | None:
         """The unbound pipe under this handle, taken over for lowering into a guest."""
         src = self._source
-        if isinstance(src, _Pipe) and src.bound is None:
+        if isinstance(src, Pipe) and src.bound is None:
             if self._busy:
                 raise TypeError("cannot pass a stream with a read in flight to a guest")
             self._source = None
@@ -306,7 +306,7 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             return src
         return None
 
-    def _revive(self, pipe: _Pipe, elem: m.ValType | None) -> None:
+    def _revive(self, pipe: Pipe, elem: m.ValType | None) -> None:
         """The guest handed the stream back (A5): this handle reads it again."""
         self._source = pipe
         self._passed = False
@@ -325,11 +325,11 @@ class StreamWriter:
     __polyengine_brand__ = STREAM_WRITER
     __slots__ = ("__weakref__", "_busy", "_pipe")
 
-    def __init__(self, pipe: _Pipe) -> None:
+    def __init__(self, pipe: Pipe) -> None:
         self._pipe = pipe
         self._busy = False
 
-    def _enter(self) -> _Pipe:
+    def _enter(self) -> Pipe:
         pipe = self._pipe
         if pipe.closed:
             raise ValueError("this stream writer is closed")
@@ -338,64 +338,19 @@ class StreamWriter:
         self._busy = True
         return pipe
 
-    def _check(self, pipe: _Pipe, progress: int) -> None:
-        trap = pipe.trap
-        if trap is not None:
-            raise PeerTrappedError("the instance reading this stream trapped", trap, progress)
-
     async def write(self, chunk: Sequence[Any], /) -> int:
         """Offer ``chunk``; resolves with how many elements the reader took (0: it is gone)."""
         pipe = self._enter()
         try:
-            return await self._write(pipe, chunk)
+            return await pipe.write_chunk(as_chunk(chunk))
         finally:
             self._busy = False
-
-    async def _write(self, pipe: _Pipe, chunk: Sequence[Any]) -> int:
-        data = _as_chunk(chunk)
-        taken = 0
-        while data:
-            self._check(pipe, taken)
-            if pipe.closed:
-                raise ValueError("this stream writer is closed")
-            bound = pipe.bound
-            if bound is not None:
-                n = await bound.write(data)
-                taken += n
-                self._check(pipe, taken)
-                if pipe.bound is bound or n == len(data):
-                    return taken
-                data = data[n:]  # unbound mid-write: the rest goes to the host reader
-                continue
-            if pipe.reader_gone:
-                return taken
-            out = await pipe.write(data)
-            if isinstance(out, _Rebind):
-                continue
-            return taken + out
-        return taken
 
     async def write_all(self, chunk: Sequence[Any], /) -> int:
         """Offer ``chunk`` until all of it is taken or the reader is gone; the total taken."""
         pipe = self._enter()
         try:
-            rest = _as_chunk(chunk)
-            if isinstance(rest, bytearray):
-                rest = memoryview(rest)
-            total = 0
-            while rest:
-                try:
-                    n = await self._write(pipe, rest)
-                except PeerTrappedError as exc:
-                    # the progress of the whole write_all: what was delivered before the fault
-                    raise PeerTrappedError(
-                        str(exc), exc.__cause__, total + (exc.progress or 0)
-                    ) from exc.__cause__
-                if n == 0:
-                    break
-                total += n
-                rest = rest[n:]
-            return total
+            return await pipe.write_all(as_chunk(chunk))
         finally:
             self._busy = False
 
@@ -411,26 +366,7 @@ class StreamWriter:
         pipe = self._enter()
         session = DirectWriteSession(produce)
         try:
-            while not session.finished:
-                self._check(pipe, session.progress)
-                bound = pipe.bound
-                if bound is not None:
-                    if not isinstance(bound.shared.t, m.U8):
-                        raise TypeError("write_direct needs a stream<u8>")
-                    result = await run_on_shared(bound.store, bound.shared, session)
-                    self._check(pipe, session.progress)
-                    if result is CopyResult.DROPPED:
-                        break
-                    if pipe.bound is not bound:
-                        continue
-                    if result is CopyResult.CANCELLED:
-                        break
-                    continue
-                if pipe.reader_gone:
-                    break
-                if isinstance(await pipe.write_direct(session), _Rebind):
-                    continue
-                break
+            await pipe.write_session(session)
         finally:
             self._busy = False
         if session.failure is not None:
@@ -461,7 +397,7 @@ def create_stream() -> tuple[Stream, StreamWriter]:
     writes into the guest-visible stream); chunks are ``bytes`` when the
     writer writes bytes-like chunks.
     """
-    pipe = _Pipe()
+    pipe = Pipe()
     return Stream(None, pipe, None), StreamWriter(pipe)
 
 
@@ -502,7 +438,7 @@ class Future(_HostEnd[HostFutureReader, SharedFutureImpl]):
         try:
             if self._peer_trap is not None:
                 raise _FutureDropped
-            value = await reader.read()
+            value = await _read_value(reader)
         except _FutureDropped:
             self._source = None
             exc: BaseException
@@ -542,7 +478,19 @@ class Future(_HostEnd[HostFutureReader, SharedFutureImpl]):
 
 
 class _FutureDropped(Exception):
-    pass
+    """The future ended without a value (its writer dropped it, or failed)."""
+
+
+async def _read_value(reader: HostFutureReader) -> Any:
+    """The value of the future under ``reader``; a value-less end is :class:`_FutureDropped`."""
+    shared = reader.shared
+    if shared.dropped and shared.pending_buffer is None:
+        reader._close()
+        raise _FutureDropped
+    try:
+        return await reader.read()
+    except IndexError:
+        raise _FutureDropped from None
 
 
 class ErrorContext:

@@ -11,7 +11,9 @@ The face: :class:`ComponentRuntime` (one instantiation), :class:`ExportCall`
 and :class:`AsyncExportCall` (an export, called or awaited, as
 :func:`export_call` chooses at instantiation),
 :func:`needs_task_model`, and the seam the embed layer fills in for host
-values (:class:`HostValueHooks`, :class:`FutureSource`).
+values (:class:`HostValueHooks`, :class:`FutureSource`) and the host values
+themselves, made of the embed layer's handle classes (:class:`HostValues`,
+:class:`HostHandles`).
 
 The face imports nothing until a name is used (PEP 562 module
 ``__getattr__``): a synchronous store never imports the task model
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from polyengine.instance._async import HostValuesFactory as HostValuesFactory
     from polyengine.instance._async import TaskModel as TaskModel
     from polyengine.instance._features import needs_task_model as needs_task_model
+    from polyengine.instance._hostvalues import HostHandles as HostHandles
+    from polyengine.instance._hostvalues import HostValues as HostValues
     from polyengine.instance._lift import ExportCall as ExportCall
     from polyengine.instance._lift import InlineCall as InlineCall
     from polyengine.instance._lift import export_call as export_call
@@ -44,7 +48,9 @@ __all__ = [
     "ExportCall",
     "ImportSite",
     "FutureSource",
+    "HostHandles",
     "HostValueHooks",
+    "HostValues",
     "HostValuesFactory",
     "InlineCall",
     "ResolvedOptions",
@@ -61,6 +67,8 @@ _LAZY = {
     "HostValuesFactory": "_async",
     "TaskModel": "_async",
     "needs_task_model": "_features",
+    "HostHandles": "_hostvalues",
+    "HostValues": "_hostvalues",
     "ComponentRuntime": "_runtime",
     "CoreVal": "_runtime",
     "ExportCall": "_lift",

@@ -1,27 +1,29 @@
 """Streams, futures and error contexts crossing between the host and a guest
-(python-mapping.md §6, embedder-api.md §"Streams and futures";
-CanonicalABI.md §``lift_stream``/``lower_stream`` and siblings).
+(CanonicalABI.md §``lift_stream``/``lower_stream``, §``lift_future``/
+``lower_future``, §``lift_error_context``/``lower_error_context``;
+python-mapping.md §6, embedder-api.md §"Streams and futures").
 
 :class:`HostValues` is the canonical ABI's ``AsyncValueHooks`` for the host
-side of a store: lifting hands the host a :class:`~._streams.Stream`,
-:class:`~._streams.Future` or :class:`~._streams.ErrorContext` handle;
-lowering accepts a handle (passed through without copying when it belongs
-to the same store), or a natural Python producer: for a stream an async
-iterable or a finite sync iterable (``bytes``, ``list``, a generator), for a
-future any awaitable. A producer is pumped into a fresh stream or future by
-a host operation of the store's :class:`~polyengine.concurrency.Driver`, so
-a guest waiting on it is never declared deadlocked while the host may still
+side of a store: lifting hands the host a ``Stream``, ``Future`` or
+``ErrorContext`` handle of the embed layer (its classes are handed down as
+:class:`HostHandles`, so this layer makes and recognizes them without
+importing upward); lowering accepts a handle (passed through without
+copying when it belongs to the same store), or a natural Python producer:
+for a stream an async iterable or a finite sync iterable (``bytes``,
+``list``, a generator), for a future any awaitable. A producer is pumped
+(:mod:`polyengine.concurrency.pumps`) into a fresh stream or future by a
+host operation of the store's :class:`~polyengine.concurrency.Driver`, so a
+guest waiting on it is never declared deadlocked while the host may still
 act. A trap in the instance holding the other end of a host handle fails
 the handle's operations with ``PeerTrappedError`` (A7).
 
 A handle the host passed into a guest comes back as the same object when a
-guest hands its stream or future back (A5). A producer whose stream or
-future dies while it is parked is cancelled (A13); a failed producer is a
-:class:`StreamProducerError` naming where it was passed
-(:func:`lowering_site`). Elements holding ``own<R>`` lower through
-:class:`~._pipe.ElementLowering`, which destroys the resources of elements
-the reader never takes, and lift through :func:`~._pipe.element_lifting`
-(the host receives live resource objects).
+guest hands its stream or future back (A5). A failed producer is a
+``StreamProducerError`` naming where it was passed (:func:`lowering_site`).
+Elements holding ``own<R>`` lower through
+:class:`~polyengine.instance._elements.ElementLowering` and lift through
+:func:`~polyengine.instance._elements.element_lifting` (the host receives
+live resource objects).
 
 A guest stream or future handle belongs to the store it was lifted from:
 lowering it into another store is refused with a ``TypeError`` naming the
@@ -35,11 +37,11 @@ resource belongs to its store: the pump fails naming the element).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from polyengine.abi.errors import LowerTypeError
 from polyengine.abi.options import LiftLowerContext
@@ -56,36 +58,89 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
-from polyengine.embed._pipe import (
-    ElementLowering,
-    Held,
-    HostFedFuture,
-    HostFedStream,
-    _Pipe,
-    element_lifting,
-    producer_trap,
-)
-from polyengine.embed._streams import (
-    ErrorContext,
-    Future,
-    Stream,
-    StreamWriter,
-    _FutureDropped,
-    create_stream,
-)
-from polyengine.instance import FutureSource
+from polyengine.concurrency.pipe import Chunk, HostFedFuture, HostFedStream, Pipe
+from polyengine.concurrency.pumps import pump_future, pump_stream
+from polyengine.instance._async import FutureSource
+from polyengine.instance._elements import ElementLowering, element_lifting
 from polyengine.types import model as m
 from polyengine_protocol import (
     ERROR_CONTEXT,
     FUTURE,
     STREAM,
-    PeerTrappedError,
-    StreamProducerError,
     copy_census,
     has_brand,
 )
 
-__all__ = ["HostValues"]
+__all__ = ["HostHandles", "HostValues", "lowering_site"]
+
+
+class _Handle(Protocol):
+    """What a host ``Stream`` or ``Future`` handle of the embed layer offers this layer."""
+
+    #: the host end it reads (``None`` once dropped or passed)
+    _source: Any
+    #: it was passed into a guest (its end was transferred, A15)
+    _passed: bool
+    #: the trap of the instance holding the other end (A7)
+    _peer_trap: BaseException | None
+    #: the guest stream or future it was passed into a guest as (A5)
+    _via: Any
+    #: makes host values of raw elements holding ``own<R>`` (A13)
+    _lift: Callable[[Any], Any] | None
+
+    def _take_shared(self, store: Store) -> Any:
+        """The guest stream or future under it, taken over, if it belongs to ``store``."""
+        ...
+
+    def _revive_reader(self, reader: Any) -> None:
+        """A guest handed back what it passed to it (A5): read it again."""
+        ...
+
+    def drop(self) -> None: ...
+
+
+class StreamHandle(_Handle, Protocol):
+    """The embed layer's ``Stream``: the readable end of a ``stream<T>`` held by the host."""
+
+    def __init__(
+        self, elem: m.ValType | None, source: HostStreamReader | Pipe, store: Store | None
+    ) -> None: ...
+
+    def _take_pipe(self) -> Pipe | None:
+        """The unbound pipe under it, taken over for lowering into a guest."""
+        ...
+
+    def _revive(self, pipe: Pipe, elem: m.ValType | None) -> None:
+        """A guest handed the stream back (A5): it reads ``pipe`` again."""
+        ...
+
+    async def _read(self, max_count: int, internal: bool) -> Chunk: ...
+
+
+class FutureHandle(_Handle, Protocol):
+    """The embed layer's ``Future``: the readable end of a ``future<T>`` held by the host."""
+
+    def __init__(self, reader: HostFutureReader, store: Store) -> None: ...
+
+    async def _get(self, internal: bool = False) -> Any: ...
+
+
+class ErrorContextHandle(Protocol):
+    """The embed layer's ``ErrorContext``: an ``error-context`` the host received."""
+
+    _value: ErrorContextValue
+
+    def __init__(self, value: ErrorContextValue) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HostHandles:
+    """The host handle classes :class:`HostValues` makes and recognizes (python-mapping.md §6)."""
+
+    stream: type[StreamHandle]
+    future: type[FutureHandle]
+    error_context: type[ErrorContextHandle]
+
 
 def _foreign(v: object, what: str, by: str) -> str:
     """The refusal of a branded handle minted by another copy of the runtime (A9)."""
@@ -107,21 +162,14 @@ _CROSS_STORE = (
 )
 
 
-def _byte_chunk(item: Any) -> bytes:
-    if isinstance(item, bytes | bytearray | memoryview):
-        return bytes(item)
-    if isinstance(item, int):
-        return bytes((item,))
-    return bytes(item)
-
-
 class HostValues:
-    """The embed layer's :class:`~polyengine.abi.compile.AsyncValueHooks` (host side)."""
+    """The host side's :class:`~polyengine.abi.compile.AsyncValueHooks` of one store."""
 
     __slots__ = (
         "_elements",
         "bound",
         "driver",
+        "handles",
         "held",
         "hooks",
         "passed",
@@ -129,19 +177,18 @@ class HostValues:
         "store",
     )
 
-    def __init__(self, store: Store, driver: Driver) -> None:
+    def __init__(self, store: Store, driver: Driver, handles: HostHandles) -> None:
         self.store = store
         self.driver = driver
+        self.handles = handles
         self.hooks = TaskModelHooks()
         #: the guest-backed handles the host holds (for the A7 peer-trap rule)
-        self.held: weakref.WeakSet[Stream | Future] = weakref.WeakSet()
+        self.held: weakref.WeakSet[Any] = weakref.WeakSet()
         #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
-        self.bound: weakref.WeakSet[_Pipe] = weakref.WeakSet()
+        self.bound: weakref.WeakSet[Pipe] = weakref.WeakSet()
         #: host handles whose guest end they passed into a guest, by id of that
         #: shared stream/future: lifting it again gives the same handle back (A5)
-        self.passed: weakref.WeakValueDictionary[int, Stream | Future] = (
-            weakref.WeakValueDictionary()
-        )
+        self.passed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         #: (resource type of an index, host resource table), for stream<own<R>> (A13)
         self.resources: Callable[[], tuple[Callable[[int], Any], Any]] | None = None
         #: the element conversions made so far, by (direction, id of the element type);
@@ -181,6 +228,8 @@ class HostValues:
 
     # -- streams -----------------------------------------------------------------------
 
+    # -- streams -----------------------------------------------------------------------
+
     def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
         shared = self.hooks.lift_stream(cx, i, t)
         assert isinstance(shared, SharedStreamImpl)
@@ -188,30 +237,30 @@ class HostValues:
             return self._hand_back(shared.pipe, t)
         reader = HostStreamReader(self.store, shared)
         handle = self._returning(shared)
-        if isinstance(handle, Stream):
+        if isinstance(handle, self.handles.stream):
             handle._revive_reader(reader)
         else:
-            handle = Stream(t.t, reader, self.store)
+            handle = self.handles.stream(t.t, reader, self.store)
         handle._lift = self._lifted_elements(t.t)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
         return handle
 
-    def _returning(self, shared: SharedStreamImpl | SharedFutureImpl) -> Stream | Future | None:
+    def _returning(self, shared: SharedStreamImpl | SharedFutureImpl) -> _Handle | None:
         """The host handle that passed ``shared`` into a guest, if any (the A5 identity)."""
-        handle = self.passed.pop(id(shared), None)
+        handle: _Handle | None = self.passed.pop(id(shared), None)
         if handle is not None and handle._via is shared:
             return handle
         return None
 
-    def _hand_back(self, pipe: _Pipe, t: m.Stream) -> Stream:
+    def _hand_back(self, pipe: Pipe, t: m.Stream) -> StreamHandle:
         """A host stream a guest passes back (A5): the host's own handle over the same pipe."""
         pipe.unbind()
         self.bound.discard(pipe)
         ref = pipe.stream
-        handle = ref() if ref is not None else None
+        handle: StreamHandle | None = ref() if ref is not None else None
         if handle is None:
-            handle = Stream(t.t, pipe, None)
+            handle = self.handles.stream(t.t, pipe, None)
         handle._revive(pipe, t.t)
         return handle
 
@@ -224,13 +273,14 @@ class HostValues:
         """The shared stream to hand a guest for the host value ``v``.
 
         A guest stream of this store passes through as itself; a host pipe
-        (from :func:`create_stream`, or one a guest handed back) is bound to
-        a fresh shared stream; any other producer is pumped into a pipe.
+        (from ``create_stream``, or one a guest handed back) is bound to a
+        fresh shared stream; any other producer is pumped into a pipe.
         """
         if isinstance(v, SharedStreamImpl):
             return v
-        pipe: _Pipe | None = None
-        if isinstance(v, Stream):
+        pipe: Pipe | None = None
+        handle: StreamHandle | None = None
+        if isinstance(v, self.handles.stream):
             src = v._source
             if isinstance(src, HostStreamReader) and src.store is not self.store:
                 raise LowerTypeError(_CROSS_STORE.format(what="stream", by="(c async for c in s)"))
@@ -239,6 +289,7 @@ class HostValues:
             shared = v._take_shared(self.store)
             if shared is not None:
                 self.passed[id(shared)] = v
+                assert isinstance(shared, SharedStreamImpl)
                 return shared
             if v._source is None:
                 if v._passed:
@@ -249,6 +300,7 @@ class HostValues:
             pipe = v._take_pipe()
             if pipe is None:
                 v._passed = True  # pumped from here on: the host no longer reads it (A15)
+                handle = v
         elif has_brand(v, STREAM):
             raise LowerTypeError(_foreign(v, "stream", "(c async for c in s)"))
         elif isinstance(v, str) or not (
@@ -259,52 +311,29 @@ class HostValues:
                 f"iterable), got {type(v).__name__}"
             )
         if pipe is None:
-            inner, writer = create_stream()
-            pipe = writer._pipe
-            inner._source = None
-            inner._passed = True
+            pipe = Pipe()
             site = lowering_site(cx, v) or f"a stream ({type(v).__name__})"
-            self._spawn(self._pump_stream(v, t.t, writer, site))
+            own = self._own_elements(t.t)
+            u8 = isinstance(t.t, m.U8)
+            if handle is None:
+                self._spawn(pump_stream(v, u8, pipe, own, site))
+            else:
+                read = handle._read
+                self._spawn(
+                    pump_stream(
+                        v,
+                        u8,
+                        pipe,
+                        own,
+                        site,
+                        chunks=lambda n: read(n, True),
+                        done=handle.drop,
+                    )
+                )
         shared_fed = HostFedStream(t.t, pipe)
         pipe.bind(self.store, shared_fed)
         self.bound.add(pipe)
         return shared_fed
-
-    async def _pump_stream(
-        self, src: Any, elem: m.ValType | None, w: StreamWriter, site: str
-    ) -> None:
-        """Feed ``src`` into ``w``; a parked producer is cancelled when the reader dies (A13).
-
-        A failure of ``src`` reaches the reader as :class:`StreamProducerError`
-        naming ``site`` (where the producer was passed, :func:`lowering_site`).
-        """
-        pipe = w._pipe
-        u8 = isinstance(elem, m.U8)
-        try:
-            if isinstance(src, Stream):
-                own = self._own_elements(elem)
-                while True:
-                    chunk = await src._read(_PUMP_CHUNK, True)
-                    if not chunk or not await self._send(w, chunk, own):
-                        break
-            elif isinstance(src, bytes | bytearray | memoryview):
-                await w.write_all(src if u8 else list(src))
-            elif hasattr(src, "__aiter__"):
-                await self._pump_async(src, u8, w, pipe, self._own_elements(elem))
-            else:
-                items = list(src)
-                chunk = b"".join(_byte_chunk(x) for x in items) if u8 else items
-                if chunk:
-                    await self._send(w, chunk, self._own_elements(elem))
-        except PeerTrappedError:
-            pass  # the reader's instance trapped: nothing left to feed
-        except Exception as exc:
-            pipe.fail(_producer_error(site, exc))
-            return
-        finally:
-            if isinstance(src, Stream):
-                src.drop()
-        w.close()
 
     def _own_elements(self, elem: m.ValType | None) -> ElementLowering | None:
         """How elements holding ``own<R>`` are lowered (A13); ``None`` when ``elem`` holds none."""
@@ -335,117 +364,17 @@ class HostValues:
         lifting: Callable[[Any], Any] | None = found[1]
         return lifting
 
-    async def _send(self, w: StreamWriter, chunk: Any, own: ElementLowering | None) -> bool:
-        """Write ``chunk``; whether all of it was taken.
-
-        Resources inside elements are registered (host objects) or taken
-        (guest wrappers) as they are offered; those of elements the reader
-        never takes (it dropped the stream, or its instance trapped) are
-        destroyed, exactly as if it had taken and dropped them (A13).
-        """
-        if own is None:
-            return bool(await w.write_all(chunk) == len(chunk))
-        raws: list[Any] = []
-        helds: list[list[Held]] = []
-        try:
-            for v in chunk:
-                raw, held = own.lower(v)
-                raws.append(raw)
-                helds.append(held)
-        except BaseException:
-            for held in helds:
-                own.release(held)
-            raise
-        taken = 0
-        try:
-            taken = await w.write_all(raws)
-        except PeerTrappedError as exc:
-            taken = exc.progress or 0
-            raise
-        finally:
-            for held in helds[taken:]:
-                own.release(held)
-        return taken == len(raws)
-
-    async def _pump_async(
-        self, src: Any, u8: bool, w: StreamWriter, pipe: _Pipe, own: ElementLowering | None
-    ) -> None:
-        """Pull ``src`` chunk by chunk into ``w`` inside this one task.
-
-        A pull that is ready costs one ``__anext__`` step (no task or wait
-        per chunk). A pull that parks is interrupted when the stream dies
-        (A13): a source with a ``cancel()`` method is asked to stop and its
-        pending pull drained (a straggler element goes to the un-taken
-        release path); otherwise this task is cancelled at the pull, so an
-        async generator sees ``CancelledError`` at its await.
-        """
-        it = src.__aiter__()
-        anext = it.__anext__
-        dead = pipe.dead_future()
-        task = asyncio.current_task()
-        assert task is not None
-        pull = _Pull()
-
-        def reader_gone(_: object) -> None:
-            if not pull.parked or pull.stopped:
-                return
-            pull.stopped = True
-            cancel = getattr(src, "cancel", None)
-            if callable(cancel) and not isinstance(src, asyncio.Future):
-                with contextlib.suppress(Exception):
-                    cancel()
-            else:
-                pull.interrupted = True
-                task.cancel()
-
-        dead.add_done_callback(reader_gone)
-        try:
-            while not dead.done():
-                pull.parked = True
-                try:
-                    item = await anext()
-                except StopAsyncIteration:
-                    return
-                except asyncio.CancelledError:
-                    if pull.interrupted:
-                        task.uncancel()
-                        return
-                    raise
-                except Exception:
-                    if pull.stopped:
-                        return  # a cancelled source's last pull failed: nothing left to feed
-                    raise
-                finally:
-                    pull.parked = False
-                if pull.stopped:
-                    if pull.interrupted:
-                        task.uncancel()  # the source swallowed the cancellation
-                    if own is not None:
-                        # an element never offered: its resources are destroyed (A13)
-                        with contextlib.suppress(Exception):
-                            own.release(own.lower(item)[1])
-                    return
-                chunk = _byte_chunk(item) if u8 else [item]
-                if not await self._send(w, chunk, own):
-                    return
-        finally:
-            dead.remove_done_callback(reader_gone)
-            close = getattr(it, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
-
     # -- futures -------------------------------------------------------------------------
 
     def lift_future(self, cx: LiftLowerContext, i: int, t: m.Future) -> object:
         shared = self.hooks.lift_future(cx, i, t)
         assert isinstance(shared, SharedFutureImpl)
-        reader = _Reader(self.store, shared)
+        reader = HostFutureReader(self.store, shared)
         handle = self._returning(shared)
-        if isinstance(handle, Future):
+        if isinstance(handle, self.handles.future):
             handle._revive_reader(reader)
         else:
-            handle = Future(reader, self.store)
+            handle = self.handles.future(reader, self.store)
         handle._lift = self._lifted_elements(t.t)
         self.held.add(handle)
         _drop_when_collected(handle, reader)
@@ -463,7 +392,8 @@ class HostValues:
         if isinstance(v, FutureSource):
             v = v.awaitable
         given = v
-        if isinstance(v, Future):
+        done: Callable[[], None] | None = None
+        if isinstance(v, self.handles.future):
             reader = v._source
             if reader is not None and reader.store is not self.store:
                 raise LowerTypeError(
@@ -474,10 +404,12 @@ class HostValues:
             shared = v._take_shared(self.store)
             if shared is not None:
                 self.passed[id(shared)] = v
+                assert isinstance(shared, SharedFutureImpl)
                 return shared
             if v._source is None or v._passed:
                 raise LowerTypeError("the future was dropped or passed to a guest already")
             v._passed = True  # pumped from here on: the host no longer awaits it (A15)
+            done = v.drop  # dropped if the pumped future dies first
             v = _FutureRead(v)
         elif has_brand(v, FUTURE):
             raise LowerTypeError(_foreign(v, "future", "asyncio.ensure_future(f)"))
@@ -486,84 +418,18 @@ class HostValues:
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
         site = lowering_site(cx, given) or f"a future ({type(given).__name__})"
-        shared = HostFedFuture(t.t)
-        writer = HostFutureWriter(self.store, shared)
-        self._spawn(self._pump_future(v, writer, shared, site))
-        return shared
-
-    async def _pump_future(
-        self, src: Awaitable[Any], w: HostFutureWriter, shared: HostFedFuture, site: str
-    ) -> None:
-        """Await ``src`` and write its value into ``shared``.
-
-        When the future dies before the value arrives (its reader dropped it
-        unread) the producer is cancelled (A13): the await is interrupted,
-        which cancels an ``asyncio.Future`` or ``Task`` being awaited and
-        throws ``CancelledError`` into a coroutine; an awaitable with a
-        ``cancel()`` method is also asked to stop, and a coroutine that never
-        started is closed.
-        """
-        task = asyncio.current_task()
-        assert task is not None
-        pull = _Pull()
-
-        def reader_gone() -> None:
-            pull.stopped = True
-            if pull.parked:
-                pull.interrupted = True
-                task.cancel()
-
-        shared.on_drop = reader_gone
-        try:
-            if pull.stopped or shared.dropped:
-                pull.stopped = True  # the future died before its producer was awaited
-                _cancel_source(src)
-                return
-            pull.parked = True
-            try:
-                value = await src
-            finally:
-                pull.parked = False
-        except asyncio.CancelledError:
-            if pull.interrupted:
-                task.uncancel()
-                _cancel_source(src)
-                return
-            # A8: abandonment, never DROPPED: the guest reader traps at its rendezvous
-            shared.on_drop = None
-            _abandon(
-                self.store,
-                w,
-                _Abandoned("the host dropped the writable end of a future without writing a value"),
-            )
-            return
-        except Exception as exc:
-            shared.on_drop = None
-            if pull.stopped:
-                return  # the future died meanwhile: nobody is left to tell
-            _abandon(self.store, w, _producer_error(site, exc))
-            return
-        finally:
-            if pull.stopped:
-                if not w.closed:
-                    w.drop()  # let go of the dead future: no host work left (A15)
-                if isinstance(src, _FutureRead):
-                    src.handle.drop()
-        shared.on_drop = None
-        if pull.interrupted:
-            task.uncancel()  # the source swallowed the cancellation and produced anyway
-        if not w.closed:
-            await w.write(value)  # a future that died meanwhile takes nothing (DROPPED)
-
-    # -- error contexts --------------------------------------------------------------------
+        fed = HostFedFuture(t.t)
+        writer = HostFutureWriter(self.store, fed)
+        self._spawn(pump_future(v, writer, fed, site, done=done))
+        return fed
 
     def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:
         value = self.hooks.lift_error_context(cx, i)
         assert isinstance(value, ErrorContextValue)
-        return ErrorContext(value)
+        return self.handles.error_context(value)
 
     def lower_error_context(self, cx: LiftLowerContext, v: object) -> int:
-        if isinstance(v, ErrorContext):
+        if isinstance(v, self.handles.error_context):
             value = v._value
         elif has_brand(v, ERROR_CONTEXT) and isinstance(getattr(v, "message", None), str):
             value = ErrorContextValue(getattr(v, "message"))  # noqa: B009
@@ -577,17 +443,14 @@ class HostValues:
 
     # -- internals ----------------------------------------------------------------------------
 
+    # -- internals ----------------------------------------------------------------------------
+
     def _spawn(self, aw: Awaitable[None]) -> None:
         def done(task: asyncio.Future[None]) -> None:
             if not task.cancelled():
                 task.exception()  # consumed: a producer failure is not an unhandled error
 
         self.driver.spawn_host(aw, done)
-
-
-def _producer_error(site: str, exc: BaseException) -> StreamProducerError:
-    """The failure of a host producer, naming where it was passed (its cause is ``exc``)."""
-    return StreamProducerError(f"producer for {site} raised {type(exc).__name__}: {exc}", exc)
 
 
 def lowering_site(cx: LiftLowerContext | None, v: object) -> str | None:
@@ -660,85 +523,20 @@ def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:
         end.drop()
 
 
-def _shared_of(handle: Stream | Future) -> SharedStreamImpl | SharedFutureImpl | None:
-    if isinstance(handle, Stream):
-        src = handle._source
-        return src.shared if isinstance(src, HostStreamReader) and not src.closed else None
-    reader = handle._source
-    return reader.shared if reader is not None and not reader.closed else None
-
-
-class _Reader(HostFutureReader):
-    """A host future reader that reports a value-less end as :class:`_FutureDropped`."""
-
-    __slots__ = ()
-
-    async def read(self) -> Any:
-        if self.shared.dropped and self.shared.pending_buffer is None:
-            self._close()
-            raise _FutureDropped
-        try:
-            return await super().read()
-        except IndexError:
-            raise _FutureDropped from None
-
-
-class _Abandoned(Exception):
-    """A host future source was cancelled before it produced a value (A8)."""
-
-
-def _abandon(store: Store, w: HostFutureWriter, failure: BaseException) -> None:
-    """The producer of a host future failed or was abandoned: its guest reader traps."""
-    shared = w.shared
-    if isinstance(shared, HostFedFuture):
-        shared.failure = failure
-    pending = shared.pending_inst
-    if shared.pending_buffer is not None:
-        if pending is not None:
-            store.poison(pending, producer_trap(failure))  # type: ignore[arg-type]
-        else:
-            shared.reset_and_notify_pending(CopyResult.DROPPED)
-    # a host reader sees the failure (or DroppedError); a later guest read traps
-    shared.dropped = True
-    w._close()
+def _shared_of(handle: Any) -> SharedStreamImpl | SharedFutureImpl | None:
+    src = handle._source
+    if isinstance(src, HostStreamReader | HostFutureReader) and not src.closed:
+        return src.shared
+    return None
 
 
 class _FutureRead:
-    """Awaiting a host :class:`Future` handle pumped into a guest (it is dropped if the
-    pumped future dies first)."""
+    """Awaiting a host ``Future`` handle pumped into a guest."""
 
     __slots__ = ("handle",)
 
-    def __init__(self, handle: Future) -> None:
+    def __init__(self, handle: FutureHandle) -> None:
         self.handle = handle
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self.handle._get(True).__await__()
-
-
-def _cancel_source(src: object) -> None:
-    """Stop a future source that is no longer awaited (A13)."""
-    if inspect.iscoroutine(src):
-        src.close()  # never started, or already finished: closing is harmless
-        return
-    cancel = getattr(src, "cancel", None)
-    if callable(cancel):
-        with contextlib.suppress(Exception):
-            cancel()
-
-
-class _Pull:
-    """The state of a stream pump's pull from its source (A13 cancellation)."""
-
-    __slots__ = ("interrupted", "parked", "stopped")
-
-    def __init__(self) -> None:
-        #: a pull is in flight (the pump awaits the source)
-        self.parked = False
-        #: the stream died during a pull: the pump stops after it
-        self.stopped = False
-        #: the pump task was cancelled to interrupt the pull
-        self.interrupted = False
-
-
-_PUMP_CHUNK = 64 * 1024

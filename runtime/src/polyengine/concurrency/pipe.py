@@ -1,15 +1,21 @@
-"""The host side of a host-created stream: :class:`_Pipe` and the shared
-streams and futures that host producers feed (embedder-api.md §"Streams and
-futures", A5, A7, A8, A13, A21; python-mapping.md §6).
+"""The host side of a host-created stream (CanonicalABI.md §Stream State and
+§Future State with the host as both parties or as the writer; embedder-api.md
+§"Streams and futures", A5, A7, A8, A13, A21; python-mapping.md §6).
 
-A :class:`_Pipe` joins a :class:`~._streams.StreamWriter` to its
-:class:`~._streams.Stream`. Unbound, it is a host↔host rendezvous: a chunk
-write is borrowed until a read takes (a slice of) it, copied once; a direct
-session meets a chunk operation of the other side (two direct sessions
-cannot meet). Bound (the stream was lowered into a guest), writes go to a
-:class:`HostFedStream` through a host writer end, so their counts are what
-the guest took; unbinding (a guest handed the stream back) re-offers a
-parked write's rest to the host reader.
+A :class:`Pipe` joins the embed layer's ``StreamWriter`` to its ``Stream``.
+Unbound, it is a host↔host rendezvous: a chunk write is borrowed until a
+read takes (a slice of) it, copied once; a direct session
+(:mod:`.direct`) meets a chunk operation of the other side (two direct
+sessions cannot meet). Bound (the stream was lowered into a guest), writes
+go to a :class:`HostFedStream` through a host writer end
+(:class:`~.host_ends.HostStreamWriter`), so their counts are what the guest
+took; unbinding (a guest handed the stream back) re-offers a parked write's
+rest to the host reader. :meth:`Pipe.write_chunk`, :meth:`Pipe.write_all`
+and :meth:`Pipe.write_session` follow the stream wherever it is.
+
+:class:`HostFedStream` and :class:`HostFedFuture` are the shared stream and
+future a host producer feeds: a producer failure traps the guest reading
+on (:func:`producer_trap`), never a clean end.
 """
 
 from __future__ import annotations
@@ -17,22 +23,28 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from polyengine.concurrency import HostStreamWriter, SharedFutureImpl, SharedStreamImpl, Store
-from polyengine.embed._direct import DirectReadSession, DirectSession, DirectWriteSession, retract
 from polyengine.types import model as m
+from polyengine_protocol import PeerTrappedError
 
-if TYPE_CHECKING:
-    from polyengine.embed._streams import Stream
+from .direct import (
+    DirectReadSession,
+    DirectSession,
+    DirectWriteSession,
+    retract,
+    run_on_shared,
+)
+from .host_ends import HostStreamWriter
+from .store import Store
+from .streams import CopyResult, SharedFutureImpl, SharedStreamImpl
 
 __all__ = [
     "Chunk",
-    "ElementLowering",
-    "Held",
     "HostFedFuture",
     "HostFedStream",
-    "element_lifting",
+    "Pipe",
+    "as_chunk",
     "producer_trap",
 ]
 
@@ -40,7 +52,7 @@ Chunk = bytes | bytearray | memoryview | list[Any]
 
 
 class HostFedStream(SharedStreamImpl):
-    """A shared stream whose writable end is a host :class:`_Pipe` (a bound pipe).
+    """A shared stream whose writable end is a host :class:`Pipe` (a bound pipe).
 
     A producer failure stored in ``failure`` traps the guest that reads on,
     so a failed producer is never a clean end of stream; the reader dropping
@@ -49,9 +61,9 @@ class HostFedStream(SharedStreamImpl):
 
     __slots__ = ("failure", "pipe")
 
-    def __init__(self, t: m.ValType | None, pipe: _Pipe) -> None:
+    def __init__(self, t: m.ValType | None, pipe: Pipe) -> None:
         super().__init__(t)
-        self.pipe: _Pipe | None = pipe
+        self.pipe: Pipe | None = pipe
         self.failure: BaseException | None = None
 
     def drop(self) -> None:
@@ -77,7 +89,7 @@ def producer_trap(failure: BaseException) -> BaseException:
     return trap
 
 
-def _as_chunk(chunk: object) -> Chunk:
+def as_chunk(chunk: object) -> Chunk:
     if isinstance(chunk, bytes | bytearray | memoryview | list):
         return chunk
     if isinstance(chunk, str):
@@ -121,7 +133,7 @@ def _slice(data: Chunk, start: int, end: int) -> bytes | list[Any]:
     return bytes(memoryview(data)[start:end])
 
 
-class _Pipe:
+class Pipe:
     """The writable side of a host-created stream and its rendezvous."""
 
     __slots__ = (
@@ -150,7 +162,8 @@ class _Pipe:
         self.failure: BaseException | None = None
         #: resolved when the reader goes away (to cancel a parked producer, A13)
         self.dead: asyncio.Future[None] | None = None
-        self.stream: weakref.ref[Stream] | None = None
+        #: the host handle reading the stream (given back to the host by a guest, A5)
+        self.stream: weakref.ref[Any] | None = None
 
     # -- reader side (host↔host) ------------------------------------------------------
 
@@ -365,6 +378,85 @@ class _Pipe:
                 dead.set_result(None)
         return dead
 
+    # -- writing wherever the stream is ------------------------------------------------
+
+    def check(self, progress: int) -> None:
+        """Raise ``PeerTrappedError`` if the instance reading the stream trapped (A7)."""
+        trap = self.trap
+        if trap is not None:
+            raise PeerTrappedError("the instance reading this stream trapped", trap, progress)
+
+    async def write_chunk(self, chunk: Chunk) -> int:
+        """Offer ``chunk`` to the reader, bound or not; how many elements it took.
+
+        A write parked when the stream is bound (or unbound) goes on to the
+        stream's new reader; a write a guest took part of before handing the
+        stream back offers the rest to the host reader.
+        """
+        data = chunk
+        taken = 0
+        while data:
+            self.check(taken)
+            if self.closed:
+                raise ValueError("this stream writer is closed")
+            bound = self.bound
+            if bound is not None:
+                n = await bound.write(data)
+                taken += n
+                self.check(taken)
+                if self.bound is bound or n == len(data):
+                    return taken
+                data = data[n:]  # unbound mid-write: the rest goes to the host reader
+                continue
+            if self.reader_gone:
+                return taken
+            out = await self.write(data)
+            if isinstance(out, _Rebind):
+                continue
+            return taken + out
+        return taken
+
+    async def write_all(self, chunk: Chunk) -> int:
+        """Offer ``chunk`` until all of it is taken or the reader is gone; the total taken."""
+        rest: Chunk = memoryview(chunk) if isinstance(chunk, bytearray) else chunk
+        total = 0
+        while rest:
+            try:
+                n = await self.write_chunk(rest)
+            except PeerTrappedError as exc:
+                # the progress of the whole write: what was delivered before the fault
+                raise PeerTrappedError(
+                    str(exc), exc.__cause__, total + (exc.progress or 0)
+                ) from exc.__cause__
+            if n == 0:
+                break
+            total += n
+            rest = rest[n:]
+        return total
+
+    async def write_session(self, session: DirectWriteSession) -> None:
+        """Run a ``write_direct`` session against the reader, bound or not (A21)."""
+        while not session.finished:
+            self.check(session.progress)
+            bound = self.bound
+            if bound is not None:
+                if not isinstance(bound.shared.t, m.U8):
+                    raise TypeError("write_direct needs a stream<u8>")
+                result = await run_on_shared(bound.store, bound.shared, session)
+                self.check(session.progress)
+                if result is CopyResult.DROPPED:
+                    return
+                if self.bound is not bound:
+                    continue
+                if result is CopyResult.CANCELLED:
+                    return
+                continue
+            if self.reader_gone:
+                return
+            if isinstance(await self.write_direct(session), _Rebind):
+                continue
+            return
+
     # -- binding to a guest-visible stream ----------------------------------------------
 
     def bind(self, store: Store, shared: HostFedStream) -> None:
@@ -414,175 +506,3 @@ class HostFedFuture(SharedFutureImpl):
         if failure is not None and inst is not None:
             raise producer_trap(failure)
         super().read(inst, dst, on_copy_done)
-
-
-#: a resource an element lowering registered or took: (its type, its rep)
-Held = tuple[Any, int]
-
-
-class ElementLowering:
-    """How host values become elements of a ``stream<T>`` whose ``T`` holds ``own<R>`` (A13).
-
-    A stream's elements are copied into the reader's memory with the raw
-    codec of the copy built-in, which takes resource reps: each element is
-    converted first, every ``own<R>`` inside it turned into a rep (a
-    host-implemented object is registered; a guest-resource wrapper is
-    taken, so it becomes unusable, as passing it as ``own`` does). What
-    :meth:`lower` registered or took is returned with the element, so the
-    resources of elements the reader never takes can be destroyed by
-    :meth:`release`, exactly as if it had taken and dropped them: a host
-    object's ``close()`` runs, a guest resource's destructor runs.
-
-    Shapes: ``own<R>`` at the top or nested in tuples, records, lists,
-    maps, options (plain and boxed), variants and results, in the Python shapes
-    of python-mapping.md §2. A value of the wrong shape is left as it is
-    (the copy's codec then refuses it, naming the problem). Not covered:
-    a ``stream``/``future`` inside an element (its producer is not pumped),
-    and ``borrow`` (never a stream element, CanonicalABI.md §"stream.read").
-    """
-
-    __slots__ = ("_convert", "_table")
-
-    def __init__(self, convert: Callable[[Any, list[Held]], Any], table: Any) -> None:
-        self._convert = convert
-        self._table = table
-
-    @classmethod
-    def of(
-        cls, elem: m.ValType | None, rt_of: Callable[[int], Any], table: Any
-    ) -> ElementLowering | None:
-        """The lowering for elements of type ``elem``; ``None`` when ``elem`` holds no ``own``."""
-        if elem is None or table is None:
-            return None
-
-        def own_of(rt: Any) -> Convert:
-            def own(v: Any, held: list[Held]) -> Any:
-                rep = int(table.lower_own(rt, v))
-                held.append((rt, rep))
-                return rep
-
-            return own
-
-        convert = _converter(elem, own_of, rt_of, boxed=False)
-        return None if convert is None else cls(convert, table)
-
-    def lower(self, v: Any) -> tuple[Any, list[Held]]:
-        """The raw element for ``v`` and the resources it holds (released again on failure)."""
-        held: list[Held] = []
-        try:
-            return self._convert(v, held), held
-        except BaseException:
-            self.release(held)
-            raise
-
-    def release(self, held: list[Held]) -> None:
-        """Destroy resources of an element the reader never took (A13)."""
-        for rt, rep in held:
-            if getattr(rt, "impl", None) is None:
-                self._table.host_dtor(rep)
-            else:
-                self._table.wrap_guest(rt, rep, True).drop()
-
-
-Convert = Callable[[Any, list[Held]], Any]
-
-
-def _converter(
-    t: m.ValType, own_of: Callable[[Any], Convert], rt_of: Callable[[int], Any], *, boxed: bool
-) -> Convert | None:
-    """The conversion of values of ``t`` applying ``own_of(rt)`` to each ``own<rt>`` inside;
-    ``None`` when ``t`` holds no ``own`` (the identity)."""
-    from collections.abc import Mapping
-
-    from polyengine.abi.compile import snake
-
-    def sub(u: m.ValType | None, inner_boxed: bool = False) -> Convert | None:
-        return None if u is None else _converter(u, own_of, rt_of, boxed=inner_boxed)
-
-    if isinstance(t, m.Own):
-        return own_of(rt_of(t.rt))
-    if isinstance(t, m.Map):
-        return sub(m.List(m.Tuple((t.k, t.v))))
-    if isinstance(t, m.Tuple):
-        parts = [sub(u) for u in t.ts]
-        if not any(parts):
-            return None
-
-        def tup(v: Any, held: list[Held]) -> Any:
-            if not isinstance(v, tuple | list):
-                return v
-            return tuple(x if c is None else c(x, held) for c, x in zip(parts, v, strict=False))
-
-        return tup
-    if isinstance(t, m.List):
-        item = sub(t.t)
-        if item is None:
-            return None
-        each = item
-
-        def lst(v: Any, held: list[Held]) -> Any:
-            if isinstance(v, str | bytes | bytearray) or not hasattr(v, "__iter__"):
-                return v
-            return [each(x, held) for x in v]
-
-        return lst
-    if isinstance(t, m.Record):
-        fields = {snake(f.label): c for f in t.fields if (c := sub(f.t)) is not None}
-        if not fields:
-            return None
-
-        def rec(v: Any, held: list[Held]) -> Any:
-            if not isinstance(v, Mapping):
-                return v
-            out = dict(v)
-            for k, c in fields.items():
-                if out.get(k) is not None:
-                    out[k] = c(out[k], held)
-            return out
-
-        return rec
-    cases: dict[str, Convert]
-    if isinstance(t, m.Option):
-        payload = sub(t.t, inner_boxed=True)
-        if payload is None:
-            return None
-        some = payload
-        if not boxed:
-            return lambda v, held: None if v is None else some(v, held)
-        cases = {"some": some}
-    elif isinstance(t, m.Result):
-        cases = {k: c for k, u in (("ok", t.ok), ("err", t.error)) if (c := sub(u)) is not None}
-    elif isinstance(t, m.Variant):
-        cases = {c.label: cv for c in t.cases if (cv := sub(c.t)) is not None}
-    else:
-        return None
-    if not cases:
-        return None
-
-    def var(v: Any, held: list[Held]) -> Any:
-        if not isinstance(v, Mapping) or "value" not in v:
-            return v
-        c = cases.get(v.get("kind"))  # type: ignore[arg-type]
-        return v if c is None else {**v, "value": c(v["value"], held)}
-
-    return var
-
-
-def element_lifting(
-    elem: m.ValType | None, rt_of: Callable[[int], Any], table: Any
-) -> Callable[[Any], Any] | None:
-    """How an element (or future value) a guest wrote becomes a host value, when it holds
-    ``own<R>``: the copy built-in's raw codec hands over resource reps, each of which
-    becomes the host's object (a host-implemented resource's registered instance, or a
-    new wrapper of a guest-implemented one). ``None`` when ``elem`` holds no ``own``."""
-    if elem is None or table is None:
-        return None
-
-    def own_of(rt: Any) -> Convert:
-        return lambda rep, held: table.lift_own(rt, rep)
-
-    convert = _converter(elem, own_of, rt_of, boxed=False)
-    if convert is None:
-        return None
-    lift = convert
-    return lambda v: lift(v, [])

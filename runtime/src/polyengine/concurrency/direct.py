@@ -14,9 +14,11 @@ nothing marked is retraction (the peer's copy stays parked); ``"more"`` with
 nothing marked, a bad verdict or a raising callback fail the session and
 discard that invocation's marks.
 
-:class:`DirectSession` is a :class:`~polyengine.concurrency.buffers.DirectBuffer`
-parked on a shared stream like any host buffer;
-:func:`run_on_shared` drives one to its end.
+:class:`DirectSession` is a :class:`~.buffers.DirectBuffer` parked on a
+shared stream like any host buffer (CanonicalABI.md §Stream State: the
+session is the host's pending buffer of a copy); :func:`run_on_shared`
+drives one to its end. The embed layer's ``Stream.read_direct`` and
+``StreamWriter.write_direct`` run on these.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, cast
 
-from polyengine.concurrency import CopyResult, SharedStreamImpl, Store
-from polyengine.concurrency.buffers import (
+from polyengine.types import model as m
+
+from .buffers import (
     MAX_LENGTH,
     DirectBuffer,
     HostReadableBuffer,
@@ -34,7 +37,8 @@ from polyengine.concurrency.buffers import (
     ReadableGuestBuffer,
     WritableGuestBuffer,
 )
-from polyengine.types import model as m
+from .store import Store
+from .streams import CopyResult, SharedStreamImpl
 
 __all__ = [
     "DirectDestinationView",
