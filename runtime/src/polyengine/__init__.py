@@ -14,12 +14,12 @@ engine (and through them wasmtime and asyncio) are imported on first use
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from polyengine.errors import LinkError as LinkError
 from polyengine.errors import NameCollisionError as NameCollisionError
 from polyengine.errors import TranslationError as TranslationError
+from polyengine.faces import lazy_face
 from polyengine.limits import LimitCode as LimitCode
 from polyengine.limits import Limits as Limits
 
@@ -63,36 +63,21 @@ __all__ = [
     "translate",
 ]
 
-_EMBED = frozenset(
-    {
-        "ImportLeaf",
-        "Instance",
-        "MissingImportError",
-        "create_stream",
-        "instantiate",
-        "required_imports",
-    }
-)
+#: the module of each name imported on first use
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "ImportLeaf",
+            "Instance",
+            "MissingImportError",
+            "create_stream",
+            "instantiate",
+            "required_imports",
+        ),
+        "polyengine.embed",
+    ),
+    "Artifacts": "polyengine.translate.artifacts",
+    "artifacts_from_envelope": "polyengine.translate.artifacts",
+}
 
-
-def __getattr__(name: str) -> object:
-    """Import a name of the embedder API on first use (PEP 562)."""
-    if name in _EMBED:
-        from polyengine import embed
-
-        return _bind(name, embed)
-    if name in ("Artifacts", "artifacts_from_envelope"):
-        from polyengine.translate import artifacts
-
-        return _bind(name, artifacts)
-    raise AttributeError(f"module 'polyengine' has no attribute {name!r}")
-
-
-def _bind(name: str, module: ModuleType) -> object:
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(globals(), _LAZY)

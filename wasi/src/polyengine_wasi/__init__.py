@@ -104,6 +104,9 @@ _LAZY = {
 }
 
 
+# The runtime's faces share ``polyengine.faces.lazy_face``; this package may
+# import polyengine_protocol only, which imports nothing dynamically, so the
+# face keeps its own two functions.
 def __getattr__(name: str) -> object:
     """Import a name on first use (PEP 562)."""
     module = _LAZY.get(name)

@@ -24,6 +24,7 @@ from polyengine.embed._names import (
     pascal,
     snake,
 )
+from polyengine.faces import lazy_face
 
 if TYPE_CHECKING:
     from polyengine.embed._host import HostLinker as HostLinker
@@ -54,28 +55,15 @@ __all__ = [
 
 #: the module of each name imported on first use
 _LAZY = {
-    "HostLinker": "_host",
-    "ImportLeaf": "_instantiate",
-    "Instance": "_instantiate",
-    "instantiate": "_instantiate",
-    "required_imports": "_instantiate",
-    "Imports": "_providers",
-    "MissingImportError": "_providers",
-    "create_stream": "_streams",
+    "HostLinker": "._host",
+    "ImportLeaf": "._instantiate",
+    "Instance": "._instantiate",
+    "instantiate": "._instantiate",
+    "required_imports": "._instantiate",
+    "Imports": "._providers",
+    "MissingImportError": "._providers",
+    "create_stream": "._streams",
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import a name of the embedder API on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'polyengine.embed' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"polyengine.embed.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(globals(), _LAZY)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from polyengine.faces import lazy_face
+
 if TYPE_CHECKING:
     from polyengine.instance._async import AsyncExportCall as AsyncExportCall
     from polyengine.instance._async import FutureSource as FutureSource
@@ -61,35 +63,22 @@ __all__ = [
 
 #: the module of each name, imported on first use
 _LAZY = {
-    "AsyncExportCall": "_async",
-    "FutureSource": "_async",
-    "HostValueHooks": "_async",
-    "HostValuesFactory": "_async",
-    "TaskModel": "_async",
-    "needs_task_model": "_features",
-    "HostHandles": "_hostvalues",
-    "HostValues": "_hostvalues",
-    "ComponentRuntime": "_runtime",
-    "CoreVal": "_runtime",
-    "ExportCall": "_lift",
-    "export_call": "_lift",
-    "ImportSite": "_runtime",
-    "InlineCall": "_lift",
-    "ResolvedOptions": "_runtime",
+    "AsyncExportCall": "._async",
+    "FutureSource": "._async",
+    "HostValueHooks": "._async",
+    "HostValuesFactory": "._async",
+    "TaskModel": "._async",
+    "needs_task_model": "._features",
+    "HostHandles": "._hostvalues",
+    "HostValues": "._hostvalues",
+    "ComponentRuntime": "._runtime",
+    "CoreVal": "._runtime",
+    "ExportCall": "._lift",
+    "export_call": "._lift",
+    "ImportSite": "._runtime",
+    "InlineCall": "._lift",
+    "ResolvedOptions": "._runtime",
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import a name on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'polyengine.instance' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"polyengine.instance.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(globals(), _LAZY)

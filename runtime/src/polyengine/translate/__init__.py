@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from polyengine.faces import lazy_face
+
 if TYPE_CHECKING:
     import mmap
     import os
@@ -85,22 +87,6 @@ def _translate_cached(
     return Artifacts._trusted(plan, data, sha)
 
 
-def __getattr__(name: str) -> object:
-    """The Plan and envelope names, imported on first use (PEP 562)."""
-    if name in ("Artifacts", "artifacts_from_envelope"):
-        from polyengine.translate import artifacts
-
-        value: object = getattr(artifacts, name)
-    elif name in ("Plan", "plan_from_json", "plan_to_json"):
-        from polyengine.translate import plan
-
-        value = getattr(plan, name)
-    else:
-        raise AttributeError(f"module 'polyengine.translate' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
 __all__ = [
     "Artifacts",
     "Plan",
@@ -111,3 +97,14 @@ __all__ = [
     "translate_component",
     "translate_for_run",
 ]
+
+#: the module of each name imported on first use
+_LAZY = {
+    "Artifacts": ".artifacts",
+    "artifacts_from_envelope": ".artifacts",
+    "Plan": ".plan",
+    "plan_from_json": ".plan",
+    "plan_to_json": ".plan",
+}
+
+__getattr__, __dir__ = lazy_face(globals(), _LAZY)
