@@ -18,27 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-LIBC = """
-  (core module $libc
-    (memory (export "mem") 16)
-    (global $bump (mut i32) (i32.const 8192))
-    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
-      (local $r i32)
-      (if (i32.and (i32.ne (local.get 0) (i32.const 0)) (i32.le_u (local.get 3) (local.get 1)))
-        (then (return (local.get 0))))
-      (local.set $r
-        (i32.and
-          (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
-          (i32.sub (i32.const 0) (local.get 2))))
-      (global.set $bump (i32.add (local.get $r) (local.get 3)))
-      (if (i32.ne (local.get 0) (i32.const 0))
-        (then (memory.copy (local.get $r) (local.get 0) (local.get 1))))
-      (local.get $r)))
-  (core instance $libc (instantiate $libc))
-"""
-MEM = '(memory (core memory $libc "mem"))'
-REALLOC = '(realloc (core func $libc "realloc"))'
-OPTS = f"{MEM} {REALLOC}"
+from ..wat_probes import LIBC, OPTS
+
 RETAREA = 1024
 MAX_FLAT_PARAMS = 16
 MAX_FLAT_RESULTS = 1

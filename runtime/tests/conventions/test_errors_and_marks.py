@@ -18,8 +18,9 @@ import pytest
 
 import polyengine
 
+from ..wat_probes import LIBC
 from . import async_components as ac
-from .components import LIBC, Func, Interface, forwarder
+from .components import Func, Interface, forwarder
 from .probe_host import (
     Cancellable,
     Failures,

@@ -146,7 +146,7 @@ async def test_a23_guest_cancel_discards_at_once_and_keeps_the_host_running(wat:
         log.append("finished")
         return x
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         # CANCELLED_BEFORE_RETURNED at once, while the host call is still parked
         got = await asyncio.wait_for(inst.exports.cancel_get(5), 5)
@@ -170,7 +170,7 @@ async def test_a23_late_rejection_of_a_discarded_call_is_unreported(wat: Wat) ->
         await gate[0]
         raise RuntimeError("too late to matter")
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         assert await inst.exports.cancel_get(1) == CANCELLED_BEFORE_RETURNED * 1000
         release.set_result(None)
@@ -188,7 +188,7 @@ async def test_a23_defer_cancel_runs_to_completion(wat: Wat) -> None:
         await asyncio.sleep(0.001)
         return x + 1
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == RETURNED * 1000 + 6
 
@@ -206,7 +206,7 @@ async def test_a24_abortable_cancels_the_host_task_after_the_builtin_returns(wat
             raise
         return x
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         call = asyncio.ensure_future(inst.exports.cancel_get(5))
         got = await asyncio.wait_for(call, 5)
@@ -231,7 +231,7 @@ async def test_a24_abortable_is_inert_on_a_defer_cancel_import(wat: Wat) -> None
             raise
         return x + 2
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         assert await asyncio.wait_for(inst.exports.cancel_get(1), 5) == RETURNED * 1000 + 3
         assert log == []

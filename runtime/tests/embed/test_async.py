@@ -291,7 +291,7 @@ async def test_defer_cancel_import_runs_to_completion(wat: Wat) -> None:
         await asyncio.sleep(0.001)
         return x + 1
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         # RETURNED (2) with the real result
         assert await asyncio.wait_for(inst.exports.cancel_get(5), 5) == 2006

@@ -60,7 +60,7 @@ async def test_write_all_takes_any_sequence(wat: Wat) -> None:
     inst = await polyengine.instantiate(wat(ac.WORDS))
     with inst:
         stream, writer = polyengine.create_stream()
-        call = asyncio.ensure_future(inst.exports.measure(stream))
+        call = asyncio.ensure_future(inst.exports.count_words(stream))
         async with writer:
             assert await writer.write_all(("ab", "cde")) == 2
         assert await call == 2 * 1000 + 5

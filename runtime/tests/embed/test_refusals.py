@@ -61,7 +61,7 @@ async def test_write_direct_refuses_a_stream_of_strings(wat: Wat) -> None:
     inst = await polyengine.instantiate(wat(ac.WORDS))
     with inst:
         stream, writer = polyengine.create_stream()
-        call = asyncio.ensure_future(inst.exports.measure(stream))
+        call = asyncio.ensure_future(inst.exports.count_words(stream))
         await asyncio.sleep(0)  # the guest holds the stream<string> now
         with pytest.raises(TypeError, match=r"write_direct needs a stream<u8>"):
             await asyncio.wait_for(writer.write_direct(never), 5)

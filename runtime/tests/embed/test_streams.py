@@ -272,14 +272,14 @@ async def test_stream_of_strings_both_ways(wat: Wat) -> None:
         chunks = [chunk async for chunk in words]
         assert all(isinstance(c, list) for c in chunks)
         assert [w for c in chunks for w in c] == ["hi", "there"]
-        assert await inst.exports.measure(["a", "bcd", "éé"]) == 3000 + 1 + 3 + 4
+        assert await inst.exports.count_words(["a", "bcd", "éé"]) == 3000 + 1 + 3 + 4
 
         async def gen() -> AsyncIterator[str]:
             for w in ("one", "two"):
                 await asyncio.sleep(0)
                 yield w
 
-        assert await inst.exports.measure(gen()) == 2000 + 6
+        assert await inst.exports.count_words(gen()) == 2000 + 6
 
 
 @aio

@@ -367,7 +367,7 @@ async def test_eagerly_started_call_cancelled_by_the_guest_sees_cancelled_error(
             log.append("cancelled")
             raise
 
-    inst = await polyengine.instantiate(wat(ac.CANCEL_IMPORT), {"get": get})
+    inst = await polyengine.instantiate(wat(ac.CANCEL), {"get": get})
     with inst:
         assert await inst.exports.cancel_get(1) == CANCELLED_BEFORE_RETURNED * 1000
         await asyncio.wait_for(_until(lambda: bool(log)), 5)
