@@ -8,7 +8,10 @@ sets (:mod:`.waitable`), stream and future rendezvous (:mod:`.streams`,
 The scheduler state lives in :class:`Store`, its ready queue in
 :mod:`.ready`; :mod:`.hostcall` drives calls from the host to completion
 synchronously, :mod:`.driver` on asyncio, and :mod:`.hostfunc` makes host
-functions callable by guests.
+functions callable by guests. The host's side of streams and futures:
+host ends (:mod:`.host_ends`), direct sessions (:mod:`.direct`), the pipe of
+a host-created stream (:mod:`.pipe`) and the pumps feeding host producers
+into guest-visible streams and futures (:mod:`.pumps`).
 
 Wiring a component (what the embed layer does):
 

@@ -183,12 +183,12 @@ class HostValues:
         self.handles = handles
         self.hooks = TaskModelHooks()
         #: the guest-backed handles the host holds (for the A7 peer-trap rule)
-        self.held: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.held: weakref.WeakSet[_Handle] = weakref.WeakSet()
         #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
         self.bound: weakref.WeakSet[Pipe] = weakref.WeakSet()
         #: host handles whose guest end they passed into a guest, by id of that
         #: shared stream/future: lifting it again gives the same handle back (A5)
-        self.passed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self.passed: weakref.WeakValueDictionary[int, _Handle] = weakref.WeakValueDictionary()
         #: (resource type of an index, host resource table), for stream<own<R>> (A13)
         self.resources: Callable[[], tuple[Callable[[int], Any], Any]] | None = None
         #: the element conversions made so far, by (direction, id of the element type);
@@ -225,8 +225,6 @@ class HostValues:
             pipe.trap = trap
             w.shared.drop()
         self.store.wake()
-
-    # -- streams -----------------------------------------------------------------------
 
     # -- streams -----------------------------------------------------------------------
 
@@ -423,6 +421,8 @@ class HostValues:
         self._spawn(pump_future(v, writer, fed, site, done=done))
         return fed
 
+    # -- error contexts --------------------------------------------------------------------
+
     def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:
         value = self.hooks.lift_error_context(cx, i)
         assert isinstance(value, ErrorContextValue)
@@ -440,8 +440,6 @@ class HostValues:
         else:
             raise LowerTypeError(f"expected an error-context, got {type(v).__name__}")
         return self.hooks.lower_error_context(cx, value)
-
-    # -- internals ----------------------------------------------------------------------------
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -523,7 +521,8 @@ def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:
         end.drop()
 
 
-def _shared_of(handle: Any) -> SharedStreamImpl | SharedFutureImpl | None:
+def _shared_of(handle: _Handle) -> SharedStreamImpl | SharedFutureImpl | None:
+    """The guest stream or future a host handle reads, while it reads one."""
     src = handle._source
     if isinstance(src, HostStreamReader | HostFutureReader) and not src.closed:
         return src.shared
