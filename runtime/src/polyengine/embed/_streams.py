@@ -7,12 +7,14 @@ Lifted values arrive as :class:`Stream`, :class:`Future` and
 cross in both directions is :mod:`polyengine.instance._hostvalues`.
 
 :func:`create_stream` makes a ``(Stream, StreamWriter)`` pair joined by a
-:class:`~polyengine.concurrency.pipe.Pipe`: while the host reads the stream itself the pipe is a
-host↔host rendezvous (one copy of each chunk); once the stream is lowered
-into a guest the pipe is *bound* to the guest-visible shared stream and the
-writer writes into it directly (its counts are what the guest took). A
-guest handing the stream back unbinds it again (A5): the host gets the same
-handle back and the writer keeps feeding it.
+:class:`~polyengine.concurrency.pipe.Pipe`: while the host reads the stream
+itself the pipe is a host↔host rendezvous (one copy of each chunk); once the
+stream is lowered into a guest the pipe is *bound* to the guest-visible
+shared stream and the writer writes into it directly (its counts are what
+the guest took). A guest handing the stream back unbinds it again (A5): the
+host gets the same handle back and the writer keeps feeding it. The
+handles check their own rules and leave the moving of elements to the
+pipe and the host ends.
 
 Rules shared by every handle: one operation in flight per end and
 direction (a second one is a ``TypeError``, A7); a trap in the instance
