@@ -487,7 +487,7 @@ async def _read_value(reader: HostFutureReader) -> Any:
     """The value of the future under ``reader``; a value-less end is :class:`_FutureDropped`."""
     shared = reader.shared
     if shared.dropped and shared.pending_buffer is None:
-        reader._close()
+        reader.drop()  # the writer went away without a value: nothing left to read
         raise _FutureDropped
     try:
         return await reader.read()
