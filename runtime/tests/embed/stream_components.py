@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..wat_probes import MAKE_FUT
 from .components import MEM, OPTS, component
 
 # Pass-through and probing, all stackful:
@@ -211,16 +212,7 @@ ROUND_TRIP = component(
       (global.set $count (i32.shr_u
         (call $stream.write (local.get $w) (i32.const 16) (local.get $n)) (i32.const 4)))
       (call $stream.drop-w (local.get $w)))
-    (func (export "last-count") (call $ret-u32 (global.get $count)))
-    (func (export "make-fut")
-      (local $rw i64) (local $w i32)
-      (local.set $rw (call $future.new))
-      (local.set $w (i32.wrap_i64 (i64.shr_u (local.get $rw) (i64.const 32))))
-      (call $ret-fs (i32.wrap_i64 (local.get $rw)))
-      (i32.store (i32.const 512) (i32.const 16))
-      (i32.store (i32.const 516) (i32.const 5))
-      (drop (call $future.write (local.get $w) (i32.const 512)))
-      (call $future.drop-w (local.get $w)))
+    (func (export "last-count") (call $ret-u32 (global.get $count))){MAKE_FUT.core}
     (func (export "echo") (param i32) (call $ret-bs (local.get 0)))
     (func (export "echo-words") (param i32) (call $ret-ss (local.get 0)))
     (func (export "echo-fut") (param i32) (call $ret-fs (local.get 0)))
@@ -242,9 +234,7 @@ ROUND_TRIP = component(
   (func (export "write-once") async (param "n" u32) (result $bs)
     (canon lift (core func $i "write-once") async))
   (func (export "last-count") async (result u32)
-    (canon lift (core func $i "last-count") async))
-  (func (export "make-fut") async (result $fs)
-    (canon lift (core func $i "make-fut") async))
+    (canon lift (core func $i "last-count") async)){MAKE_FUT.lift}
   (func (export "echo") async (param "s" $bs) (result $bs)
     (canon lift (core func $i "echo") async))
   (func (export "echo-words") async (param "s" $ss) (result $ss)
