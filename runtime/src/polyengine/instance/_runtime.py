@@ -165,6 +165,10 @@ class ComponentRuntime:
             if res.imported and impl is None and bind_host_resource is not None:
                 bind_host_resource(rtype, res)
             self.resource_types.append(rtype)
+        # What the host side's shared handle codecs read at call time (``late_resources``).
+        for record in self.records:
+            record.ci.rtypes = self.resource_types
+            record.ci.host_table = host_resources
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
@@ -291,6 +295,7 @@ class ComponentRuntime:
             host_resources=self.host_resources if side == "host" else None,
             async_values=async_values,
             guest_strings=side == "guest",
+            late_resources=side == "host",
         )
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
