@@ -258,6 +258,16 @@ class Compiler:
             return (*base, self.host_resources is not None)
         return None
 
+    def options_key(self) -> tuple[Any, ...]:
+        """What a shared codec of this compiler depends on besides its type."""
+        return (
+            self.string_encoding,
+            self.ptr_type,
+            self.guest_strings,
+            self.late_resources,
+            self.host_resources is not None,
+        )
+
     def _make(
         self,
         t: ValType,

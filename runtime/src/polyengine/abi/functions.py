@@ -51,7 +51,6 @@ from polyengine.types.model import (
     U64,
     Bool,
     FuncType,
-    Tuple,
     ValType,
 )
 
@@ -493,10 +492,10 @@ def _function_key(
     comp: Compiler, ft: FuncType, side: str, is_async: bool, callback: bool
 ) -> tuple[Any, ...] | None:
     """The sharing key of ``ft`` compiled by ``comp``, ``None`` if it holds instance state."""
-    shared = comp.shared_key(Tuple((*ft.param_types(), *ft.result_types())))
-    if shared is None:
-        return None
-    return (shared, ft, side, is_async, callback)
+    for t in (*ft.param_types(), *ft.result_types()):
+        if comp.shared_key(t) is None:
+            return None
+    return (comp.options_key(), ft, side, is_async, callback)
 
 
 def _remember(key: tuple[Any, ...], f: LiftedFunc | LoweredFunc) -> LiftedFunc | LoweredFunc:

@@ -20,6 +20,7 @@ very resource type, else a ``LowerTypeError`` names the value's path.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import (
+    BRAND_ATTRIBUTE,
     Trap,
     is_abortable,
     is_component_exception,
@@ -564,8 +566,15 @@ def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     method_of = getattr(fn, "__polyengine_method_of__", None)
     if method_of is not None:
         cls, name = method_of
-        return test(_class_attribute(cls, name))
+        fn = _class_attribute(cls, name)
+    if type(fn) in _PLAIN_CALLABLES and getattr(fn, BRAND_ATTRIBUTE, None) is None:
+        return False  # the common case, without ``marks_of``'s general walk
     return test(fn)
+
+
+#: callables whose marks are exactly their brand attribute (a bound method reads
+#: its function's): one that has none carries no mark
+_PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType})
 
 
 def _class_attribute(cls: object, name: str, default: object = None) -> object:

@@ -172,6 +172,7 @@ class ComponentRuntime:
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
+        self._sites: dict[int, ImportSite] = {}
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
         if task_model:
@@ -376,14 +377,12 @@ class ComponentRuntime:
             if found is not None:
                 return found
         if isinstance(tr, pln.LowerImport):
-            core = flatten_functype(
-                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
-            )
+            params, results = self._lowered_signature(index, tr)
 
             def build_import() -> engine.HostFunction:
                 return self._host_trampolines(self._import_site(tr), tr)
 
-            return engine.DeferredHost(tuple(core.params), tuple(core.results), build_import)
+            return engine.DeferredHost(params, results, build_import)
         if isinstance(tr, pln.Adapter):
             core = flatten_functype(
                 tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
@@ -407,10 +406,40 @@ class ComponentRuntime:
             return None
         return self._task_lowerer(self._import_site(tr), tr)
 
+    def _lowered_signature(
+        self, index: int, tr: pln.LowerImport
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The core signature of lowered import ``index`` (CanonicalABI.md §"Flattening").
+
+        It depends on the plan alone (the memory's address type included), so
+        it is worked out once per plan.
+        """
+        plan = self.plan
+        found = _SIGNATURES.get(id(plan))
+        if found is None or found[0] is not plan:
+            if len(_SIGNATURES) >= _PRES_LIMIT:
+                _SIGNATURES.pop(next(iter(_SIGNATURES)))
+            found = _SIGNATURES[id(plan)] = (plan, {})
+        sigs = found[1]
+        sig = sigs.get(index)
+        if sig is None:
+            core = flatten_functype(
+                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
+            )
+            sig = sigs[index] = (tuple(core.params), tuple(core.results))
+        return sig
+
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
-        """What the embed layer's trampoline of host import ``tr`` needs of this runtime."""
-        resolve_options = weakref.WeakMethod(self.resolve_options)
+        """What the embed layer's trampoline of host import ``tr`` needs of this runtime
+        (one per canonical options: the imports lowered with the same ones share it)."""
         o = tr.options
+        site = self._sites.get(id(o))  # the plan's own objects: no deep comparison
+        if site is None:
+            site = self._sites[id(o)] = self._new_import_site(o)
+        return site
+
+    def _new_import_site(self, o: pln.CanonOptions) -> ImportSite:
+        resolve_options = weakref.WeakMethod(self.resolve_options)
 
         def resolve() -> ResolvedOptions:
             method = resolve_options()
@@ -530,6 +559,8 @@ class ComponentRuntime:
 #: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
 _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
+#: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
+_SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
