@@ -563,13 +563,14 @@ def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
 
 def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     """Whether ``fn`` carries a mark; for a resource method, the class is the authority."""
+    carrier: object = fn
     method_of = getattr(fn, "__polyengine_method_of__", None)
     if method_of is not None:
         cls, name = method_of
-        fn = _class_attribute(cls, name)
-    if type(fn) in _PLAIN_CALLABLES and getattr(fn, BRAND_ATTRIBUTE, None) is None:
+        carrier = _class_attribute(cls, name)
+    if type(carrier) in _PLAIN_CALLABLES and getattr(carrier, BRAND_ATTRIBUTE, None) is None:
         return False  # the common case, without ``marks_of``'s general walk
-    return test(fn)
+    return test(carrier)
 
 
 #: callables whose marks are exactly their brand attribute (a bound method reads

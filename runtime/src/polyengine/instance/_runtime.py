@@ -389,8 +389,8 @@ class ComponentRuntime:
             )
             adapter = self._adapter(tr)
             return engine.DeferredHost(tuple(core.params), tuple(core.results), lambda: adapter)
-        fn, params, results = self._builtin(tr)
-        return engine.DeferredHost(tuple(params), tuple(results), lambda: fn)
+        fn, bparams, bresults = self._builtin(tr)
+        return engine.DeferredHost(tuple(bparams), tuple(bresults), lambda: fn)
 
     def _task_trampoline(
         self, tasks: TaskModel, index: int, tr: pln.Trampoline
