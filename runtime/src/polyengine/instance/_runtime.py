@@ -172,7 +172,8 @@ class ComponentRuntime:
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
-        self._sites: dict[int, ImportSite] = {}
+        #: what an import site's options resolver holds of the runtime (weakly)
+        self._weak_self = weakref.ref(self)
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
         if task_model:
@@ -430,22 +431,15 @@ class ComponentRuntime:
         return sig
 
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
-        """What the embed layer's trampoline of host import ``tr`` needs of this runtime
-        (one per canonical options: the imports lowered with the same ones share it)."""
+        """What the embed layer's trampoline of host import ``tr`` needs of this runtime."""
+        me = self._weak_self
         o = tr.options
-        site = self._sites.get(id(o))  # the plan's own objects: no deep comparison
-        if site is None:
-            site = self._sites[id(o)] = self._new_import_site(o)
-        return site
-
-    def _new_import_site(self, o: pln.CanonOptions) -> ImportSite:
-        resolve_options = weakref.WeakMethod(self.resolve_options)
 
         def resolve() -> ResolvedOptions:
-            method = resolve_options()
-            if method is None:
+            runtime = me()
+            if runtime is None:
                 raise ReferenceError("the component instance is gone")
-            return method(o, host_side=True)
+            return runtime.resolve_options(o, host_side=True)
 
         return ImportSite(self.records[o.instance].ci, resolve, self.tasks)
 
