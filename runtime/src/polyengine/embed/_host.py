@@ -31,7 +31,7 @@ from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowerin
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
 from polyengine.abi.trap import host_import_trap, host_result_error
-from polyengine.embed._names import parse_func_name, pascal, snake
+from polyengine.embed._names import FuncName, parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
@@ -58,6 +58,22 @@ def describe_import(path: Sequence[str]) -> str:
     if len(path) == 1:
         return path[0]
     return f"{path[0]}#{'/'.join(path[1:])}"
+
+
+#: a lowered import path's parsed name and description (both depend on the path alone)
+_PATHS: dict[tuple[str, ...], tuple[FuncName, str]] = {}
+_PATHS_LIMIT = 20_000
+
+
+def _parsed_path(path: tuple[str, ...]) -> tuple[FuncName, str]:
+    """``parse_func_name`` of the path's last name and ``describe_import`` of the path,
+    worked out once per path (every instance of a component resolves the same ones)."""
+    found = _PATHS.get(path)
+    if found is None:
+        if len(_PATHS) >= _PATHS_LIMIT:
+            _PATHS.clear()
+        found = _PATHS[path] = (parse_func_name(path[-1]), describe_import(path))
+    return found
 
 
 def wrap_result(ft: FuncType) -> Callable[[Callable[[], Any]], Any] | None:
@@ -326,10 +342,9 @@ class HostLinker:
         if found is not None:
             return found
         name = path[-1]
-        parsed = parse_func_name(name)
+        parsed, where = _parsed_path(path)
         provider: object
         if len(path) == 1:
-            where = name
             if parsed.kind == "func":
                 fn = self.imports.top_level(snake(parsed.name))
                 if fn is None:
@@ -344,7 +359,6 @@ class HostLinker:
                 fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
         else:
             provider = self.provider_for(path[0], name)
-            where = describe_import(path)
             fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
         if not callable(fn):
             raise LinkError(f"import {where} is provided by a non-callable {type(fn).__name__}")
