@@ -174,6 +174,7 @@ class ComponentRuntime:
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
         #: what an import site's options resolver holds of the runtime (weakly)
         self._weak_self = weakref.ref(self)
+        self._sites: dict[int, ImportSite] = {}
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
         if task_model:
@@ -431,9 +432,16 @@ class ComponentRuntime:
         return sig
 
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
-        """What the embed layer's trampoline of host import ``tr`` needs of this runtime."""
+        """What the embed layer's trampoline of host import ``tr`` needs of this runtime
+        (one per distinct canonical options: the imports lowered alike share it)."""
+        o = _options_of_a_kind(self.plan, tr.options)
+        site = self._sites.get(id(o))
+        if site is None:
+            site = self._sites[id(o)] = self._new_import_site(o)
+        return site
+
+    def _new_import_site(self, o: pln.CanonOptions) -> ImportSite:
         me = self._weak_self
-        o = tr.options
 
         def resolve() -> ResolvedOptions:
             runtime = me()
@@ -555,6 +563,31 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+
+
+#: a plan's canonical options: the distinct values, and the one standing for each
+#: options object (by its identity): (plan, distinct values, representatives)
+_OPTION_KINDS: dict[
+    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
+] = {}
+
+
+def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
+    """The plan's first options object equal to ``o`` (compared once per plan and object)."""
+    found = _OPTION_KINDS.get(id(plan))
+    if found is None or found[0] is not plan:
+        if len(_OPTION_KINDS) >= _PRES_LIMIT:
+            _OPTION_KINDS.pop(next(iter(_OPTION_KINDS)))
+        found = _OPTION_KINDS[id(plan)] = (plan, [], {})
+    _, distinct, reps = found
+    rep = reps.get(id(o))
+    if rep is None:
+        rep = next((d for d in distinct if d == o), None)
+        if rep is None:
+            distinct.append(o)
+            rep = o
+        reps[id(o)] = rep
+    return rep
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
