@@ -1,4 +1,4 @@
-"""The serve CLI's connection transport: one send per loop turn, or per held response."""
+"""The serve CLI's process: one send per loop turn or per held response; the collector."""
 
 from __future__ import annotations
 
@@ -161,3 +161,20 @@ def test_a_response_written_over_several_turns_leaves_in_one_send() -> None:
     head, _, body = sent[0].partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 OK")
     assert body == b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
+
+
+def test_the_serve_process_collects_young_garbage_in_larger_batches() -> None:
+    import gc
+
+    from polyengine.cli._serve import _GC_YOUNG, _tune_collector
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 7, 9)
+        _tune_collector()
+        assert gc.get_threshold() == (_GC_YOUNG, 7, 9)
+        gc.set_threshold(_GC_YOUNG * 2, 7, 9)
+        _tune_collector()  # never lowered
+        assert gc.get_threshold() == (_GC_YOUNG * 2, 7, 9)
+    finally:
+        gc.set_threshold(*saved)
