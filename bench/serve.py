@@ -16,6 +16,10 @@ min and median of the ratios are printed too.
 
     .venv/bin/python bench/serve.py [--requests 400] [--concurrency 1,8,32]
         [--guest hello|py-http-proxy|py-http-service|js-http|FILE] [--runs 1] [--policy all]
+    .venv/bin/python bench/serve.py --guest py-http-proxy --in-process 60 [--profile]
+
+``--in-process N`` calls the ASGI app directly instead (no server, no
+client): the CPU time of each of N requests with the default policy.
 """
 
 from __future__ import annotations
@@ -164,6 +168,71 @@ async def load(host: str, port: int, concurrency: int, requests: int) -> tuple[f
 
 Row = tuple[float, float, float, float]
 
+SCOPE = {
+    "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+    "scheme": "http", "path": "/", "raw_path": b"/", "query_string": b"",
+    "headers": [(b"host", b"bench")], "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1),
+}
+
+
+def in_process(guest: Path, requests: int, profile: bool) -> None:
+    """The ASGI app called directly (default policy): CPU time per request, no server.
+
+    Each request gets a fresh copy of a ``GET /`` scope; ``time.process_time``
+    brackets the app call (a 0.2 proxy's instantiation included, as on the
+    server). With ``profile`` the measured requests run under cProfile.
+    """
+    import cProfile
+    import gc
+    import pstats
+
+    from polyengine.asgi import App
+    from polyengine.translate import translate
+
+    artifacts = translate(guest.read_bytes())
+    gc.collect()
+    gc.freeze()  # as the serve CLI does once the component is translated
+    app = App(artifacts, log=lambda line: None)
+
+    async def one() -> None:
+        status: list[int] = []
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))  # type: ignore[call-overload]
+
+        await app(dict(SCOPE), receive, send)
+        if status != [200]:
+            raise RuntimeError(f"unexpected response status {status}")
+
+    async def run() -> list[float]:
+        await app.startup()
+        for _ in range(min(requests, 20)):  # warm-up
+            await one()
+        profiler = cProfile.Profile() if profile else None
+        times: list[float] = []
+        if profiler is not None:
+            profiler.enable()
+        for _ in range(requests):
+            t = time.process_time()
+            await one()
+            times.append((time.process_time() - t) * 1e3)
+        if profiler is not None:
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+        await app.shutdown()
+        return times
+
+    times = asyncio.run(run())
+    times.sort()
+    print(f"in process: {guest.name}, {requests} requests: CPU ms/request mean "
+          f"{statistics.mean(times):.3f}, median {statistics.median(times):.3f}, "
+          f"p10 {times[len(times) // 10]:.3f}, p90 {times[len(times) * 9 // 10]:.3f}"
+          + (" (profiled)" if profile else ""))
+
 
 def _row(server: Server, c: int, n: int) -> Row:
     """req/s, p50 ms, p99 ms and the server's CPU ms per request (NaN: not known)."""
@@ -191,7 +260,14 @@ def main() -> int:
     parser.add_argument("--guest", default=None, help="hello, a builder guest name, or a file")
     parser.add_argument("--runs", type=int, default=1, help="measurements per row")
     parser.add_argument("--policy", choices=("all", "default", "other"), default="all")
+    parser.add_argument("--in-process", type=int, default=0, metavar="N",
+                        help="instead: N requests to the ASGI app called directly (CPU ms each)")
+    parser.add_argument("--profile", action="store_true", help="with --in-process: cProfile")
     args = parser.parse_args()
+    if args.in_process:
+        with tempfile.TemporaryDirectory() as tmp:
+            in_process(_guest(args.guest, Path(tmp)), args.in_process, args.profile)
+        return 0
     levels = [int(x) for x in args.concurrency.split(",")]
     wasmtime = _wasmtime()
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,11 +1,11 @@
-"""The serve CLI's connection transport: writes of one event-loop turn leave as one send."""
+"""The serve CLI's process: one send per loop turn or per held response; the collector."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from polyengine.cli._serve import _CorkedTransport
+from polyengine.cli._serve import _HOLD_BYTES, _corked_protocol, _CorkedTransport
 
 
 class _Recorder:
@@ -78,3 +78,103 @@ def test_other_members_are_the_transport_s_own() -> None:
         return corked.get_extra_info("peername"), corked.is_closing()
 
     assert asyncio.run(scenario()) == (("127.0.0.1", 5000), False)
+
+
+def test_held_writes_wait_for_flush_and_leave_as_one() -> None:
+    async def scenario() -> tuple[list[bytes], list[bytes]]:
+        inner = _Recorder()
+        corked = _CorkedTransport(inner, asyncio.get_running_loop(), hold=10.0)
+        corked.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        await asyncio.sleep(0)
+        corked.write(b"body")
+        await asyncio.sleep(0)
+        before = list(inner.sent)
+        corked.flush()
+        corked.flush()  # nothing pending: no empty send
+        return before, inner.sent
+
+    before, after = asyncio.run(scenario())
+    assert before == []
+    assert after == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+
+
+def test_held_writes_leave_after_the_hold_at_most() -> None:
+    async def scenario() -> tuple[list[bytes], list[bytes]]:
+        inner = _Recorder()
+        corked = _CorkedTransport(inner, asyncio.get_running_loop(), hold=0.01)
+        corked.write(b"head")
+        await asyncio.sleep(0)
+        early = list(inner.sent)
+        await asyncio.sleep(0.2)
+        corked.write(b"more")
+        await asyncio.sleep(0.2)
+        return early, inner.sent
+
+    early, sent = asyncio.run(scenario())
+    assert early == []
+    assert sent == [b"head", b"more"]
+
+
+def test_held_writes_past_the_byte_bound_leave_at_once() -> None:
+    async def scenario() -> list[bytes]:
+        inner = _Recorder()
+        corked = _CorkedTransport(inner, asyncio.get_running_loop(), hold=10.0)
+        corked.write(b"h")
+        corked.write(b"x" * _HOLD_BYTES)
+        sent = list(inner.sent)
+        corked.write(b"tail")
+        corked.close()
+        return sent + inner.sent[len(sent):]
+
+    assert asyncio.run(scenario()) == [b"h" + b"x" * _HOLD_BYTES, b"tail"]
+
+
+def test_a_response_written_over_several_turns_leaves_in_one_send() -> None:
+    """The serve protocol flushes when uvicorn completes a response."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for chunk in (b"one", b"two"):
+            await asyncio.sleep(0)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await asyncio.sleep(0)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def scenario() -> list[bytes]:
+        loop = asyncio.get_running_loop()
+        config = uvicorn.Config(app, lifespan="off", log_level="warning")
+        protocol = _corked_protocol()(config=config, server_state=ServerState(), app_state={},
+                                      _loop=loop)
+        inner = _Recorder()
+        protocol.connection_made(inner)
+        protocol.data_received(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        sent = list(inner.sent)
+        protocol.connection_lost(None)
+        return sent
+
+    sent = asyncio.run(scenario())
+    assert len(sent) == 1
+    head, _, body = sent[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    assert body == b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
+
+
+def test_the_serve_process_collects_young_garbage_in_larger_batches() -> None:
+    import gc
+
+    from polyengine.cli._serve import _GC_YOUNG, _tune_collector
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 7, 9)
+        _tune_collector()
+        assert gc.get_threshold() == (_GC_YOUNG, 7, 9)
+        gc.set_threshold(_GC_YOUNG * 2, 7, 9)
+        _tune_collector()  # never lowered
+        assert gc.get_threshold() == (_GC_YOUNG * 2, 7, 9)
+    finally:
+        gc.set_threshold(*saved)

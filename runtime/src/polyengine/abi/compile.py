@@ -163,6 +163,19 @@ def _plain(t: ValType) -> bool:
 
 
 _STATEFUL = (Own, Borrow, Stream, Future, ErrorContext)
+_ASYNC_VALUES = (Stream, Future, ErrorContext)
+#: whether a type holds no stream, future or error-context (handles allowed), by type
+_NO_ASYNC: dict[ValType, bool] = {}
+
+
+def _no_async_values(t: ValType) -> bool:
+    found = _NO_ASYNC.get(t)
+    if found is None:
+        found = not contains(t, lambda u: isinstance(u, _ASYNC_VALUES))
+        if len(_NO_ASYNC) >= _SHARED_LIMIT:
+            _NO_ASYNC.clear()
+        _NO_ASYNC[t] = found
+    return found
 
 
 class Compiler:
@@ -172,7 +185,12 @@ class Compiler:
     lift or lower; ``resource_type`` maps an ``own``/``borrow`` type's ``rt``
     index to the runtime :class:`ResourceType` (called at compile time);
     ``host_resources`` converts between reps and host objects (absent: handle
-    values are the reps themselves, as between guests); ``async_values`` are
+    values are the reps themselves, as between guests). With
+    ``late_resources`` a handle codec instead reads the resource type and
+    the host table at call time from the context's component instance
+    (``cx.inst.rtypes[rt]``, ``cx.inst.host_table``; ``host_resources`` then
+    only says whether handles convert to host objects), so it holds nothing
+    of one instance and is shared like a plain value's. ``async_values`` are
     the concurrency layer's hooks. With ``guest_strings`` strings lift as
     :class:`~polyengine.abi.strings.StringValue` (for a cross-component call,
     so the store side can follow the spec's transcoding); lowering accepts a
@@ -188,8 +206,10 @@ class Compiler:
         host_resources: HostResources | None = None,
         async_values: AsyncValueHooks | None = None,
         guest_strings: bool = False,
+        late_resources: bool = False,
     ) -> None:
         self.string_encoding = string_encoding
+        self.late_resources = late_resources
         self.ptr_type = ptr_type
         self.resource_type = resource_type
         self.host_resources = host_resources
@@ -205,13 +225,15 @@ class Compiler:
         A type that holds no handle and no stream, future or error-context
         (a plain value) compiles the same for every compiler with the same
         string encoding, pointer type and string form, so its codec is shared
-        by all of them (every instance of a component compiles it once).
+        by all of them (every instance of a component compiles it once); so
+        is a type holding handles but no stream, future or error-context,
+        under ``late_resources``.
         """
         key = (t, boxed and isinstance(t, Option))
         c = self._cache.get(key)
         if c is None:
-            if _plain(t):
-                shared = (t, key[1], self.string_encoding, self.ptr_type, self.guest_strings)
+            shared = self.shared_key(t, key[1])
+            if shared is not None:
                 c = _SHARED.get(shared)
                 if c is None:
                     c = self._build(t, key[1])
@@ -222,6 +244,29 @@ class Compiler:
                 c = self._build(t, key[1])
             self._cache[key] = c
         return c
+
+    def shared_key(self, t: ValType, boxed: bool = False) -> tuple[Any, ...] | None:
+        """The key of ``t``'s codec among every compiler's, ``None`` if it is this one's own.
+
+        Also the test for whether anything compiled from ``t`` alone (a
+        function's values, say) holds nothing of this compiler's instance.
+        """
+        base = (t, boxed, self.string_encoding, self.ptr_type, self.guest_strings)
+        if _plain(t):
+            return base
+        if self.late_resources and _no_async_values(t):
+            return (*base, self.host_resources is not None)
+        return None
+
+    def options_key(self) -> tuple[Any, ...]:
+        """What a shared codec of this compiler depends on besides its type."""
+        return (
+            self.string_encoding,
+            self.ptr_type,
+            self.guest_strings,
+            self.late_resources,
+            self.host_resources is not None,
+        )
 
     def _make(
         self,

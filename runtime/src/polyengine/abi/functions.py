@@ -396,7 +396,15 @@ class LiftedFunc:
     def compile(
         cls, comp: Compiler, ft: FuncType, *, is_async: bool = False, callback: bool = False
     ) -> LiftedFunc:
-        return cls(comp, ft, is_async=is_async, callback=callback)
+        """Compile ``ft``; shared by every compiler whose codecs of its types are shared."""
+        key = _function_key(comp, ft, "lift", is_async, callback)
+        if key is None:
+            return cls(comp, ft, is_async=is_async, callback=callback)
+        found = _FUNCTIONS.get(key)
+        if found is None:
+            found = _remember(key, cls(comp, ft, is_async=is_async, callback=callback))
+        assert isinstance(found, LiftedFunc)
+        return found
 
     def _lower_params_spilled(self, cx: LiftLowerContext, args: Sequence[Any]) -> list[CoreVal]:
         return self.params.lower_flat_values(cx, MAX_FLAT_PARAMS, args)
@@ -452,7 +460,15 @@ class LoweredFunc:
 
     @classmethod
     def compile(cls, comp: Compiler, ft: FuncType, *, is_async: bool = False) -> LoweredFunc:
-        return cls(comp, ft, is_async=is_async)
+        """Compile ``ft``; shared by every compiler whose codecs of its types are shared."""
+        key = _function_key(comp, ft, "lower", is_async, False)
+        if key is None:
+            return cls(comp, ft, is_async=is_async)
+        found = _FUNCTIONS.get(key)
+        if found is None:
+            found = _remember(key, cls(comp, ft, is_async=is_async))
+        assert isinstance(found, LoweredFunc)
+        return found
 
     def _lift_params_spilled(self, cx: LiftLowerContext, flat_args: Sequence[CoreVal]) -> list[Any]:
         return self.params.lift_flat_values(cx, self.max_flat_params, flat_args)
@@ -463,6 +479,30 @@ class LoweredFunc:
         vs = [result] if self.results.codecs else []
         out = None if self.out_ptr_index is None else int(flat_args[self.out_ptr_index])
         return self.results.lower_flat_values(cx, self.max_flat_results, vs, out)
+
+
+#: compiled functions whose codecs are all shared (see ``Compiler.shared_key``), by
+#: the function type, direction and options: every instance of a component
+#: compiles each import and export once
+_FUNCTIONS: dict[tuple[Any, ...], LiftedFunc | LoweredFunc] = {}
+_FUNCTIONS_LIMIT = 5_000
+
+
+def _function_key(
+    comp: Compiler, ft: FuncType, side: str, is_async: bool, callback: bool
+) -> tuple[Any, ...] | None:
+    """The sharing key of ``ft`` compiled by ``comp``, ``None`` if it holds instance state."""
+    for t in (*ft.param_types(), *ft.result_types()):
+        if comp.shared_key(t) is None:
+            return None
+    return (comp.options_key(), ft, side, is_async, callback)
+
+
+def _remember(key: tuple[Any, ...], f: LiftedFunc | LoweredFunc) -> LiftedFunc | LoweredFunc:
+    if len(_FUNCTIONS) >= _FUNCTIONS_LIMIT:
+        _FUNCTIONS.clear()
+    _FUNCTIONS[key] = f
+    return f
 
 
 def result_outcome(v: Any) -> tuple[bool, Any]:

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from polyengine.abi.codec import M32, U32_STRUCT, Codec, CoreVal, unsupported
 from polyengine.abi.errors import LowerTypeError, describe
 from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.resources import lift_borrow, lift_own, lower_borrow, lower_own
+from polyengine.abi.resources import (
+    ComponentInstance,
+    HostResources,
+    lift_borrow,
+    lift_own,
+    lower_borrow,
+    lower_own,
+)
 from polyengine.types.model import Borrow, ErrorContext, Future, Own, Stream, ValType
 
 if TYPE_CHECKING:
@@ -50,15 +57,13 @@ def i32_codec(
 
 def compile_handle(comp: Compiler, t: Own | Borrow, rt_index: int) -> Codec:
     """``own``/``borrow`` (§"Loading" ``lift_own``/``lift_borrow``, §"Storing" ``lower_*``)."""
+    if comp.late_resources:
+        return _late_handle(comp, t, rt_index)
     if comp.resource_type is None:
         raise ValueError(f"compiling {t!r} needs a resource_type mapping")
     rt = comp.resource_type(rt_index)
     host = comp.host_resources
-
-    def rep_of(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= M32:
-            raise LowerTypeError(f"expected a resource rep (u32), got {describe(v)}")
-        return int(v)
+    rep_of = _rep_of
 
     if isinstance(t, Own):
         if host is None:
@@ -102,6 +107,81 @@ def compile_handle(comp: Compiler, t: Own | Borrow, rt_index: int) -> Codec:
             return lower_borrow(cx.inst, h.lower_borrow(rt, v), rt, task)
 
     return i32_codec(comp, t, lift, lower)
+
+
+def _late_handle(comp: Compiler, t: Own | Borrow, index: int) -> Codec:
+    """``compile_handle`` reading the resource type and host table at call time.
+
+    Both come from the context's component instance (``rtypes``,
+    ``host_table``), so the codec is the same for every instance of a
+    component and is compiled once (see :class:`~polyengine.abi.compile.Compiler`).
+    """
+    lift: Callable[[LiftLowerContext, int], Any]
+    lower: Callable[[LiftLowerContext, Any], int]
+    host = comp.host_resources is not None
+    if isinstance(t, Own):
+        if host:
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                inst = cx.inst
+                rt = inst.rtypes[index]
+                return _table(inst).lift_own(rt, lift_own(inst, i, rt))
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                inst = cx.inst
+                rt = inst.rtypes[index]
+                return lower_own(inst, _table(inst).lower_own(rt, v), rt)
+
+        else:
+
+            def lift(cx: LiftLowerContext, i: int) -> Any:
+                inst = cx.inst
+                return lift_own(inst, i, inst.rtypes[index])
+
+            def lower(cx: LiftLowerContext, v: Any) -> int:
+                inst = cx.inst
+                return lower_own(inst, _rep_of(v), inst.rtypes[index])
+
+    elif host:
+
+        def lift(cx: LiftLowerContext, i: int) -> Any:
+            inst = cx.inst
+            rt = inst.rtypes[index]
+            lenders: Any = cx.borrow_scope
+            return _table(inst).lift_borrow(rt, lift_borrow(inst, i, rt, lenders))
+
+        def lower(cx: LiftLowerContext, v: Any) -> int:
+            inst = cx.inst
+            rt = inst.rtypes[index]
+            task: Any = cx.borrow_scope
+            return lower_borrow(inst, _table(inst).lower_borrow(rt, v), rt, task)
+
+    else:
+
+        def lift(cx: LiftLowerContext, i: int) -> Any:
+            inst = cx.inst
+            lenders: Any = cx.borrow_scope
+            return lift_borrow(inst, i, inst.rtypes[index], lenders)
+
+        def lower(cx: LiftLowerContext, v: Any) -> int:
+            inst = cx.inst
+            task: Any = cx.borrow_scope
+            return lower_borrow(inst, _rep_of(v), inst.rtypes[index], task)
+
+    return i32_codec(comp, t, lift, lower)
+
+
+def _rep_of(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= M32:
+        raise LowerTypeError(f"expected a resource rep (u32), got {describe(v)}")
+    return int(v)
+
+
+def _table(inst: ComponentInstance) -> HostResources:
+    table = inst.host_table
+    if table is None:
+        raise RuntimeError(f"{inst!r} has no host resource table for its host-side handles")
+    return table
 
 
 def compile_async_value(comp: Compiler, t: Stream | Future | ErrorContext) -> Codec:

@@ -19,7 +19,7 @@ for synchronous calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, NoReturn, Protocol, TypeVar
 
 from polyengine.abi.trap import TrapCode, trap, trap_if
@@ -113,6 +113,12 @@ class ComponentInstance:
     #: bytes plus elements one lift or lower may read out of guest memory
     #: (``Limits.max_lift_bytes``): bounds nested lists aliasing one range
     lift_budget: int = 1 << 30
+    #: the runtime's resource types by plan index, and the host's table of
+    #: host-implemented objects, shared by every component instance of one
+    #: runtime: what a codec compiled with ``late_resources`` reads at call
+    #: time (the runtime sets them; see :class:`~polyengine.abi.compile.Compiler`)
+    rtypes: Sequence[ResourceType] = ()
+    host_table: HostResources | None = None
 
     def __init__(self, parent: ComponentInstance | None = None, name: str = "") -> None:
         self.parent = parent

@@ -20,6 +20,7 @@ very resource type, else a ``LowerTypeError`` names the value's path.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowerin
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
 from polyengine.abi.trap import host_import_trap, host_result_error
-from polyengine.embed._names import parse_func_name, pascal, snake
+from polyengine.embed._names import FuncName, parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
@@ -39,6 +40,7 @@ from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import (
+    BRAND_ATTRIBUTE,
     Trap,
     is_abortable,
     is_component_exception,
@@ -56,6 +58,22 @@ def describe_import(path: Sequence[str]) -> str:
     if len(path) == 1:
         return path[0]
     return f"{path[0]}#{'/'.join(path[1:])}"
+
+
+#: a lowered import path's parsed name and description (both depend on the path alone)
+_PATHS: dict[tuple[str, ...], tuple[FuncName, str]] = {}
+_PATHS_LIMIT = 20_000
+
+
+def _parsed_path(path: tuple[str, ...]) -> tuple[FuncName, str]:
+    """``parse_func_name`` of the path's last name and ``describe_import`` of the path,
+    worked out once per path (every instance of a component resolves the same ones)."""
+    found = _PATHS.get(path)
+    if found is None:
+        if len(_PATHS) >= _PATHS_LIMIT:
+            _PATHS.clear()
+        found = _PATHS[path] = (parse_func_name(path[-1]), describe_import(path))
+    return found
 
 
 def wrap_result(ft: FuncType) -> Callable[[Callable[[], Any]], Any] | None:
@@ -324,10 +342,9 @@ class HostLinker:
         if found is not None:
             return found
         name = path[-1]
-        parsed = parse_func_name(name)
+        parsed, where = _parsed_path(path)
         provider: object
         if len(path) == 1:
-            where = name
             if parsed.kind == "func":
                 fn = self.imports.top_level(snake(parsed.name))
                 if fn is None:
@@ -342,7 +359,6 @@ class HostLinker:
                 fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
         else:
             provider = self.provider_for(path[0], name)
-            where = describe_import(path)
             fn = self._member(provider, parsed.kind, parsed.resource, parsed.name, where)
         if not callable(fn):
             raise LinkError(f"import {where} is provided by a non-callable {type(fn).__name__}")
@@ -561,11 +577,19 @@ def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
 
 def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     """Whether ``fn`` carries a mark; for a resource method, the class is the authority."""
+    carrier: object = fn
     method_of = getattr(fn, "__polyengine_method_of__", None)
     if method_of is not None:
         cls, name = method_of
-        return test(_class_attribute(cls, name))
-    return test(fn)
+        carrier = _class_attribute(cls, name)
+    if type(carrier) in _PLAIN_CALLABLES and getattr(carrier, BRAND_ATTRIBUTE, None) is None:
+        return False  # the common case, without ``marks_of``'s general walk
+    return test(carrier)
+
+
+#: callables whose marks are exactly their brand attribute (a bound method reads
+#: its function's): one that has none carries no mark
+_PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType})
 
 
 def _class_attribute(cls: object, name: str, default: object = None) -> object:

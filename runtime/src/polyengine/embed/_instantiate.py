@@ -94,9 +94,8 @@ async def instantiate(
     supplied = Imports(imports)
     check_links(arts.plan, supplied, require=("module", "component"))
     linker = HostLinker(supplied, suspend=bool(suspend))
-    for imp in required_imports(arts):
-        if imp.kind == "func":
-            linker.resolve(imp.path)
+    for path in _func_import_paths(arts):
+        linker.resolve(path)
     task_model = suspend is not False and needs_task_model(arts.plan, linker.is_marked)
     if suspend is False and arts.plan.uses_async():
         raise LinkError(
@@ -139,6 +138,23 @@ class ImportLeaf:
     @property
     def name(self) -> str:
         return self.path[0] if len(self.path) == 1 else f"{self.path[0]}#{'/'.join(self.path[1:])}"
+
+
+#: the paths of each plan's imported functions, by plan: (plan, paths)
+_FUNC_PATHS: dict[int, tuple[pln.Plan, tuple[tuple[str, ...], ...]]] = {}
+_FUNC_PATHS_LIMIT = 64
+
+
+def _func_import_paths(arts: Artifacts) -> tuple[tuple[str, ...], ...]:
+    """The paths of the function leaves of :func:`required_imports` (once per plan)."""
+    plan = arts.plan
+    found = _FUNC_PATHS.get(id(plan))
+    if found is None or found[0] is not plan:
+        if len(_FUNC_PATHS) >= _FUNC_PATHS_LIMIT:
+            _FUNC_PATHS.pop(next(iter(_FUNC_PATHS)))
+        paths = tuple(leaf.path for leaf in required_imports(arts) if leaf.kind == "func")
+        found = _FUNC_PATHS[id(plan)] = (plan, paths)
+    return found[1]
 
 
 def required_imports(artifacts: Any) -> list[ImportLeaf]:

@@ -165,9 +165,16 @@ class ComponentRuntime:
             if res.imported and impl is None and bind_host_resource is not None:
                 bind_host_resource(rtype, res)
             self.resource_types.append(rtype)
+        # What the host side's shared handle codecs read at call time (``late_resources``).
+        for record in self.records:
+            record.ci.rtypes = self.resource_types
+            record.ci.host_table = host_resources
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
+        #: what an import site's options resolver holds of the runtime (weakly)
+        self._weak_self = weakref.ref(self)
+        self._sites: dict[int, ImportSite] = {}
         #: the task-model half (``None`` on the plain synchronous path)
         self.tasks: TaskModel | None = None
         if task_model:
@@ -291,6 +298,7 @@ class ComponentRuntime:
             host_resources=self.host_resources if side == "host" else None,
             async_values=async_values,
             guest_strings=side == "guest",
+            late_resources=side == "host",
         )
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
@@ -371,22 +379,20 @@ class ComponentRuntime:
             if found is not None:
                 return found
         if isinstance(tr, pln.LowerImport):
-            core = flatten_functype(
-                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
-            )
+            params, results = self._lowered_signature(index, tr)
 
             def build_import() -> engine.HostFunction:
                 return self._host_trampolines(self._import_site(tr), tr)
 
-            return engine.DeferredHost(tuple(core.params), tuple(core.results), build_import)
+            return engine.DeferredHost(params, results, build_import)
         if isinstance(tr, pln.Adapter):
             core = flatten_functype(
                 tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
             )
             adapter = self._adapter(tr)
             return engine.DeferredHost(tuple(core.params), tuple(core.results), lambda: adapter)
-        fn, params, results = self._builtin(tr)
-        return engine.DeferredHost(tuple(params), tuple(results), lambda: fn)
+        fn, bparams, bresults = self._builtin(tr)
+        return engine.DeferredHost(tuple(bparams), tuple(bresults), lambda: fn)
 
     def _task_trampoline(
         self, tasks: TaskModel, index: int, tr: pln.Trampoline
@@ -402,16 +408,46 @@ class ComponentRuntime:
             return None
         return self._task_lowerer(self._import_site(tr), tr)
 
+    def _lowered_signature(
+        self, index: int, tr: pln.LowerImport
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The core signature of lowered import ``index`` (CanonicalABI.md §"Flattening").
+
+        It depends on the plan alone (the memory's address type included), so
+        it is worked out once per plan.
+        """
+        plan = self.plan
+        found = _SIGNATURES.get(id(plan))
+        if found is None or found[0] is not plan:
+            if len(_SIGNATURES) >= _PRES_LIMIT:
+                _SIGNATURES.pop(next(iter(_SIGNATURES)))
+            found = _SIGNATURES[id(plan)] = (plan, {})
+        sigs = found[1]
+        sig = sigs.get(index)
+        if sig is None:
+            core = flatten_functype(
+                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
+            )
+            sig = sigs[index] = (tuple(core.params), tuple(core.results))
+        return sig
+
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
-        """What the embed layer's trampoline of host import ``tr`` needs of this runtime."""
-        resolve_options = weakref.WeakMethod(self.resolve_options)
-        o = tr.options
+        """What the embed layer's trampoline of host import ``tr`` needs of this runtime
+        (one per distinct canonical options: the imports lowered alike share it)."""
+        o = _options_of_a_kind(self.plan, tr.options)
+        site = self._sites.get(id(o))
+        if site is None:
+            site = self._sites[id(o)] = self._new_import_site(o)
+        return site
+
+    def _new_import_site(self, o: pln.CanonOptions) -> ImportSite:
+        me = self._weak_self
 
         def resolve() -> ResolvedOptions:
-            method = resolve_options()
-            if method is None:
+            runtime = me()
+            if runtime is None:
                 raise ReferenceError("the component instance is gone")
-            return method(o, host_side=True)
+            return runtime.resolve_options(o, host_side=True)
 
         return ImportSite(self.records[o.instance].ci, resolve, self.tasks)
 
@@ -525,6 +561,33 @@ class ComponentRuntime:
 #: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
 _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
+#: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
+_SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+
+
+#: a plan's canonical options: the distinct values, and the one standing for each
+#: options object (by its identity): (plan, distinct values, representatives)
+_OPTION_KINDS: dict[
+    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
+] = {}
+
+
+def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
+    """The plan's first options object equal to ``o`` (compared once per plan and object)."""
+    found = _OPTION_KINDS.get(id(plan))
+    if found is None or found[0] is not plan:
+        if len(_OPTION_KINDS) >= _PRES_LIMIT:
+            _OPTION_KINDS.pop(next(iter(_OPTION_KINDS)))
+        found = _OPTION_KINDS[id(plan)] = (plan, [], {})
+    _, distinct, reps = found
+    rep = reps.get(id(o))
+    if rep is None:
+        rep = next((d for d in distinct if d == o), None)
+        if rep is None:
+            distinct.append(o)
+            rep = o
+        reps[id(o)] = rep
+    return rep
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
