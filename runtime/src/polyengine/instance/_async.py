@@ -29,13 +29,11 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
-from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import escaped, fault, passes_through, poisons
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -59,6 +57,7 @@ from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
+from polyengine.instance._hostlift import HostLift
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
@@ -70,7 +69,7 @@ from polyengine_protocol import (
 )
 
 if TYPE_CHECKING:
-    from polyengine.instance._runtime import ComponentRuntime, ResolvedOptions
+    from polyengine.instance._runtime import ComponentRuntime
 
 __all__ = ["AsyncExportCall", "FutureSource", "HostValueHooks", "TaskModel", "needs_task_model"]
 
@@ -125,14 +124,17 @@ class TaskModel:
         self._lifts: dict[tuple[int, str], CanonLift] = {}
         self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
-        #: by lift: its values, options and the host table its arguments lend to (if any)
-        self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions, Any]] = {}
         self.store.on_poison.append(self.host_values.on_poison)
 
     # -- lifts ---------------------------------------------------------------------------
 
-    def lift(self, lift: pln.Lift, side: str) -> CanonLift:
-        """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``)."""
+    def lift(self, lift: pln.Lift, side: str, values: LiftedFunc | None = None) -> CanonLift:
+        """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``).
+
+        ``values`` are the compiled values of the host side's lift
+        (:class:`~polyengine.instance._lift.HostLift`), which lowers the
+        host's arguments itself before the task starts.
+        """
         key = (id(lift), side)
         found = self._lifts.get(key)
         if found is not None:
@@ -140,9 +142,10 @@ class TaskModel:
         rt = self.rt
         o = lift.options
         ro = rt.resolve_options(o, side=side)
-        values = LiftedFunc.compile(
-            ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
-        )
+        if values is None:
+            values = LiftedFunc.compile(
+                ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
+            )
         lf = canon_lift_from_abi(
             values,
             ro.opts,
@@ -158,46 +161,9 @@ class TaskModel:
             # the host's arguments are lowered before the call starts, so
             # embedder misuse raises in the caller and never poisons
             lf.lower_args = _take_prelowered
-            self._host_lowering[id(lift)] = (values, ro, rt.lender(lift.type))
         self._lifts[key] = lf
         self._pinned.append(lift)
         return lf
-
-    def lower_host_args(
-        self, lift: pln.Lift, args: list[Any], where: str | None = None
-    ) -> tuple[list[Any], Callable[[], None] | None]:
-        """Lower the host's arguments of ``lift`` now (CanonicalABI.md §``canon lift``).
-
-        Returns the lowered arguments and what to call when the call ends:
-        the release of the host objects they lend (``borrow``), if any.
-
-        Raises the lowering error (``TypeError``, ``OverflowError``,
-        ``InvalidHandleError``...) for bad arguments; a trap in the guest's
-        ``realloc`` poisons the instance.
-        """
-        lf = self.lift(lift, "host")
-        if not lf.inst.may_enter_from(None):
-            raise Trap("cannot enter component instance", code="cannot-enter")
-        values, ro, host = self._host_lowering[id(lift)]
-        scope = _BorrowScope()
-        cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
-        cx.where = where
-        outer = None if host is None else host.begin_lending()
-        try:
-            flat = values.lower_params(cx, args)
-        except BaseException as exc:
-            if host is not None:
-                host.release_lent(host.end_lending(outer))
-            trap = fault(exc)
-            if poisons(exc, trap):
-                self.store.poison(lf.inst, escaped(exc))
-            if trap is exc:
-                raise
-            raise trap from trap.__cause__
-        lent = None if host is None else host.end_lending(outer)
-        return [_Prelowered(flat, scope)], (
-            None if not lent else lambda: host.release_lent(lent)
-        )
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
         """The callable component function of a lift, for guest callers."""
@@ -591,22 +557,6 @@ def _is_call_args(r: object, frontier: list[Any]) -> bool:
     )
 
 
-def _raise_for(trap: BaseException) -> NoReturn:
-    """Raise what the embedder sees for a trap that failed its call (:func:`fault`).
-
-    What passes through (a WASI exit request, a host result of the wrong
-    shape, an interrupt) reaches the embedder unchanged, as on the
-    synchronous path; the trap that poisoned the instance chains to it.
-    """
-    cause = trap.__cause__
-    if cause is not None and passes_through(cause):
-        raise cause
-    converted = fault(trap)
-    if converted is trap:
-        raise trap
-    raise converted from trap
-
-
 def _refuse_sync_reentrance(current: Thread, lf: CanonLift, name: str) -> None:
     """Trap when the host calls into the instance of the synchronous task running now.
 
@@ -630,25 +580,50 @@ def _refuse_sync_reentrance(current: Thread, lf: CanonLift, name: str) -> None:
 
 
 class AsyncExportCall:
-    """A lifted export called from the host through the task model."""
+    """A lifted export called from the host through the task model.
 
-    __slots__ = ("lift", "name", "tasks")
+    The task-model activation of the one host lift
+    (:class:`~polyengine.instance._lift.HostLift`): the same steps as the
+    in-place :class:`~polyengine.instance._lift.ExportCall`, with the core
+    function run as a task the store's driver starts and the call awaits
+    (or, in :meth:`call_sync`, drives to completion at once).
+    """
+
+    __slots__ = ("_lf", "_steps", "lift", "name", "tasks")
 
     def __init__(self, tasks: TaskModel, lift: pln.Lift, name: str) -> None:
         self.tasks = tasks
         self.lift = lift
         self.name = name
+        self._steps: HostLift | None = None
+        self._lf: CanonLift | None = None
 
-    def _check(self) -> CanonLift:
-        lf = self.tasks.lift(self.lift, "host")
-        rec = self.tasks.rt.records[self.lift.options.instance]
-        if rec.poisoned is not None:
-            raise Trap(
-                f"cannot enter component instance {rec.ci.name} to call {self.name}: "
-                f"it was poisoned by an earlier trap ({rec.poisoned})",
-                code="instance-poisoned",
-            )
-        return lf
+    def _prepare(self) -> tuple[HostLift, CanonLift]:
+        """The lift's steps and its task-model lift, made on the first call."""
+        steps = self._steps
+        lf = self._lf
+        if steps is None or lf is None:
+            steps = HostLift(self.tasks.rt, self.lift, self.name)
+            lf = self.tasks.lift(self.lift, "host", steps.values)
+            self._steps, self._lf = steps, lf
+        return steps, lf
+
+    def _lower(self, steps: HostLift, lf: CanonLift, args: Any) -> tuple[list[Any], Any]:
+        """The host's arguments lowered before the task exists, into a borrow scope it
+        takes over as it starts (:func:`_take_prelowered`); the lends to release.
+
+        Raises the lowering error (``TypeError``, ``OverflowError``,
+        ``InvalidHandleError``...) for bad arguments; a trap in the guest's
+        ``realloc`` poisons the instance.
+        """
+        if not lf.inst.may_enter_from(None):
+            raise Trap("cannot enter component instance", code="cannot-enter")
+        scope = _BorrowScope()
+        try:
+            flat, lent = steps.lower(steps.context(scope), list(args))
+        except BaseException as exc:
+            steps.fail(exc)
+        return [_Prelowered(flat, scope)], lent
 
     async def __call__(self, args: Any) -> Any:
         """Call the export and await its result value.
@@ -666,25 +641,27 @@ class AsyncExportCall:
         host coroutine, python-mapping.md §4), the call starts one loop
         iteration later, once the guest is off the engine.
         """
-        self.tasks.rt.check_thread(self.name)
-        current = self.tasks.store.current
+        steps, lf = self._steps, self._lf
+        if steps is None or lf is None:
+            steps, lf = self._prepare()
+        steps.enter(held=False)
+        tasks = self.tasks
+        current = tasks.store.current
         if current is not None:
-            lf = self._check()
             _refuse_sync_reentrance(current, lf, self.name)
             await asyncio.sleep(0)
-        lf = self._check()
+            steps.enter(held=False)
         try:
             check_not_on_stack(lf.inst, self.name)
         except ConcurrencyTrap as trap:
-            _raise_for(trap)
-        begin = self.tasks.rt.begin_call
+            steps.reraise(trap)
+        begin = steps.begin
         if begin is not None:
             begin()
         else:
-            self.tasks.rt.store.note_task()
-        driver = self.tasks.driver
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
-        call, fut = driver.start(lf, lowered)
+            tasks.rt.store.note_task()
+        lowered, lent = self._lower(steps, lf, args)
+        call, fut = tasks.driver.start(lf, lowered)
         try:
             results = await fut
         except asyncio.CancelledError:
@@ -695,10 +672,10 @@ class AsyncExportCall:
                 call.cancel()
             raise
         except ConcurrencyTrap as trap:
-            _raise_for(trap)
+            steps.reraise(trap)
         finally:
-            if release is not None:
-                release()
+            if lent:
+                steps.release(lent)
         if call is not None:
             # the callee task may outlive the call (work after task.return):
             # it must not keep the host's result values alive
@@ -707,21 +684,21 @@ class AsyncExportCall:
 
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
-        self.tasks.rt.check_thread(self.name)
-        lf = self._check()
-        begin = self.tasks.rt.begin_call
+        steps, lf = self._prepare()
+        steps.enter(held=False)
+        begin = steps.begin
         if begin is not None:
             begin()
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
+        lowered, lent = self._lower(steps, lf, args)
         try:
             results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
-            _raise_for(trap)
+            steps.reraise(trap)
         except RuntimeError as exc:
             raise Trap(
                 f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
             ) from exc
         finally:
-            if release is not None:
-                release()
+            if lent:
+                steps.release(lent)
         return results[0] if results else None
