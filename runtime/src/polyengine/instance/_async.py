@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
+from polyengine.abi.options import LiftLowerContext
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -63,7 +63,6 @@ from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
 from polyengine_protocol import (
     Trap,
-    is_component_exception,
     is_future,
     is_stream,
 )
@@ -96,6 +95,26 @@ class HostValueHooks(AsyncValueHooks, Protocol):
     resources: Callable[[], tuple[Callable[[int], Any], Any]] | None
 
     def on_poison(self, inst: InstanceState, trap: BaseException) -> None: ...
+
+
+class HostImportLower(Protocol):
+    """The one lower of a host import (the embed layer's ``HostLower``), as the task
+    model runs it (CanonicalABI.md §``canon lower``)."""
+
+    #: the import's name in traps (``wasi:cli/stdout@0.2.0#get-stdout``)
+    where: str
+    #: marked ``suspending()``: a sync import that may park its caller
+    marked: bool
+
+    def context(self, scope: Any) -> LiftLowerContext: ...
+
+    def lift_args(self, cx: LiftLowerContext, flat: Sequence[CoreVal]) -> list[Any]: ...
+
+    def lower_result(
+        self, cx: LiftLowerContext, value: Any, flat: Sequence[CoreVal]
+    ) -> list[CoreVal]: ...
+
+    def host_callable(self) -> Callable[..., Any]: ...
 
 
 #: makes the host values of one store, driven by its driver
@@ -226,15 +245,19 @@ class TaskModel:
     def lower_import(
         self,
         tr: pln.LowerImport,
-        fn: Callable[..., Any],
-        where: str,
+        steps: HostImportLower,
         *,
-        marked: bool,
-        wrap: Callable[[Callable[[], Any]], Any] | None,
         defer_cancel: bool = False,
         abortable: bool = False,
     ) -> engine.CoreFunc:
         """A host import called through the task model (it may park its caller).
+
+        The task-model variant of the import's one lower (``steps``, the
+        embed layer's): the same lifting of the guest's arguments, host call
+        and lowering of the result as the in-place trampoline, with the host
+        callable run as a host function of the driver, so that an awaitable
+        it returns parks the guest (or leaves the subtask pending) until it
+        settles.
 
         A guest's cancellation of the call discards it (embedder-api A23):
         the subtask resolves as cancelled at once and the host's late
@@ -246,10 +269,10 @@ class TaskModel:
         completion.
         """
         ft = tr.type
-        call = _host_callable(fn, wrap, future_result=isinstance(ft.result, m.Future))
+        where = steps.where
         mode: CancelMode = "ignore" if defer_cancel else "abort" if abortable else "discard"
         func_inst = self.driver.host_func_inst(
-            call,
+            steps.host_callable(),
             name=where,
             has_result=ft.result is not None,
             cancel=mode,
@@ -257,7 +280,7 @@ class TaskModel:
                 _release_abandoned if any(_has_async_value(t) for t in ft.param_types()) else None
             ),
         )
-        if marked and not ft.is_async:
+        if steps.marked and not ft.is_async:
             inner = func_inst
 
             def guarded(on_start: Any, on_resolve: Any, caller: Any) -> Any:
@@ -271,10 +294,24 @@ class TaskModel:
             func_inst = guarded
 
         def build() -> CanonLower:
-            ro = self.rt.resolve_options(tr.options, side="host")
-            values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
-            state = self.states[tr.options.instance]
-            return canon_lower_from_abi(values, ro.opts, state, func_inst, host_import=where)
+            context, lift_args, lower_result = steps.context, steps.lift_args, steps.lower_result
+            has_result = ft.result is not None
+
+            def lift_params(subtask: Any, flat: list[CoreVal]) -> list[Any]:
+                return lift_args(context(subtask), flat)
+
+            def lower_results(
+                subtask: Any, result: list[Any], flat: list[CoreVal]
+            ) -> list[CoreVal]:
+                return lower_result(context(subtask), result[0] if has_result else None, flat)
+
+            return CanonLower(
+                callee=func_inst,
+                ft=ft,
+                lift_params=lift_params,
+                lower_results=lower_results,
+                async_=tr.options.is_async,
+            )
 
         # a host callee starts no core call of this store, so the lower runs
         # on the caller's fiber: a call that settles at once never parks, and
@@ -336,66 +373,6 @@ class TaskModel:
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
     return [int(a) for a in args]
-
-
-def _host_callable(
-    fn: Callable[..., Any],
-    wrap: Callable[[Callable[[], Any]], Any] | None,
-    *,
-    future_result: bool = False,
-) -> Callable[..., Any]:
-    """``fn`` with the error model applied to its result, returned or awaited.
-
-    With ``future_result`` (the import's result is a ``future``), an
-    awaitable returned by a plain function is the future's source, not the
-    call's completion (embedder-api A12); a coroutine function's coroutine
-    is still the call.
-    """
-    if future_result and not inspect.iscoroutinefunction(fn):
-        inner = fn
-
-        def source_call(*args: Any) -> Any:
-            out = inner(*args)
-            return FutureSource(out) if inspect.isawaitable(out) else out
-
-        fn = source_call
-    if wrap is None:
-        return fn
-
-    def call(*args: Any) -> Any:
-        holder: list[Any] = []
-
-        def thunk() -> Any:
-            out = fn(*args)
-            if inspect.isawaitable(out):
-                holder.append(out)
-                return None
-            return out
-
-        value = wrap(thunk)
-        if not holder:
-            return value
-        aw: Awaitable[Any] = holder[0]
-
-        async def settle() -> Any:
-            try:
-                v = await aw
-            except Exception as exc:
-                if not is_component_exception(exc):
-                    raise
-                return wrap(_raiser(exc))
-            return wrap(lambda: v)
-
-        return settle()
-
-    return call
-
-
-def _raiser(exc: BaseException) -> Callable[[], Any]:
-    def thunk() -> Any:
-        raise exc
-
-    return thunk
 
 
 class _BorrowScope:
