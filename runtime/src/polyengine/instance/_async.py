@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
-from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.options import CanonicalOptions, LiftLowerContext
+from polyengine.abi.resources import ComponentInstance
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -105,6 +106,11 @@ class HostImportLower(Protocol):
     where: str
     #: marked ``suspending()``: a sync import that may park its caller
     marked: bool
+    #: the lowering instance's options, instance and compiled values (once
+    #: :meth:`context` has run)
+    opts: CanonicalOptions
+    ci: ComponentInstance
+    lowered: LoweredFunc
 
     def context(self, scope: Any) -> LiftLowerContext: ...
 
@@ -294,16 +300,23 @@ class TaskModel:
             func_inst = guarded
 
         def build() -> CanonLower:
-            context, lift_args, lower_result = steps.context, steps.lift_args, steps.lower_result
+            # resolved once, on the first call: each call only makes its two contexts
+            steps.context(None)
+            opts, ci, lift = steps.opts, steps.ci, steps.lowered.lift_params
+            lower_result = steps.lower_result
             has_result = ft.result is not None
 
             def lift_params(subtask: Any, flat: list[CoreVal]) -> list[Any]:
-                return lift_args(context(subtask), flat)
+                cx = LiftLowerContext(opts, ci, subtask)
+                cx.where = where
+                return lift(cx, flat)
 
             def lower_results(
                 subtask: Any, result: list[Any], flat: list[CoreVal]
             ) -> list[CoreVal]:
-                return lower_result(context(subtask), result[0] if has_result else None, flat)
+                cx = LiftLowerContext(opts, ci, subtask)
+                cx.where = where
+                return lower_result(cx, result[0] if has_result else None, flat)
 
             return CanonLower(
                 callee=func_inst,
