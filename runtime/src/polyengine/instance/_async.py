@@ -27,6 +27,7 @@ import asyncio
 import gc
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from threading import get_ident
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,7 +53,7 @@ from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.lift import canon_lower_async
-from polyengine.concurrency.reentry import check_not_on_stack
+from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
@@ -634,17 +635,19 @@ class AsyncExportCall:
         steps, lf = self._steps, self._lf
         if steps is None or lf is None:
             steps, lf = self._prepare()
-        steps.enter(held=False)
+        if steps.rec.poisoned is not None or get_ident() != steps.owner:
+            steps.enter(held=False)
         tasks = self.tasks
         current = tasks.store.current
         if current is not None:
             _refuse_sync_reentrance(current, lf, self.name)
             await asyncio.sleep(0)
             steps.enter(held=False)
-        try:
-            check_not_on_stack(lf.inst, self.name)
-        except ConcurrencyTrap as trap:
-            steps.reraise(trap)
+        if ON_STACK.get():
+            try:
+                check_not_on_stack(lf.inst, self.name)
+            except ConcurrencyTrap as trap:
+                steps.reraise(trap)
         begin = steps.begin
         if begin is not None:
             begin()

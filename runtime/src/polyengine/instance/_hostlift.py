@@ -42,6 +42,7 @@ class HostLift:
         "lift",
         "name",
         "opts",
+        "owner",
         "poison",
         "rec",
         "ro",
@@ -65,6 +66,8 @@ class HostLift:
                 ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
             )
         self.rt = rt
+        #: the thread that created the runtime, the only one that may call it
+        self.owner = rt.owner_thread
         self.lift = lift
         self.name = name
         self.ro = ro
