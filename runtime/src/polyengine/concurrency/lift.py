@@ -22,7 +22,7 @@ from polyengine.types.model import FuncType
 from .ready import Gate
 from .store import InstanceState
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask, Task
-from .thread import Activation, CoreVal, Suspends, Thread, run_activation
+from .thread import Activation, CoreVal, Suspends, Thread, first_step, run_activation
 from .traps import Trap, TrapCode, ctrap, ctrap_if
 from .waitable import EventCode, EventTuple, WaitableSet
 
@@ -130,13 +130,21 @@ def start_task(
 def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
     """The implicit thread of a ``canon lift`` call (§``canon lift``), for :func:`start_task`."""
     inst = lf.inst
-    entered = yield from task.enter_implicit_thread(thread)
-    if not entered:
-        return
+    if lf.ft.is_async:
+        entered = yield from task.enter_implicit_thread(thread)
+        if not entered:
+            return
+    else:
+        task.enter_implicit_thread_now(thread)  # nothing to wait for
     args = task.start()
     flat_args = lf.lower_args(task, args)
     if not lf.async_:
-        flat_results = yield from run_activation(lf.callee(thread, flat_args))
+        act = lf.callee(thread, flat_args)
+        block = first_step(act)
+        if block is None:
+            flat_results = act.results
+        else:
+            flat_results = yield from run_activation(act, block)
         task.return_(lf.lift_results(task, flat_results))
         if lf.post_return is not None:
             assert inst.may_leave

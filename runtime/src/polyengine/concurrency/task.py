@@ -157,6 +157,13 @@ class Task:
         self.register_thread(thread)
         return True
 
+    def enter_implicit_thread_now(self, thread: Thread) -> None:
+        """:meth:`enter_implicit_thread` of a task whose type is not ``async``: it
+        takes no lock and waits for no backpressure, so nothing can block."""
+        assert self.state is Task.State.INITIAL and not self.ft.is_async
+        self.implicit_thread = thread
+        self.register_thread(thread)
+
     def register_thread(self, thread: Thread) -> None:
         assert thread not in self.threads and thread.task is self
         self.threads.append(thread)
