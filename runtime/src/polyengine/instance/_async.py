@@ -108,14 +108,12 @@ class HostImportLower(Protocol):
     #: marked ``suspending()``: a sync import that may park its caller
     marked: bool
     #: the lowering instance's options, instance and compiled values (once
-    #: :meth:`context` has run)
+    #: :meth:`prepare` has run)
     opts: CanonicalOptions
     ci: ComponentInstance
     lowered: LoweredFunc
 
-    def context(self, scope: Any) -> LiftLowerContext: ...
-
-    def lift_args(self, cx: LiftLowerContext, flat: Sequence[CoreVal]) -> list[Any]: ...
+    def prepare(self) -> None: ...
 
     def lower_result(
         self, cx: LiftLowerContext, value: Any, flat: Sequence[CoreVal]
@@ -158,7 +156,7 @@ class TaskModel:
         """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``).
 
         ``values`` are the compiled values of the host side's lift
-        (:class:`~polyengine.instance._lift.HostLift`), which lowers the
+        (:class:`~polyengine.instance._hostlift.HostLift`), which lowers the
         host's arguments itself before the task starts.
         """
         key = (id(lift), side)
@@ -302,7 +300,7 @@ class TaskModel:
 
         def build() -> CanonLower:
             # resolved once, on the first call: each call only makes its two contexts
-            steps.context(None)
+            steps.prepare()
             opts, ci, lift = steps.opts, steps.ci, steps.lowered.lift_params
             lower_result = steps.lower_result
             has_result = ft.result is not None
