@@ -588,10 +588,12 @@ class AsyncExportCall:
         self._lf: CanonLift | None = None
 
     def _prepare(self) -> tuple[HostLift, CanonLift]:
-        """The lift's steps and its task-model lift, made on the first call."""
+        """The lift's steps and its task-model lift, made on the first call (from the
+        instance's own thread only: resolving the options reads its store)."""
         steps = self._steps
         lf = self._lf
         if steps is None or lf is None:
+            self.tasks.rt.check_thread(self.name)
             steps = HostLift(self.tasks.rt, self.lift, self.name)
             lf = self.tasks.lift(self.lift, "host", steps.values)
             self._steps, self._lf = steps, lf
