@@ -463,26 +463,20 @@ class HostLinker:
         )
         where = steps.where
         runtime_resources = self.resources
-        context, lift_args, call, lower_result = (
-            steps.context,
-            steps.lift_args,
-            steps.call,
-            steps.lower_result,
-        )
+        ci = site.instance
+        lift_params, call, lower_results = steps.lift_params, steps.call, steps.lower_results
 
         def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
-            lenders = CallLenders()
-            cx = context(lenders)
-            if not cx.inst.may_leave:
+            if not ci.may_leave:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
+            lenders = CallLenders()
             borrowed = runtime_resources.begin_call()
-            args = lift_args(cx, flat)
+            args = lift_params(lenders, flat)
             try:
                 value = call(args)
             finally:
                 runtime_resources.end_call(borrowed)
-            cx.refresh()
-            out = lower_result(cx, value, flat)
+            out = lower_results(lenders, [value], flat)
             lenders.deliver_resolve()
             return out
 
@@ -493,7 +487,9 @@ class HostLinker:
             """The general path's end, for a result the inline check did not accept."""
             value = steps.finish(value)
             lenders = CallLenders()
-            out = lower_result(context(lenders), value, flat)
+            if not hasattr(steps, "lowered"):
+                steps.prepare()
+            out = lower_results(lenders, [value], flat)
             lenders.deliver_resolve()
             return out
 

@@ -56,10 +56,10 @@ class HostLower:
     place (:meth:`call`, the synchronous trampoline, which refuses an
     awaitable) or by the task model (:meth:`host_callable`, whose awaitable
     the store's driver awaits while the guest is parked or the subtask
-    pending). The lifting of the guest's arguments (:meth:`lift_args`) and
-    the lowering of the result (:meth:`lower_result`, whose failure is the
+    pending). The lifting of the guest's arguments (:meth:`lift_params`) and
+    the lowering of the result (:meth:`lower_results`, whose failure is the
     host's: a :class:`~polyengine.abi.HostResultError` naming the import) are
-    the same for both.
+    the same for both, in the shape of the task model's ``CanonLower``.
     """
 
     __slots__ = (
@@ -112,28 +112,27 @@ class HostLower:
         self.ci = ro.record.ci
         self.ro = ro
 
-    def context(self, scope: Any) -> LiftLowerContext:
-        """The lifting context of one call in the lowering instance; ``scope`` (the
-        call's lenders, or its subtask) counts the borrows it hands out."""
+    def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]:
+        """The guest's arguments as host values; ``scope`` (the call's lenders, or its
+        subtask) counts the borrows they hand out."""
         try:
             cx = LiftLowerContext(self.opts, self.ci, scope)
-        except AttributeError:
+        except AttributeError:  # the first call
             self.prepare()
             cx = LiftLowerContext(self.opts, self.ci, scope)
         cx.where = self.where
-        return cx
-
-    def lift_args(self, cx: LiftLowerContext, flat: Sequence[CoreVal]) -> list[Any]:
-        """The guest's arguments as host values (after :meth:`context`)."""
         return self.lowered.lift_params(cx, flat)
 
-    def lower_result(
-        self, cx: LiftLowerContext, value: Any, flat: Sequence[CoreVal]
+    def lower_results(
+        self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
     ) -> list[CoreVal]:
-        """Lower the host's result into the guest; one of the wrong shape is the host's
-        fault (:func:`~polyengine.abi.trap.host_result_error`)."""
+        """Lower the host's result (``[]``, or ``[value]``) into the guest, after
+        :meth:`lift_params`; one of the wrong shape is the host's fault
+        (:func:`~polyengine.abi.trap.host_result_error`)."""
+        cx = LiftLowerContext(self.opts, self.ci, scope)
+        cx.where = self.where
         try:
-            return self.lowered.lower_results(cx, value, flat)
+            return self.lowered.lower_results(cx, result[0] if result else None, flat)
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
 

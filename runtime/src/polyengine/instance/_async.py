@@ -34,8 +34,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
-from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.abi.resources import ComponentInstance
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -107,16 +105,13 @@ class HostImportLower(Protocol):
     where: str
     #: marked ``suspending()``: a sync import that may park its caller
     marked: bool
-    #: the lowering instance's options, instance and compiled values (once
-    #: :meth:`prepare` has run)
-    opts: CanonicalOptions
-    ci: ComponentInstance
-    lowered: LoweredFunc
 
     def prepare(self) -> None: ...
 
-    def lower_result(
-        self, cx: LiftLowerContext, value: Any, flat: Sequence[CoreVal]
+    def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]: ...
+
+    def lower_results(
+        self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
     ) -> list[CoreVal]: ...
 
     def host_callable(self) -> Callable[..., Any]: ...
@@ -299,29 +294,12 @@ class TaskModel:
             func_inst = guarded
 
         def build() -> CanonLower:
-            # resolved once, on the first call: each call only makes its two contexts
-            steps.prepare()
-            opts, ci, lift = steps.opts, steps.ci, steps.lowered.lift_params
-            lower_result = steps.lower_result
-            has_result = ft.result is not None
-
-            def lift_params(subtask: Any, flat: list[CoreVal]) -> list[Any]:
-                cx = LiftLowerContext(opts, ci, subtask)
-                cx.where = where
-                return lift(cx, flat)
-
-            def lower_results(
-                subtask: Any, result: list[Any], flat: list[CoreVal]
-            ) -> list[CoreVal]:
-                cx = LiftLowerContext(opts, ci, subtask)
-                cx.where = where
-                return lower_result(cx, result[0] if has_result else None, flat)
-
+            steps.prepare()  # on the first call: the options resolve once
             return CanonLower(
                 callee=func_inst,
                 ft=ft,
-                lift_params=lift_params,
-                lower_results=lower_results,
+                lift_params=steps.lift_params,
+                lower_results=steps.lower_results,
                 async_=tr.options.is_async,
             )
 
