@@ -216,7 +216,9 @@ class ExportCall:
         check_enter = self._rt.check_enter
         owner = self._rt.owner_thread
         context, lower, release, caught = steps.context, steps.lower, steps.release, steps.caught
-        lift_results = steps.values.lift_results
+        lower_params, lift_results = steps.values.lower_params, steps.values.lift_results
+        # (arguments that cannot lend host objects skip the lending bracket)
+        lends = steps.lender is not None
         post_call = None if post is None else post.call_raw
         call_flat = callee.flat_call()
 
@@ -228,7 +230,10 @@ class ExportCall:
             try:
                 borrows = CallBorrows()
                 cx = context(borrows)
-                flat, lent = lower(cx, args)
+                if lends:
+                    flat, lent = lower(cx, args)
+                else:
+                    flat = lower_params(cx, args)
                 results = call_flat(flat)
                 borrows.exit()
                 cx.refresh()
