@@ -242,3 +242,28 @@ def test_reentrance_is_refused(wat: Wat, kind: str) -> None:
     (name, code, message) = got[1][0]
     assert (message, code) == REENTRANT[0]
     assert name == "Trap"
+
+
+#: embedder misuse: (case id, the export, its bad arguments); refused before the guest runs
+MISUSE: list[tuple[str, str, tuple[Any, ...]]] = [
+    ("wrong-type", "call_f", ("one",)),
+    ("out-of-range", "call_f", (-1,)),
+    ("not-a-string", "take", (b"bytes",)),
+    ("too-many-arguments", "ok", (1,)),
+]
+
+
+@pytest.mark.parametrize(("case", "export", "args"), MISUSE, ids=[c for c, _, _ in MISUSE])
+def test_argument_misuse_agrees_and_never_poisons(
+    wat: Wat, case: str, export: str, args: Any
+) -> None:
+    """Bad arguments raise the same error on every kind of instance, and the instance
+    stays usable: the lowering of the host's arguments is one step of the one lift."""
+    ok = raising(AssertionError("f is not called"))
+    results = {kind: outcome(wat, kind, ok, export, args) for kind in KINDS}
+    assert results["task"] == results["sync"]
+    assert results["task-marked"] == results["sync"]
+    first, later = results["sync"]
+    assert first[0] == "raised", first
+    assert first[1][0][0] != "Trap", first
+    assert later == ("returned", 7)

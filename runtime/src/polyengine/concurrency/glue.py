@@ -14,10 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.abi.trap import host_result_error
 
 from .builtins import canon_task_return
 from .lift import CanonLift, CanonLower, CoreFunc
@@ -67,18 +65,12 @@ def canon_lift_from_abi(
 
 
 def canon_lower_from_abi(
-    values: LoweredFunc,
-    opts: CanonicalOptions,
-    inst: InstanceState,
-    callee: FuncInst,
-    *,
-    host_import: str | None = None,
+    values: LoweredFunc, opts: CanonicalOptions, inst: InstanceState, callee: FuncInst
 ) -> CanonLower:
-    """The :class:`CanonLower` of a ``canon lower`` in ``inst`` calling ``callee``.
+    """The :class:`CanonLower` of a guest→guest ``canon lower`` in ``inst`` calling ``callee``.
 
-    ``host_import`` names the host import ``callee`` is: a result it returns
-    that cannot be lowered is then a :class:`~polyengine.abi.HostResultError`
-    naming it, as on the synchronous path.
+    (A host import's lower is the embed layer's, whose steps the task model
+    runs as they are: ``TaskModel.lower_import``.)
     """
     ci = inst.ci
     has_result = bool(values.ft.result_types())
@@ -88,20 +80,7 @@ def canon_lower_from_abi(
 
     def lower_results(subtask: Subtask, result: list[Any], flat: list[CoreVal]) -> list[CoreVal]:
         v = result[0] if has_result else None
-        cx = LiftLowerContext(opts, ci, subtask)
-        cx.where = host_import
-        return values.lower_results(cx, v, flat)
-
-    if host_import is not None:
-        lower_values = lower_results
-
-        def lower_results(
-            subtask: Subtask, result: list[Any], flat: list[CoreVal]
-        ) -> list[CoreVal]:
-            try:
-                return lower_values(subtask, result, flat)
-            except LowerError as exc:
-                raise host_result_error(host_import, exc) from exc
+        return values.lower_results(LiftLowerContext(opts, ci, subtask), v, flat)
 
     return CanonLower(
         callee=callee,

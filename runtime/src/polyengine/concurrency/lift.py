@@ -22,7 +22,7 @@ from polyengine.types.model import FuncType
 from .ready import Gate
 from .store import InstanceState
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask, Task
-from .thread import Activation, CoreVal, Suspends, Thread, run_activation
+from .thread import Activation, CoreVal, Suspends, Thread, first_step, run_activation
 from .traps import Trap, TrapCode, ctrap, ctrap_if
 from .waitable import EventCode, EventTuple, WaitableSet
 
@@ -130,13 +130,21 @@ def start_task(
 def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
     """The implicit thread of a ``canon lift`` call (§``canon lift``), for :func:`start_task`."""
     inst = lf.inst
-    entered = yield from task.enter_implicit_thread(thread)
-    if not entered:
-        return
+    if lf.ft.is_async:
+        entered = yield from task.enter_implicit_thread(thread)
+        if not entered:
+            return
+    else:
+        task.enter_implicit_thread_now(thread)  # nothing to wait for
     args = task.start()
     flat_args = lf.lower_args(task, args)
     if not lf.async_:
-        flat_results = yield from run_activation(lf.callee(thread, flat_args))
+        act = lf.callee(thread, flat_args)
+        block = first_step(act)
+        if block is None:
+            flat_results = act.results
+        else:
+            flat_results = yield from run_activation(act, block)
         task.return_(lf.lift_results(task, flat_results))
         if lf.post_return is not None:
             assert inst.may_leave
@@ -287,6 +295,7 @@ def canon_lower(
 
 _STARTED = Subtask.State.STARTED
 _RETURNED = Subtask.State.RETURNED
+_RETURNED_CODE = int(_RETURNED)
 
 
 def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) -> list[CoreVal]:
@@ -299,17 +308,12 @@ def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) 
     function that cannot park.
     """
     assert lf.async_
-    inst = thread.inst
-    if not inst.ci.may_leave or inst.poisoned is not None:
+    inst = thread.task.inst
+    if not inst.ci.may_leave or inst.record.poisoned is not None:
         inst.check_may_leave()  # traps
     subtask = Subtask()
     # the handle index, once the call outlived the built-in (events from then on)
     subtaski = 0
-
-    def subtask_event() -> EventTuple:
-        if subtask.resolved():
-            subtask.deliver_resolve()
-        return (EventCode.SUBTASK, subtaski, int(subtask.state))
 
     def on_start() -> list[Any]:
         if subtaski:
@@ -333,12 +337,20 @@ def canon_lower_async(lf: CanonLower, thread: Thread, flat_args: list[CoreVal]) 
             subtask.resolve(_RETURNED, lf.lower_results(subtask, result, flat_args))
 
     on_cancel = lf.callee(on_start, on_resolve, inst)
-    if subtask.resolved():
+    if subtask.state >= _RETURNED:
         # resolved at once (the results are in place): no handle, no event
         subtask.deliver_resolve()
         assert subtask.flat_results == []
-        return [int(_RETURNED)]
+        return [_RETURNED_CODE]
     subtask.on_cancel = on_cancel
+
+    # (made only for a call that outlived the built-in: ``on_start`` and
+    # ``on_resolve`` use it once ``subtaski`` is set)
+    def subtask_event() -> EventTuple:
+        if subtask.resolved():
+            subtask.deliver_resolve()
+        return (EventCode.SUBTASK, subtaski, int(subtask.state))
+
     subtaski = inst.handles.add(subtask)
     assert 0 < subtaski < 2**28
     return [int(subtask.state) | (subtaski << 4)]

@@ -157,6 +157,13 @@ class Task:
         self.register_thread(thread)
         return True
 
+    def enter_implicit_thread_now(self, thread: Thread) -> None:
+        """:meth:`enter_implicit_thread` of a task whose type is not ``async``: it
+        takes no lock and waits for no backpressure, so nothing can block."""
+        assert self.state is Task.State.INITIAL and not self.ft.is_async
+        self.implicit_thread = thread
+        self.register_thread(thread)
+
     def register_thread(self, thread: Thread) -> None:
         assert thread not in self.threads and thread.task is self
         self.threads.append(thread)
@@ -314,20 +321,20 @@ class Subtask(Waitable):
         self.lenders.append(lending_handle)
 
     def resolve(self, state: Subtask.State, flat_results: list[CoreVal]) -> None:
+        # (the asserts test ``resolved()`` inline: this runs on every lowered call)
         assert state is Subtask.State.RETURNED or flat_results == []
-        assert not self.resolved()
+        assert self.state < Subtask.State.RETURNED <= state, (self.state, state)
         self.state = state
         self.flat_results = flat_results
         self.on_cancel = None  # nothing left to cancel
-        assert self.resolved()
         w = self.waiter
         if w is not None:
             w.task.inst.store.ready.notify(w)
 
     def deliver_resolve(self) -> None:
-        assert not self.resolve_delivered() and self.resolved()
-        assert self.lenders is not None
-        for h in self.lenders:
+        lenders = self.lenders
+        assert lenders is not None and self.state >= Subtask.State.RETURNED
+        for h in lenders:
             h.num_lends -= 1
         self.lenders = None
 

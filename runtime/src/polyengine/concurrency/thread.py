@@ -37,6 +37,7 @@ __all__ = [
     "GeneratorActivation",
     "Suspends",
     "Thread",
+    "first_step",
     "run_activation",
 ]
 
@@ -137,11 +138,15 @@ class GeneratorActivation:
         self._gen.close()
 
 
-def run_activation(act: Activation) -> Suspends[list[CoreVal]]:
-    """Run ``act`` to completion inside a thread body, passing its blocks up."""
+def run_activation(act: Activation, first: Block | None = None) -> Suspends[list[CoreVal]]:
+    """Run ``act`` to completion inside a thread body, passing its blocks up.
+
+    ``first`` is the block its first step (:func:`first_step`) ended at, when
+    the caller took that step itself.
+    """
     finished = False
     try:
-        block = act.resume(Cancelled.FALSE)
+        block = act.resume(Cancelled.FALSE) if first is None else first
         while block is not None:
             cancelled = yield block
             block = act.resume(cancelled)
@@ -150,6 +155,18 @@ def run_activation(act: Activation) -> Suspends[list[CoreVal]]:
     finally:
         if not finished and act.is_parked:
             act.abandon()
+
+
+def first_step(act: Activation) -> Block | None:
+    """Start ``act``: ``None`` when it completed at once (the common case of a core
+    call that never blocks, whose body then needs no :func:`run_activation`),
+    else the block to continue from with ``run_activation(act, block)``."""
+    try:
+        return act.resume(Cancelled.FALSE)
+    except BaseException:
+        if act.is_parked:
+            act.abandon()
+        raise
 
 
 ThreadBody = Callable[["Thread"], Suspends[None]]

@@ -26,24 +26,23 @@ from typing import Any
 
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
-from polyengine.abi.errors import LowerError, LowerTypeError, describe
-from polyengine.abi.functions import LoweredFunc, scalar_lifting, scalar_lowering
-from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.errors import LowerTypeError, describe
+from polyengine.abi.functions import scalar_lifting, scalar_lowering
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
-from polyengine.abi.trap import host_import_trap, host_result_error
+from polyengine.abi.trap import host_import_trap
+from polyengine.embed._hostlower import HostLower
 from polyengine.embed._names import FuncName, parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
-from polyengine.instance import CoreVal, ImportSite, ResolvedOptions
+from polyengine.instance import CoreVal, ImportSite
 from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
-from polyengine.types.model import FuncType, Future, Result
+from polyengine.types.model import FuncType
 from polyengine_protocol import (
     BRAND_ATTRIBUTE,
     Trap,
     is_abortable,
-    is_component_exception,
     is_defer_cancel,
     is_resource_wrapper,
     is_suspending,
@@ -74,27 +73,6 @@ def _parsed_path(path: tuple[str, ...]) -> tuple[FuncName, str]:
             _PATHS.clear()
         found = _PATHS[path] = (parse_func_name(path[-1]), describe_import(path))
     return found
-
-
-def wrap_result(ft: FuncType) -> Callable[[Callable[[], Any]], Any] | None:
-    """For a ``result``-typed function: run the host call, return the result-as-value."""
-    result = ft.result
-    if not isinstance(result, Result):
-        return None
-    has_ok = result.ok is not None
-    has_err = result.error is not None
-
-    def call(thunk: Callable[[], Any]) -> Any:
-        try:
-            value = thunk()
-        except Exception as exc:
-            if not is_component_exception(exc):
-                raise
-            payload = getattr(exc, "payload", None)
-            return {"kind": "err", "value": payload} if has_err else {"kind": "err"}
-        return {"kind": "ok", "value": value} if has_ok else {"kind": "ok"}
-
-    return call
 
 
 class HostResourceTable:
@@ -476,10 +454,7 @@ class HostLinker:
         assert site.tasks is not None
         return site.tasks.lower_import(
             tr,
-            fn,
-            describe_import(tr.path),
-            marked=marked,
-            wrap=wrap_result(tr.type),
+            HostLower(site, tr, fn, where=describe_import(tr.path), marked=marked),
             defer_cancel=_marked(fn, is_defer_cancel),
             abortable=_marked(fn, is_abortable),
         )
@@ -489,83 +464,52 @@ class HostLinker:
     ) -> Callable[[Sequence[CoreVal]], list[CoreVal]]:
         """The core function body of lowered import ``tr`` (sync ``canon lower``).
 
-        An import whose parameters and result are all ``bool``, integers or
-        floats (no ``result`` to wrap) gets a generated body that converts
-        them inline; it needs no options, no lifting context, no lending
-        scope and no borrowed-wrapper bookkeeping, as no memory or handle is
-        involved. A result its inline check does not accept takes the
-        general path, which settles, converts or rejects it.
+        The in-place variant of :class:`HostLower`: the host call completes
+        before the body returns. An import whose parameters and result are
+        all ``bool``, integers or floats (no ``result`` to wrap) gets a
+        generated body that converts them inline; it needs no options, no
+        lifting context, no lending scope and no borrowed-wrapper
+        bookkeeping, as no memory or handle is involved. A result its inline
+        check does not accept takes the general path, which settles,
+        converts or rejects it.
         """
         fn = self.resolve(tr.path)
-        where = describe_import(tr.path)
-        ft = tr.type
-        result_wrap = wrap_result(ft)
-        marked = _is_marked_suspending(fn)
-        # A12: an import whose result is a future returns the future's source
-        source = isinstance(ft.result, Future)
+        steps = HostLower(
+            site, tr, fn, where=describe_import(tr.path), marked=_is_marked_suspending(fn)
+        )
+        where = steps.where
         runtime_resources = self.resources
-        #: the resolved options and value codecs, from the first call on
-        prepared: tuple[ResolvedOptions, LoweredFunc] | None = None
-
-        def prepare() -> tuple[ResolvedOptions, LoweredFunc]:
-            nonlocal prepared
-            ro = site.resolve()
-            prepared = (ro, LoweredFunc.compile(ro.compiler, ft))
-            return prepared
+        ci = site.instance
+        lift_params, call, lower_results = steps.lift_params, steps.call, steps.lower_results
 
         def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
-            ro, lowered = prepared or prepare()
-            ci = ro.record.ci
             if not ci.may_leave:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
             lenders = CallLenders()
-            cx = LiftLowerContext(ro.opts, ci, lenders)
-            cx.where = where
             borrowed = runtime_resources.begin_call()
-            args = lowered.lift_params(cx, flat)
+            args = lift_params(lenders, flat)
             try:
-                if result_wrap is not None:
-                    value = result_wrap(lambda: _settle(fn(*args), where, marked, source))
-                else:
-                    value = _settle(fn(*args), where, marked, source)
-            except Exception as exc:
-                if is_wasi_exit(exc):
-                    raise
-                raise host_import_trap(where, exc) from exc
+                value = call(args)
             finally:
                 runtime_resources.end_call(borrowed)
-            cx.refresh()
-            try:
-                out = lowered.lower_results(cx, value, flat)
-            except LowerError as exc:
-                raise host_result_error(where, exc) from exc
+            out = lower_results(lenders, [value], flat)
             lenders.deliver_resolve()
             return out
 
-        if result_wrap is not None or source or tr.options.is_async:
+        if steps.wrap is not None or steps.source or tr.options.is_async:
             return body
-        ci = site.instance
 
         def finish(value: Any, flat: Sequence[CoreVal]) -> list[CoreVal]:
             """The general path's end, for a result the inline check did not accept."""
-            try:
-                value = _settle(value, where, marked, source)
-            except Exception as exc:
-                if is_wasi_exit(exc):
-                    raise
-                raise host_import_trap(where, exc) from exc
-            ro, lowered = prepared or prepare()
+            value = steps.finish(value)
             lenders = CallLenders()
-            cx = LiftLowerContext(ro.opts, ci, lenders)
-            cx.where = where
-            try:
-                out = lowered.lower_results(cx, value, flat)
-            except LowerError as exc:
-                raise host_result_error(where, exc) from exc
+            if not hasattr(steps, "lowered"):
+                steps.prepare()
+            out = lower_results(lenders, [value], flat)
             lenders.deliver_resolve()
             return out
 
-        return _scalar_host_call(ft, fn, ci, where, finish) or body
+        return _scalar_host_call(tr.type, fn, site.instance, where, finish) or body
 
 
 _ABSENT = object()
@@ -655,32 +599,3 @@ def _scalar_host_call(
         "host_call", "flat", body, env
     )
     return call
-
-
-#: result types that are never awaitable (the common case skips ``inspect.isawaitable``)
-_PLAIN = frozenset({int, float, bool, str, bytes, type(None), list, tuple, dict})
-
-
-def _settle(value: Any, where: str, marked: bool, source: bool = False) -> Any:
-    """A host import returned ``value``; an awaitable needs a suspension point.
-
-    When the import's result is a ``future`` (``source``), an awaitable is
-    the future's source and is lowered as such (embedder-api A12).
-    """
-    if type(value) in _PLAIN:
-        return value
-    if inspect.isawaitable(value) and not source:
-        if inspect.iscoroutine(value):
-            value.close()
-        if marked:
-            from polyengine_protocol import SuspensionUnavailable
-
-            raise SuspensionUnavailable(
-                f"host import {where} returned an awaitable, but this instance runs "
-                "without suspension (a synchronous store)"
-            )
-        raise TypeError(
-            f"host import {where} is synchronous in WIT but returned an awaitable; "
-            "mark it with polyengine_protocol.suspending() to let it park the caller"
-        )
-    return value

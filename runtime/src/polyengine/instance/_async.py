@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from threading import get_ident
 from types import AsyncGeneratorType, CoroutineType, FrameType, GeneratorType, ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks
 from polyengine.abi.functions import LiftedFunc, LoweredFunc
-from polyengine.abi.options import LiftLowerContext
-from polyengine.abi.trap import escaped, fault, passes_through, poisons
 from polyengine.concurrency import (
     CanonLift,
     CanonLower,
@@ -53,24 +51,24 @@ from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.lift import canon_lower_async
-from polyengine.concurrency.reentry import check_not_on_stack
+from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
 from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
+from polyengine.instance._hostlift import HostLift
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import flatten_functype
 from polyengine_protocol import (
     Trap,
-    is_component_exception,
     is_future,
     is_stream,
 )
 
 if TYPE_CHECKING:
-    from polyengine.instance._runtime import ComponentRuntime, ResolvedOptions
+    from polyengine.instance._runtime import ComponentRuntime
 
 __all__ = ["AsyncExportCall", "FutureSource", "HostValueHooks", "TaskModel", "needs_task_model"]
 
@@ -99,6 +97,26 @@ class HostValueHooks(AsyncValueHooks, Protocol):
     def on_poison(self, inst: InstanceState, trap: BaseException) -> None: ...
 
 
+class HostImportLower(Protocol):
+    """The one lower of a host import (the embed layer's ``HostLower``), as the task
+    model runs it (CanonicalABI.md §``canon lower``)."""
+
+    #: the import's name in traps (``wasi:cli/stdout@0.2.0#get-stdout``)
+    where: str
+    #: marked ``suspending()``: a sync import that may park its caller
+    marked: bool
+
+    def prepare(self) -> None: ...
+
+    def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]: ...
+
+    def lower_results(
+        self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
+    ) -> list[CoreVal]: ...
+
+    def host_callable(self) -> Callable[..., Any]: ...
+
+
 #: makes the host values of one store, driven by its driver
 HostValuesFactory = Callable[[Store, Driver], HostValueHooks]
 
@@ -125,14 +143,17 @@ class TaskModel:
         self._lifts: dict[tuple[int, str], CanonLift] = {}
         self._pinned: list[pln.Lift] = []  # the lifts keyed by id stay alive
         self._func_insts: dict[pln.Lift, FuncInst] = {}
-        #: by lift: its values, options and the host table its arguments lend to (if any)
-        self._host_lowering: dict[int, tuple[LiftedFunc, ResolvedOptions, Any]] = {}
         self.store.on_poison.append(self.host_values.on_poison)
 
     # -- lifts ---------------------------------------------------------------------------
 
-    def lift(self, lift: pln.Lift, side: str) -> CanonLift:
-        """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``)."""
+    def lift(self, lift: pln.Lift, side: str, values: LiftedFunc | None = None) -> CanonLift:
+        """The :class:`CanonLift` of ``lift`` with values for ``side`` (``host``/``guest``).
+
+        ``values`` are the compiled values of the host side's lift
+        (:class:`~polyengine.instance._hostlift.HostLift`), which lowers the
+        host's arguments itself before the task starts.
+        """
         key = (id(lift), side)
         found = self._lifts.get(key)
         if found is not None:
@@ -140,9 +161,10 @@ class TaskModel:
         rt = self.rt
         o = lift.options
         ro = rt.resolve_options(o, side=side)
-        values = LiftedFunc.compile(
-            ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
-        )
+        if values is None:
+            values = LiftedFunc.compile(
+                ro.compiler, lift.type, is_async=o.is_async, callback=o.callback is not None
+            )
         lf = canon_lift_from_abi(
             values,
             ro.opts,
@@ -158,46 +180,9 @@ class TaskModel:
             # the host's arguments are lowered before the call starts, so
             # embedder misuse raises in the caller and never poisons
             lf.lower_args = _take_prelowered
-            self._host_lowering[id(lift)] = (values, ro, rt.lender(lift.type))
         self._lifts[key] = lf
         self._pinned.append(lift)
         return lf
-
-    def lower_host_args(
-        self, lift: pln.Lift, args: list[Any], where: str | None = None
-    ) -> tuple[list[Any], Callable[[], None] | None]:
-        """Lower the host's arguments of ``lift`` now (CanonicalABI.md §``canon lift``).
-
-        Returns the lowered arguments and what to call when the call ends:
-        the release of the host objects they lend (``borrow``), if any.
-
-        Raises the lowering error (``TypeError``, ``OverflowError``,
-        ``InvalidHandleError``...) for bad arguments; a trap in the guest's
-        ``realloc`` poisons the instance.
-        """
-        lf = self.lift(lift, "host")
-        if not lf.inst.may_enter_from(None):
-            raise Trap("cannot enter component instance", code="cannot-enter")
-        values, ro, host = self._host_lowering[id(lift)]
-        scope = _BorrowScope()
-        cx = LiftLowerContext(ro.opts, ro.record.ci, scope)
-        cx.where = where
-        outer = None if host is None else host.begin_lending()
-        try:
-            flat = values.lower_params(cx, args)
-        except BaseException as exc:
-            if host is not None:
-                host.release_lent(host.end_lending(outer))
-            trap = fault(exc)
-            if poisons(exc, trap):
-                self.store.poison(lf.inst, escaped(exc))
-            if trap is exc:
-                raise
-            raise trap from trap.__cause__
-        lent = None if host is None else host.end_lending(outer)
-        return [_Prelowered(flat, scope)], (
-            None if not lent else lambda: host.release_lent(lent)
-        )
 
     def func_inst(self, lift: pln.Lift) -> FuncInst:
         """The callable component function of a lift, for guest callers."""
@@ -260,15 +245,19 @@ class TaskModel:
     def lower_import(
         self,
         tr: pln.LowerImport,
-        fn: Callable[..., Any],
-        where: str,
+        steps: HostImportLower,
         *,
-        marked: bool,
-        wrap: Callable[[Callable[[], Any]], Any] | None,
         defer_cancel: bool = False,
         abortable: bool = False,
     ) -> engine.CoreFunc:
         """A host import called through the task model (it may park its caller).
+
+        The task-model variant of the import's one lower (``steps``, the
+        embed layer's): the same lifting of the guest's arguments, host call
+        and lowering of the result as the in-place trampoline, with the host
+        callable run as a host function of the driver, so that an awaitable
+        it returns parks the guest (or leaves the subtask pending) until it
+        settles.
 
         A guest's cancellation of the call discards it (embedder-api A23):
         the subtask resolves as cancelled at once and the host's late
@@ -280,10 +269,10 @@ class TaskModel:
         completion.
         """
         ft = tr.type
-        call = _host_callable(fn, wrap, future_result=isinstance(ft.result, m.Future))
+        where = steps.where
         mode: CancelMode = "ignore" if defer_cancel else "abort" if abortable else "discard"
         func_inst = self.driver.host_func_inst(
-            call,
+            steps.host_callable(),
             name=where,
             has_result=ft.result is not None,
             cancel=mode,
@@ -291,7 +280,7 @@ class TaskModel:
                 _release_abandoned if any(_has_async_value(t) for t in ft.param_types()) else None
             ),
         )
-        if marked and not ft.is_async:
+        if steps.marked and not ft.is_async:
             inner = func_inst
 
             def guarded(on_start: Any, on_resolve: Any, caller: Any) -> Any:
@@ -305,10 +294,14 @@ class TaskModel:
             func_inst = guarded
 
         def build() -> CanonLower:
-            ro = self.rt.resolve_options(tr.options, side="host")
-            values = LoweredFunc.compile(ro.compiler, ft, is_async=tr.options.is_async)
-            state = self.states[tr.options.instance]
-            return canon_lower_from_abi(values, ro.opts, state, func_inst, host_import=where)
+            steps.prepare()  # on the first call: the options resolve once
+            return CanonLower(
+                callee=func_inst,
+                ft=ft,
+                lift_params=steps.lift_params,
+                lower_results=steps.lower_results,
+                async_=tr.options.is_async,
+            )
 
         # a host callee starts no core call of this store, so the lower runs
         # on the caller's fiber: a call that settles at once never parks, and
@@ -370,66 +363,6 @@ class TaskModel:
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
     return [int(a) for a in args]
-
-
-def _host_callable(
-    fn: Callable[..., Any],
-    wrap: Callable[[Callable[[], Any]], Any] | None,
-    *,
-    future_result: bool = False,
-) -> Callable[..., Any]:
-    """``fn`` with the error model applied to its result, returned or awaited.
-
-    With ``future_result`` (the import's result is a ``future``), an
-    awaitable returned by a plain function is the future's source, not the
-    call's completion (embedder-api A12); a coroutine function's coroutine
-    is still the call.
-    """
-    if future_result and not inspect.iscoroutinefunction(fn):
-        inner = fn
-
-        def source_call(*args: Any) -> Any:
-            out = inner(*args)
-            return FutureSource(out) if inspect.isawaitable(out) else out
-
-        fn = source_call
-    if wrap is None:
-        return fn
-
-    def call(*args: Any) -> Any:
-        holder: list[Any] = []
-
-        def thunk() -> Any:
-            out = fn(*args)
-            if inspect.isawaitable(out):
-                holder.append(out)
-                return None
-            return out
-
-        value = wrap(thunk)
-        if not holder:
-            return value
-        aw: Awaitable[Any] = holder[0]
-
-        async def settle() -> Any:
-            try:
-                v = await aw
-            except Exception as exc:
-                if not is_component_exception(exc):
-                    raise
-                return wrap(_raiser(exc))
-            return wrap(lambda: v)
-
-        return settle()
-
-    return call
-
-
-def _raiser(exc: BaseException) -> Callable[[], Any]:
-    def thunk() -> Any:
-        raise exc
-
-    return thunk
 
 
 class _BorrowScope:
@@ -591,22 +524,6 @@ def _is_call_args(r: object, frontier: list[Any]) -> bool:
     )
 
 
-def _raise_for(trap: BaseException) -> NoReturn:
-    """Raise what the embedder sees for a trap that failed its call (:func:`fault`).
-
-    What passes through (a WASI exit request, a host result of the wrong
-    shape, an interrupt) reaches the embedder unchanged, as on the
-    synchronous path; the trap that poisoned the instance chains to it.
-    """
-    cause = trap.__cause__
-    if cause is not None and passes_through(cause):
-        raise cause
-    converted = fault(trap)
-    if converted is trap:
-        raise trap
-    raise converted from trap
-
-
 def _refuse_sync_reentrance(current: Thread, lf: CanonLift, name: str) -> None:
     """Trap when the host calls into the instance of the synchronous task running now.
 
@@ -630,25 +547,52 @@ def _refuse_sync_reentrance(current: Thread, lf: CanonLift, name: str) -> None:
 
 
 class AsyncExportCall:
-    """A lifted export called from the host through the task model."""
+    """A lifted export called from the host through the task model.
 
-    __slots__ = ("lift", "name", "tasks")
+    The task-model activation of the one host lift
+    (:class:`~polyengine.instance._lift.HostLift`): the same steps as the
+    in-place :class:`~polyengine.instance._lift.ExportCall`, with the core
+    function run as a task the store's driver starts and the call awaits
+    (or, in :meth:`call_sync`, drives to completion at once).
+    """
+
+    __slots__ = ("_lf", "_steps", "lift", "name", "tasks")
 
     def __init__(self, tasks: TaskModel, lift: pln.Lift, name: str) -> None:
         self.tasks = tasks
         self.lift = lift
         self.name = name
+        self._steps: HostLift | None = None
+        self._lf: CanonLift | None = None
 
-    def _check(self) -> CanonLift:
-        lf = self.tasks.lift(self.lift, "host")
-        rec = self.tasks.rt.records[self.lift.options.instance]
-        if rec.poisoned is not None:
-            raise Trap(
-                f"cannot enter component instance {rec.ci.name} to call {self.name}: "
-                f"it was poisoned by an earlier trap ({rec.poisoned})",
-                code="instance-poisoned",
-            )
-        return lf
+    def _prepare(self) -> tuple[HostLift, CanonLift]:
+        """The lift's steps and its task-model lift, made on the first call (from the
+        instance's own thread only: resolving the options reads its store)."""
+        steps = self._steps
+        lf = self._lf
+        if steps is None or lf is None:
+            self.tasks.rt.check_thread(self.name)
+            steps = HostLift(self.tasks.rt, self.lift, self.name)
+            lf = self.tasks.lift(self.lift, "host", steps.values)
+            self._steps, self._lf = steps, lf
+        return steps, lf
+
+    def _lower(self, steps: HostLift, lf: CanonLift, args: Any) -> tuple[list[Any], Any]:
+        """The host's arguments lowered before the task exists, into a borrow scope it
+        takes over as it starts (:func:`_take_prelowered`); the lends to release.
+
+        Raises the lowering error (``TypeError``, ``OverflowError``,
+        ``InvalidHandleError``...) for bad arguments; a trap in the guest's
+        ``realloc`` poisons the instance.
+        """
+        if not lf.inst.may_enter_from(None):
+            raise Trap("cannot enter component instance", code="cannot-enter")
+        scope = _BorrowScope()
+        try:
+            flat, lent = steps.lower(steps.context(scope), list(args))
+        except BaseException as exc:
+            steps.fail(exc)
+        return [_Prelowered(flat, scope)], lent
 
     async def __call__(self, args: Any) -> Any:
         """Call the export and await its result value.
@@ -666,25 +610,29 @@ class AsyncExportCall:
         host coroutine, python-mapping.md §4), the call starts one loop
         iteration later, once the guest is off the engine.
         """
-        self.tasks.rt.check_thread(self.name)
-        current = self.tasks.store.current
+        steps, lf = self._steps, self._lf
+        if steps is None or lf is None:
+            steps, lf = self._prepare()
+        if steps.rec.poisoned is not None or get_ident() != steps.owner:
+            steps.enter(held=False)
+        tasks = self.tasks
+        current = tasks.store.current
         if current is not None:
-            lf = self._check()
             _refuse_sync_reentrance(current, lf, self.name)
             await asyncio.sleep(0)
-        lf = self._check()
-        try:
-            check_not_on_stack(lf.inst, self.name)
-        except ConcurrencyTrap as trap:
-            _raise_for(trap)
-        begin = self.tasks.rt.begin_call
+            steps.enter(held=False)
+        if ON_STACK.get():
+            try:
+                check_not_on_stack(lf.inst, self.name)
+            except ConcurrencyTrap as trap:
+                steps.reraise(trap)
+        begin = steps.begin
         if begin is not None:
             begin()
         else:
-            self.tasks.rt.store.note_task()
-        driver = self.tasks.driver
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
-        call, fut = driver.start(lf, lowered)
+            tasks.rt.store.note_task()
+        lowered, lent = self._lower(steps, lf, args)
+        call, fut = tasks.driver.start(lf, lowered)
         try:
             results = await fut
         except asyncio.CancelledError:
@@ -695,10 +643,10 @@ class AsyncExportCall:
                 call.cancel()
             raise
         except ConcurrencyTrap as trap:
-            _raise_for(trap)
+            steps.reraise(trap)
         finally:
-            if release is not None:
-                release()
+            if lent:
+                steps.release(lent)
         if call is not None:
             # the callee task may outlive the call (work after task.return):
             # it must not keep the host's result values alive
@@ -707,21 +655,21 @@ class AsyncExportCall:
 
     def call_sync(self, args: Any) -> Any:
         """Run the export to completion now (resource constructors): nothing may wait."""
-        self.tasks.rt.check_thread(self.name)
-        lf = self._check()
-        begin = self.tasks.rt.begin_call
+        steps, lf = self._prepare()
+        steps.enter(held=False)
+        begin = steps.begin
         if begin is not None:
             begin()
-        lowered, release = self.tasks.lower_host_args(self.lift, list(args), self.name)
+        lowered, lent = self._lower(steps, lf, args)
         try:
             results = run_to_completion(lf, lowered)
         except ConcurrencyTrap as trap:
-            _raise_for(trap)
+            steps.reraise(trap)
         except RuntimeError as exc:
             raise Trap(
                 f"{self.name} did not complete synchronously: {exc}", code="cannot-block-sync"
             ) from exc
         finally:
-            if release is not None:
-                release()
+            if lent:
+                steps.release(lent)
         return results[0] if results else None

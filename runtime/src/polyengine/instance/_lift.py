@@ -1,13 +1,22 @@
-"""The host's call of a lifted export on the synchronous path (CanonicalABI.md §``canon lift``).
+"""The host's call of a lifted export (CanonicalABI.md §``canon lift``).
 
-A synchronous export called from the host is an activation that runs the
-core function in place and completes before the call returns: the
-degenerate case of a task (architecture.md §1). :class:`ExportCall` is that
-lift, specialised once at instantiation: the general call of any
-signature, and for scalar-only signatures a generated call that converts
-inline (chosen on the first call, never per call). On the task model the
-same lift is :class:`~polyengine.instance._async.AsyncExportCall`;
-:func:`export_call` picks between them for the runtime at hand.
+One ``canon lift`` serves every export called from the host: the steps
+:class:`HostLift` writes once (the entry check, the per-call limits, the
+lowering of the host's arguments with their borrow scope and the host
+objects they lend, the fault door) and an activation, the only thing that
+varies:
+
+* :class:`ExportCall` runs the core function in place and completes
+  before the call returns, a synchronous export being the degenerate case
+  of a task (architecture.md §1); its general call serves any signature,
+  and for scalar-only signatures a generated call (or the compiled kernel,
+  ``engine.export_kernel``) specialises it, chosen on the first call, never
+  per call;
+* :class:`~polyengine.instance._async.AsyncExportCall` starts a task on the
+  store's driver and awaits it, or runs it to completion (the task model,
+  CanonicalABI.md §``Task``).
+
+:func:`export_call` picks the activation for the runtime at hand.
 """
 
 from __future__ import annotations
@@ -20,9 +29,8 @@ from polyengine import engine
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
 from polyengine.abi.functions import LiftedFunc, scalar_lifting, scalar_lowering
-from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import CallBorrows
-from polyengine.abi.trap import escaped, fault, poisons
+from polyengine.instance._hostlift import HostLift
 from polyengine.translate import plan as pln
 from polyengine.types.layout import flatten_functype
 from polyengine.types.model import S32, S64, U32, U64
@@ -97,17 +105,7 @@ class ExportCall:
     as statements, which the exports facade compiles into its coroutines.
     """
 
-    __slots__ = (
-        "__call__",
-        "_callee",
-        "_inline",
-        "_lifted",
-        "_options",
-        "_post_return",
-        "_rt",
-        "lift",
-        "name",
-    )
+    __slots__ = ("__call__", "_callee", "_inline", "_rt", "_steps", "lift", "name")
 
     if TYPE_CHECKING:
 
@@ -118,26 +116,31 @@ class ExportCall:
         self._rt = rt
         self.lift = lift
         self.name = name
-        self._options: ResolvedOptions | None = None
-        self._lifted: LiftedFunc | None = None
+        self._steps: HostLift | None = None
         self._callee: engine.CoreFunc | None = None
-        self._post_return: engine.CoreFunc | None = None
         self._inline: InlineCall | None = None
         ExportCall.__dict__["__call__"].__set__(self, self._first_call)
 
     def _first_call(self, args: Sequence[Any]) -> Any:
         return self._prepare()(args)
 
+    @property
+    def _options(self) -> ResolvedOptions | None:
+        return None if self._steps is None else self._steps.ro
+
+    @property
+    def _lifted(self) -> LiftedFunc | None:
+        return None if self._steps is None else self._steps.values
+
     def _prepare(self) -> Callable[[Sequence[Any]], Any]:
         rt = self._rt
-        ro = rt.resolve_options(self.lift.options, host_side=True)
-        lifted = LiftedFunc.compile(ro.compiler, self.lift.type)
-        callee = rt.resolve_func(self.lift.func)
+        self._steps = steps = HostLift(rt, self.lift, self.name)
+        self._callee = callee = rt.resolve_func(self.lift.func)
         post = None
         if self.lift.options.post_return is not None:
             post = rt.resolve_func(self.lift.options.post_return)
-        general = self._general(ro, lifted, callee, post)
-        begin = rt.begin_call
+        general = self._general(steps.ro, steps.values, callee, post)
+        begin = steps.begin
         if begin is not None:
             general = _begun(begin, general)
         names = [f"a{k}" for k in range(len(self.lift.type.params))]
@@ -146,13 +149,13 @@ class ExportCall:
         inline = InlineCall(names, [f"return general({args})"], {"general": general}, False)
         # An export lifted in a nested instance enters its ancestors too (only
         # the general path does that).
-        nested = len(ro.record.ci.entering_set(None)) > 1
+        nested = len(steps.ci.entering_set(None)) > 1
         plain = post is not None or nested or begin is not None
-        scalar = None if plain else self._scalar(ro, callee, names)
+        scalar = None if plain else self._scalar(steps, callee, names)
         if scalar is not None:
             guard, core, env, exact = scalar
             env["general"] = general
-            kernel = self._kernel(callee, env, len(names), general) if exact else None
+            kernel = self._kernel(steps, callee, env, len(names)) if exact else None
             entry = [
                 "if rec.poisoned is not None or not ci.may_enter or get_ident() != owner:",
                 "    check_enter(rec, name)",
@@ -180,7 +183,6 @@ class ExportCall:
                 # The type tests first: a value they refuse reaches ``general`` before
                 # anything else happens (the general call makes the entry test itself).
                 inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
-        self._options, self._lifted, self._callee, self._post_return = ro, lifted, callee, post
         self._inline = inline
         ExportCall.__dict__["__call__"].__set__(self, run)
         return run
@@ -203,14 +205,20 @@ class ExportCall:
         callee: engine.CoreFunc,
         post: engine.CoreFunc | None,
     ) -> Callable[[Sequence[Any]], Any]:
-        """The call of any signature: lower, call, lift, post-return (§"`canon lift`")."""
-        rec = ro.record
-        ci = rec.ci
-        opts = ro.opts
+        """The in-place activation of any signature: :class:`HostLift`'s steps around
+        the core call, then lift and post-return (§"`canon lift`")."""
+        steps = self._steps
+        if steps is None or steps.ro is not ro or steps.values is not lifted:
+            steps = HostLift(self._rt, self.lift, self.name, ro, lifted)
+        rec = steps.rec
+        ci = steps.ci
         name = self.name
         check_enter = self._rt.check_enter
         owner = self._rt.owner_thread
-        lower_params, lift_results = lifted.lower_params, lifted.lift_results
+        context, lower, release, caught = steps.context, steps.lower, steps.release, steps.caught
+        lower_params, lift_results = steps.values.lower_params, steps.values.lift_results
+        # (arguments that cannot lend host objects skip the lending bracket)
+        lends = steps.lender is not None
         post_call = None if post is None else post.call_raw
         call_flat = callee.flat_call()
 
@@ -218,10 +226,14 @@ class ExportCall:
             if rec.poisoned is not None or not ci.may_enter or get_ident() != owner:
                 check_enter(rec, name)
             ci.may_enter = False
+            lent = None
             try:
                 borrows = CallBorrows()
-                cx = LiftLowerContext(opts, ci, borrows)
-                flat = lower_params(cx, args)
+                cx = context(borrows)
+                if lends:
+                    flat, lent = lower(cx, args)
+                else:
+                    flat = lower_params(cx, args)
                 results = call_flat(flat)
                 borrows.exit()
                 cx.refresh()
@@ -234,20 +246,18 @@ class ExportCall:
                         ci.may_leave = True
                 return value
             except BaseException as exc:
-                trap = fault(exc)
-                if poisons(exc, trap):
-                    rec.poisoned = escaped(exc)
-                    if trap is not exc:
-                        raise trap from trap.__cause__
-                raise
+                failure = caught(exc)
+                if failure is None:
+                    raise
+                raise failure from failure.__cause__
             finally:
                 ci.may_enter = True
+                if lent:
+                    release(lent)
 
-        host = self._rt.lender(self.lift.type)
-        run = call if host is None else _lending(host, call)
         ancestors = tuple(a for a in ci.entering_set(None) if a is not ci)
         if not ancestors:
-            return run
+            return call
 
         def call_nested(args: Sequence[Any]) -> Any:
             """``call`` for an instance with ancestors: enter them all (``enter_from``)."""
@@ -263,7 +273,7 @@ class ExportCall:
             for a in ancestors:
                 a.may_enter = False
             try:
-                return run(args)
+                return call(args)
             finally:
                 for a in ancestors:
                     a.may_enter = True
@@ -271,11 +281,7 @@ class ExportCall:
         return call_nested
 
     def _kernel(
-        self,
-        callee: engine.CoreFunc,
-        env: dict[str, Any],
-        n: int,
-        general: Callable[[Sequence[Any]], Any],
+        self, steps: HostLift, callee: engine.CoreFunc, env: dict[str, Any], n: int
     ) -> tuple[Callable[[Sequence[Any]], Any], Any] | None:
         """The compiled form of the scalar call's statements, or ``None`` on the pure path.
 
@@ -286,8 +292,7 @@ class ExportCall:
         no conversion, so the kernel's steps are the statements' exactly.
         """
         rec, ci, name, check_enter = env["rec"], env["ci"], env["name"], env["check_enter"]
-        failed = _poisoning(rec)
-        core = env["core"]
+        core, general = env["core"], env["general"]
 
         def make(
             general: Callable[[Sequence[Any]], Any],
@@ -304,7 +309,7 @@ class ExportCall:
                 name=name,
                 check_enter=check_enter,
                 general=general,
-                failed=failed,
+                failed=steps.caught,
                 arity=arity,
                 owner=env["owner"],
             )
@@ -315,7 +320,7 @@ class ExportCall:
         return run, make
 
     def _scalar(
-        self, ro: ResolvedOptions, callee: engine.CoreFunc, names: Sequence[str]
+        self, steps: HostLift, callee: engine.CoreFunc, names: Sequence[str]
     ) -> tuple[str, Callable[[str], list[str]], dict[str, Any], bool] | None:
         """The inline call of a scalar-only export, or ``None`` for other signatures.
 
@@ -387,18 +392,16 @@ class ExportCall:
                 "    ci.may_enter = True",
                 f"    return general({fallback})",
                 "except BaseException as exc:",
-                "    failure = fault(exc)",
-                "    if poisons(exc, failure):",
-                "        rec.poisoned = escaped(exc)",
-                "        if failure is not exc:",
-                "            raise failure from failure.__cause__",
-                "    raise",
+                "    failure = caught(exc)",
+                "    if failure is None:",
+                "        raise",
+                "    raise failure from failure.__cause__",
                 "finally:",
                 "    ci.may_enter = True",
                 f"return {result}",
             ]
 
-        rec = ro.record
+        rec = steps.rec
         env: dict[str, Any] = {
             "core": callee.specialize("".join(formats), rformats),
             "NAN": NAN,
@@ -408,30 +411,10 @@ class ExportCall:
             "check_enter": self._rt.check_enter,
             "get_ident": get_ident,
             "owner": self._rt.owner_thread,
-            "fault": fault,
-            "poisons": poisons,
-            "escaped": escaped,
+            "caught": steps.caught,
         }
         all_exact = all(type(t) in _EXACT_FORMATS for t in (*ptypes, *rtypes))
         return guard, body, env, all_exact
-
-
-def _poisoning(rec: Any) -> Callable[[BaseException], BaseException | None]:
-    """The scalar call's ``except BaseException`` step for a compiled call (``failed``).
-
-    The failure ``exc`` poisons the instance when it should; the result is the
-    exception to raise in its place, or ``None`` to raise ``exc`` itself.
-    """
-
-    def failed(exc: BaseException) -> BaseException | None:
-        failure = fault(exc)
-        if poisons(exc, failure):
-            rec.poisoned = escaped(exc)
-            if failure is not exc:
-                return failure
-        return None
-
-    return failed
 
 
 def _begun(
@@ -444,16 +427,3 @@ def _begun(
         return call(args)
 
     return begun
-
-
-def _lending(host: Any, call: Callable[[Sequence[Any]], Any]) -> Callable[[Sequence[Any]], Any]:
-    """``call`` whose arguments lend host objects (``borrow``) for the call only."""
-
-    def lending(args: Sequence[Any]) -> Any:
-        outer = host.begin_lending()
-        try:
-            return call(args)
-        finally:
-            host.release_lent(host.end_lending(outer))
-
-    return lending

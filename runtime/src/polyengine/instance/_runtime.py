@@ -80,6 +80,10 @@ class InstanceRecord:
         #: the task model's part of this instance (``None`` on the synchronous path)
         self.tasks: InstanceState | None = None
 
+    def poison(self, trap: BaseException) -> None:
+        """``trap`` escaped this instance: entering it is refused from now on."""
+        self.poisoned = trap
+
 
 class ResolvedOptions:
     """Canonical options of one lift/lower, resolved against the live core instances."""
@@ -343,9 +347,9 @@ class ComponentRuntime:
                 "that created it (its store and event loop live there)"
             )
 
-    def check_enter(self, rec: InstanceRecord, what: str) -> None:
-        """Refuse to enter a poisoned or already-entered instance (Component Invariant #2),
-        or one called from another thread (:meth:`check_thread`)."""
+    def check_enter(self, rec: InstanceRecord, what: str, *, held: bool = True) -> None:
+        """Refuse to enter a poisoned or (with ``held``) already-entered instance
+        (Component Invariant #2), or one called from another thread (:meth:`check_thread`)."""
         self.check_thread(what)
         if rec.poisoned is not None:
             raise Trap(
@@ -353,7 +357,7 @@ class ComponentRuntime:
                 f"it was poisoned by an earlier trap ({rec.poisoned})",
                 code="instance-poisoned",
             )
-        if not rec.ci.may_enter:
+        if held and not rec.ci.may_enter:
             raise Trap(
                 f"cannot enter component instance {rec.ci.name} to call {what}: "
                 "it is already entered",

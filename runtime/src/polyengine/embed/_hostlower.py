@@ -1,0 +1,253 @@
+"""The one lower of a host import (CanonicalABI.md §``canon lower``; python-mapping.md §3).
+
+:class:`HostLower` holds the steps of a lowered host import's call:
+lifting the guest's arguments, calling the host under the error model
+(:func:`wrap_result`), the host-import fault door, lowering the result. The
+synchronous trampoline (``HostLinker.trampoline``) runs them in place; the
+task model (``TaskModel.lower_import``) runs the same steps with the host
+callable as a host function of the store's driver.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NoReturn
+
+from polyengine.abi.errors import LowerError
+from polyengine.abi.functions import LoweredFunc
+from polyengine.abi.options import CanonicalOptions, LiftLowerContext
+from polyengine.abi.resources import ComponentInstance
+from polyengine.abi.trap import host_import_trap, host_result_error
+from polyengine.instance import CoreVal, ImportSite, ResolvedOptions
+from polyengine.translate import plan as pln
+from polyengine.types.model import FuncType, Future, Result
+from polyengine_protocol import is_component_exception, is_wasi_exit
+
+__all__ = ["HostLower", "wrap_result"]
+
+
+def wrap_result(ft: FuncType) -> Callable[[Callable[[], Any]], Any] | None:
+    """For a ``result``-typed function: run the host call, return the result-as-value."""
+    result = ft.result
+    if not isinstance(result, Result):
+        return None
+    has_ok = result.ok is not None
+    has_err = result.error is not None
+
+    def call(thunk: Callable[[], Any]) -> Any:
+        try:
+            value = thunk()
+        except Exception as exc:
+            if not is_component_exception(exc):
+                raise
+            payload = getattr(exc, "payload", None)
+            return {"kind": "err", "value": payload} if has_err else {"kind": "err"}
+        return {"kind": "ok", "value": value} if has_ok else {"kind": "ok"}
+
+    return call
+
+
+class HostLower:
+    """The steps of one ``canon lower`` of a host import (CanonicalABI.md §``canon lower``;
+    python-mapping.md §3 for the error model and the fault door).
+
+    Written once for both ways the host call's completion is waited for: in
+    place (:meth:`call`, the synchronous trampoline, which refuses an
+    awaitable) or by the task model (:meth:`host_callable`, whose awaitable
+    the store's driver awaits while the guest is parked or the subtask
+    pending). The lifting of the guest's arguments (:meth:`lift_params`) and
+    the lowering of the result (:meth:`lower_results`, whose failure is the
+    host's: a :class:`~polyengine.abi.HostResultError` naming the import) are
+    the same for both, in the shape of the task model's ``CanonLower``.
+    """
+
+    __slots__ = (
+        "ci",
+        "fn",
+        "ft",
+        "is_async",
+        "lowered",
+        "marked",
+        "opts",
+        "ro",
+        "site",
+        "source",
+        "where",
+        "wrap",
+    )
+
+    ro: ResolvedOptions
+    opts: CanonicalOptions
+    ci: ComponentInstance
+    lowered: LoweredFunc
+
+    def __init__(
+        self,
+        site: ImportSite,
+        tr: pln.LowerImport,
+        fn: Callable[..., Any],
+        *,
+        where: str,
+        marked: bool,
+    ) -> None:
+        self.site = site
+        self.fn = fn
+        self.ft = ft = tr.type
+        #: the import's name in traps (``wasi:cli/stdout@0.2.0#get-stdout``)
+        self.where = where
+        self.is_async = tr.options.is_async
+        #: the error model of a ``result``-typed function (``None`` for other types)
+        self.wrap = wrap_result(ft)
+        self.marked = marked
+        #: A12: an import whose result is a future returns the future's source
+        self.source = isinstance(ft.result, Future)
+
+    def prepare(self) -> None:
+        """Resolve the options and compile the values (on the first call: the plan
+        may name a memory or realloc of a core instance created later)."""
+        ro = self.site.resolve()
+        self.lowered = LoweredFunc.compile(ro.compiler, self.ft, is_async=self.is_async)
+        self.opts = ro.opts
+        self.ci = ro.record.ci
+        self.ro = ro
+
+    def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]:
+        """The guest's arguments as host values; ``scope`` (the call's lenders, or its
+        subtask) counts the borrows they hand out."""
+        try:
+            cx = LiftLowerContext(self.opts, self.ci, scope)
+        except AttributeError:  # the first call
+            self.prepare()
+            cx = LiftLowerContext(self.opts, self.ci, scope)
+        cx.where = self.where
+        return self.lowered.lift_params(cx, flat)
+
+    def lower_results(
+        self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
+    ) -> list[CoreVal]:
+        """Lower the host's result (``[]``, or ``[value]``) into the guest, after
+        :meth:`lift_params`; one of the wrong shape is the host's fault
+        (:func:`~polyengine.abi.trap.host_result_error`)."""
+        cx = LiftLowerContext(self.opts, self.ci, scope)
+        cx.where = self.where
+        try:
+            return self.lowered.lower_results(cx, result[0] if result else None, flat)
+        except LowerError as exc:
+            raise host_result_error(self.where, exc) from exc
+
+    def call(self, args: Sequence[Any]) -> Any:
+        """Call the host in place: its value under the error model, else :meth:`fault`."""
+        fn, wrap = self.fn, self.wrap
+        try:
+            if wrap is not None:
+                return wrap(lambda: self.settled(fn(*args)))
+            return self.settled(fn(*args))
+        except Exception as exc:
+            self.fail(exc)
+
+    def finish(self, value: Any) -> Any:
+        """:meth:`call`'s end for a value the host returned (the generated call's
+        general path): refuse an awaitable through the fault door."""
+        try:
+            return self.settled(value)
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, exc: Exception) -> NoReturn:
+        """The host-import fault door: raise the trap ``exc`` escaping the host call is
+        (:func:`~polyengine.abi.trap.host_import_trap`; a WASI exit passes through)."""
+        if is_wasi_exit(exc):
+            raise exc
+        raise host_import_trap(self.where, exc) from exc
+
+    def settled(self, value: Any) -> Any:
+        """``value`` as an in-place call's result: an awaitable is refused (:func:`_settle`)."""
+        return _settle(value, self.where, self.marked, self.source)
+
+    def host_callable(self) -> Callable[..., Any]:
+        """The host callable as the task model calls it: the error model applied to
+        its result, returned or awaited; the driver applies the fault door.
+
+        With a ``future`` result, an awaitable a plain function returns is the
+        future's source, not the call's completion (embedder-api A12); a
+        coroutine function's coroutine is still the call.
+        """
+        from polyengine.instance import FutureSource
+
+        fn = self.fn
+        if self.source and not inspect.iscoroutinefunction(fn):
+            inner = fn
+
+            def source_call(*args: Any) -> Any:
+                out = inner(*args)
+                return FutureSource(out) if inspect.isawaitable(out) else out
+
+            fn = source_call
+        wrap = self.wrap
+        if wrap is None:
+            return fn
+
+        def call(*args: Any) -> Any:
+            holder: list[Any] = []
+
+            def thunk() -> Any:
+                out = fn(*args)
+                if inspect.isawaitable(out):
+                    holder.append(out)
+                    return None
+                return out
+
+            value = wrap(thunk)
+            if not holder:
+                return value
+            aw: Awaitable[Any] = holder[0]
+
+            async def settle() -> Any:
+                try:
+                    v = await aw
+                except Exception as exc:
+                    if not is_component_exception(exc):
+                        raise
+                    return wrap(_raiser(exc))
+                return wrap(lambda: v)
+
+            return settle()
+
+        return call
+
+
+def _raiser(exc: BaseException) -> Callable[[], Any]:
+    def thunk() -> Any:
+        raise exc
+
+    return thunk
+
+
+#: result types that are never awaitable (the common case skips ``inspect.isawaitable``)
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None), list, tuple, dict})
+
+
+def _settle(value: Any, where: str, marked: bool, source: bool = False) -> Any:
+    """A host import returned ``value``; an awaitable needs a suspension point.
+
+    When the import's result is a ``future`` (``source``), an awaitable is
+    the future's source and is lowered as such (embedder-api A12).
+    """
+    if type(value) in _PLAIN:
+        return value
+    if inspect.isawaitable(value) and not source:
+        if inspect.iscoroutine(value):
+            value.close()
+        if marked:
+            from polyengine_protocol import SuspensionUnavailable
+
+            raise SuspensionUnavailable(
+                f"host import {where} returned an awaitable, but this instance runs "
+                "without suspension (a synchronous store)"
+            )
+        raise TypeError(
+            f"host import {where} is synchronous in WIT but returned an awaitable; "
+            "mark it with polyengine_protocol.suspending() to let it park the caller"
+        )
+    return value
