@@ -1009,7 +1009,7 @@ def prototypes(poly: Poly, floor: CoreFloor, native_add: Callable[..., Any], s: 
     )
 
     # P7: the host result's awaitable test, with a cheap type test first.
-    from polyengine.embed._hostlower import _settle
+    from polyengine.instance._hostlower import _settle
 
     plain = frozenset({int, float, bool, str, bytes, type(None), list, tuple, dict})
 

@@ -30,12 +30,11 @@ from polyengine.abi.errors import LowerTypeError, describe
 from polyengine.abi.functions import scalar_lifting, scalar_lowering
 from polyengine.abi.resources import CallLenders, ComponentInstance, ResourceType
 from polyengine.abi.trap import host_import_trap
-from polyengine.embed._hostlower import HostLower
 from polyengine.embed._names import FuncName, parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
-from polyengine.instance import CoreVal, ImportSite
+from polyengine.instance import CoreVal, HostLower, ImportSite
 from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType

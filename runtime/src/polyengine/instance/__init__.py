@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from polyengine.instance._async import HostValuesFactory as HostValuesFactory
     from polyengine.instance._async import TaskModel as TaskModel
     from polyengine.instance._features import needs_task_model as needs_task_model
+    from polyengine.instance._hostlower import HostLower as HostLower
     from polyengine.instance._hostvalues import HostHandles as HostHandles
     from polyengine.instance._hostvalues import HostValues as HostValues
     from polyengine.instance._lift import ExportCall as ExportCall
@@ -51,6 +52,7 @@ __all__ = [
     "ImportSite",
     "FutureSource",
     "HostHandles",
+    "HostLower",
     "HostValueHooks",
     "HostValues",
     "HostValuesFactory",
@@ -70,6 +72,7 @@ _LAZY = {
     "TaskModel": "._async",
     "needs_task_model": "._features",
     "HostHandles": "._hostvalues",
+    "HostLower": "._hostlower",
     "HostValues": "._hostvalues",
     "ComponentRuntime": "._runtime",
     "CoreVal": "._runtime",

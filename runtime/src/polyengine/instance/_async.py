@@ -98,7 +98,7 @@ class HostValueHooks(AsyncValueHooks, Protocol):
 
 
 class HostImportLower(Protocol):
-    """The one lower of a host import (the embed layer's ``HostLower``), as the task
+    """The one lower of a host import (``instance._hostlower.HostLower``), as the task
     model runs it (CanonicalABI.md §``canon lower``)."""
 
     #: the import's name in traps (``wasi:cli/stdout@0.2.0#get-stdout``)

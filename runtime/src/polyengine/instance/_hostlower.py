@@ -19,7 +19,7 @@ from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
-from polyengine.instance import CoreVal, ImportSite, ResolvedOptions
+from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType, Future, Result
 from polyengine_protocol import is_component_exception, is_wasi_exit
