@@ -43,7 +43,8 @@ setup(
     ext_modules=[
         Extension(
             "polyengine.engine._accel",
-            sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c"],
+            sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c",
+                     "src/polyengine/engine/_accel_values.c"],
             depends=["src/polyengine/engine/_accel.h"],
             extra_compile_args=["-O2"] if sys.platform != "win32" else [],
             optional=True,

@@ -44,6 +44,7 @@ install time when a C compiler is present and used unless
 """
 
 from ._accelerator import call_path as call_path
+from ._accelerator import value_kernels as value_kernels
 from ._async import CallCancelled as CallCancelled
 from ._async import ParkableCall as ParkableCall
 from ._async import start as start
@@ -131,4 +132,5 @@ __all__ = [
     "new_memory",
     "new_table",
     "validate_core_module",
+    "value_kernels",
 ]

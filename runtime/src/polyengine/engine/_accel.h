@@ -10,6 +10,9 @@
 /* _accel_export.c: add the types Export and Drive to the module; -1 on error */
 int accel_export_register(PyObject *module);
 
+/* _accel_values.c: add the types Lower and LiftSpilled to the module; -1 on error */
+int accel_values_register(PyObject *module);
+
 #if defined(_MSC_VER)
 #define ACCEL_THREAD_LOCAL __declspec(thread)
 #else

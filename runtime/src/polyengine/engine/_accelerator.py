@@ -22,7 +22,7 @@ from . import _ffi as ffi
 from ._store import HOST_ENTRIES, _StoreState
 from ._values import normalize, raw_struct
 
-__all__ = ["ACCEL", "call_path"]
+__all__ = ["ACCEL", "call_path", "value_kernels"]
 
 #: the core type of each unsigned slot format
 _TYPE_OF = {"I": "i32", "Q": "i64", "f": "f32", "d": "f64"}
@@ -83,3 +83,16 @@ ACCEL, _DESCRIPTION = _load()
 def call_path() -> str:
     """Which call path this process uses, in words (``polyengine --version`` prints it)."""
     return _DESCRIPTION
+
+
+def value_kernels() -> tuple[Any, Any] | None:
+    """The compiled value codecs' types ``(Lower, LiftSpilled)`` (``_accel_values.c``).
+
+    ``None`` on the pure path; ``abi/kernels.py`` builds their programs.
+    """
+    if ACCEL is None:
+        return None
+    lower, lift = getattr(ACCEL, "Lower", None), getattr(ACCEL, "LiftSpilled", None)
+    if lower is None or lift is None:
+        return None
+    return lower, lift

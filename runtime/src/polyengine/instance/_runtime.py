@@ -292,6 +292,7 @@ class ComponentRuntime:
             async_values=async_values,
             guest_strings=side == "guest",
         )
+        compiler.kernels = engine.compiled_path(self.store)
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
         return ro

@@ -1,0 +1,787 @@
+/* Compiled lift and lower of fixed-shape value types (CanonicalABI.md
+ * §"Loading" and §"Flat Lowering").
+ *
+ * Part of ``polyengine.engine._accel``.  ``abi/kernels.py`` compiles a value
+ * type into a *program*: nested tuples of plain data (an opcode first, see
+ * the OP_ constants), which the interpreter below runs.  Two callable types
+ * use them, each holding the Python codec it stands in for:
+ *
+ * - ``Lower(programs, fallback)``: ``lower(cx, values) -> list`` of core
+ *   values, for parameters passed flat (``lower_flat_values``).  A first pass
+ *   only looks at the values; anything it does not accept exactly (another
+ *   type, a value out of range, a string that is not valid UTF-8, a missing
+ *   or extra key) hands the whole call to ``fallback(cx, values)`` before
+ *   anything happened, so the Python codec raises its own error.  The second
+ *   pass stores strings and ``list<u8>`` through ``cx.allocate`` (the guest's
+ *   realloc, in the Python codec's order) and appends the core values.
+ * - ``LiftSpilled(program, fallback, size, align)``: ``lift(cx, results)`` of
+ *   a result returned through a pointer (``lift_flat_values`` past
+ *   MAX_FLAT_RESULTS).  Reading has no effect, so any doubt (a bad pointer or
+ *   discriminant, invalid UTF-8, the lift budget spent) reruns the Python
+ *   codec from the start, which traps with its own code and message.
+ *
+ * Only utf8 strings and 32-bit memories are compiled; other types have no
+ * program and keep the Python codecs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_accel.h"
+
+enum {
+    OP_BOOL = 0,    /* (op,) */
+    OP_INT = 1,     /* (op, size, signed) */
+    OP_STR = 2,     /* (op,) utf8 */
+    OP_BYTES = 3,   /* (op,) list<u8> */
+    OP_RECORD = 4,  /* (op, keys, children, offsets, optional) */
+    OP_TUPLE = 5,   /* (op, children, offsets) */
+    OP_OPTION = 6,  /* (op, child, payload_off, disc_size, pad_some, pad_none) */
+    OP_VARIANT = 7, /* (op, kinds, children, index, payload_off, disc_size, pads, optional) */
+    OP_ENUM = 8,    /* (op, labels, index, disc_size) */
+    OP_FLAGS = 9,   /* (op, names, bits, size) */
+};
+
+#define MAX_BYTES ((1 << 28) - 1)
+#define DEPTH_LIMIT 64
+
+static PyObject *str_mv = NULL;
+static PyObject *str_allocate = NULL;
+static PyObject *str_budget = NULL;
+static PyObject *str_kind = NULL;
+static PyObject *str_value = NULL;
+static PyObject *one = NULL;
+
+#define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
+#define IARG(node, k) PyLong_AsSsize_t(ITEM((node), (k)))
+
+/* -- the first pass: does the kernel take this value exactly? ----------- */
+
+/* 1: yes, 0: no (no exception), -1: an exception */
+static int check(PyObject *node, PyObject *v, int depth);
+
+static int
+check_int(PyObject *node, PyObject *v)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    Py_ssize_t size = IARG(node, 1);
+    int is_signed = (int)IARG(node, 2);
+    if (is_signed) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow)
+            return 0;
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (size < 8) {
+            long long lim = 1LL << (size * 8 - 1);
+            return x >= -lim && x < lim;
+        }
+        return 1;
+    }
+    if (_PyLong_Sign(v) < 0)
+        return 0;
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return size >= 8 || x < (1ULL << (size * 8));
+}
+
+static int
+check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    if (PyTuple_GET_SIZE(children) != n)
+        return 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int r = check(PyTuple_GET_ITEM(children, k), items[k], depth + 1);
+        if (r != 1)
+            return r;
+    }
+    return 1;
+}
+
+static int
+check(PyObject *node, PyObject *v, int depth)
+{
+    if (depth > DEPTH_LIMIT)
+        return 0;
+    switch (IARG(node, 0)) {
+    case OP_BOOL:
+        return v == Py_True || v == Py_False;
+    case OP_INT:
+        return check_int(node, v);
+    case OP_STR: {
+        if (!PyUnicode_CheckExact(v))
+            return 0;
+        Py_ssize_t n;
+        if (PyUnicode_AsUTF8AndSize(v, &n) == NULL) { /* a lone surrogate */
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeError))
+                return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        return n <= MAX_BYTES;
+    }
+    case OP_BYTES:
+        return PyBytes_CheckExact(v) && PyBytes_GET_SIZE(v) <= MAX_BYTES;
+    case OP_RECORD: {
+        if (!PyDict_CheckExact(v))
+            return 0;
+        PyObject *keys = ITEM(node, 1), *children = ITEM(node, 2), *optional = ITEM(node, 4);
+        Py_ssize_t found = 0;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
+            PyObject *x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
+            if (x == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                if (PyTuple_GET_ITEM(optional, k) != Py_True)
+                    return 0;
+                x = Py_None;
+            }
+            else
+                found++;
+            int r = check(PyTuple_GET_ITEM(children, k), x, depth + 1);
+            if (r != 1)
+                return r;
+        }
+        return found == PyDict_GET_SIZE(v); /* else a key that is no field */
+    }
+    case OP_TUPLE: {
+        PyObject *children = ITEM(node, 1);
+        if (PyTuple_CheckExact(v))
+            return check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v), depth);
+        if (PyList_CheckExact(v))
+            return check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth);
+        return 0;
+    }
+    case OP_OPTION:
+        return v == Py_None ? 1 : check(ITEM(node, 1), v, depth + 1);
+    case OP_VARIANT: {
+        if (!PyDict_CheckExact(v))
+            return 0;
+        PyObject *kind = PyDict_GetItemWithError(v, str_kind);
+        if (kind == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!PyUnicode_CheckExact(kind))
+            return 0;
+        PyObject *index = PyDict_GetItemWithError(ITEM(node, 3), kind);
+        if (index == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        PyObject *child = PyTuple_GET_ITEM(ITEM(node, 2), PyLong_AsSsize_t(index));
+        if (child == Py_None)
+            return PyDict_GET_SIZE(v) == 1;
+        if (PyDict_GET_SIZE(v) != 2)
+            return 0;
+        PyObject *value = PyDict_GetItemWithError(v, str_value);
+        if (value == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        return check(child, value, depth + 1);
+    }
+    case OP_ENUM: {
+        if (!PyUnicode_CheckExact(v))
+            return 0;
+        PyObject *index = PyDict_GetItemWithError(ITEM(node, 2), v);
+        return index != NULL ? 1 : (PyErr_Occurred() ? -1 : 0);
+    }
+    case OP_FLAGS: {
+        if (!PyDict_CheckExact(v))
+            return 0;
+        PyObject *bits = ITEM(node, 2), *key, *b;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(v, &pos, &key, &b)) {
+            if (!PyUnicode_CheckExact(key) || (b != Py_True && b != Py_False))
+                return 0;
+            PyObject *bit = PyDict_GetItemWithError(bits, key);
+            if (bit == NULL)
+                return PyErr_Occurred() ? -1 : 0;
+        }
+        return 1;
+    }
+    }
+    return 0;
+}
+
+/* -- the second pass: store and flatten ----------------------------------- */
+
+typedef struct {
+    PyObject *cx;
+    PyObject *block_trap; /* block_trap(cx, what, ptr, nbytes, align): raises */
+    PyObject *out;        /* the list of core values */
+} Lowering;
+
+static int
+append_u64(PyObject *out, unsigned long long x)
+{
+    PyObject *o = PyLong_FromUnsignedLongLong(x);
+    if (o == NULL)
+        return -1;
+    int r = PyList_Append(out, o);
+    Py_DECREF(o);
+    return r;
+}
+
+static int
+append_zeros(PyObject *out, Py_ssize_t n)
+{
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL)
+        return -1;
+    int r = 0;
+    for (Py_ssize_t k = 0; k < n && r == 0; k++)
+        r = PyList_Append(out, zero);
+    Py_DECREF(zero);
+    return r;
+}
+
+/* cx.allocate(1, n), the block checked as the Python codec checks it, then
+ * the bytes copied in; appends (ptr, units) */
+static int
+store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
+{
+    PyObject *size = PyLong_FromSsize_t(n);
+    if (size == NULL)
+        return -1;
+    PyObject *margs[3] = {lw->cx, one, size};
+    PyObject *ptr_obj = PyObject_VectorcallMethod(
+        str_allocate, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(size);
+    if (ptr_obj == NULL)
+        return -1;
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(ptr_obj);
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
+        Py_DECREF(ptr_obj);
+        return -1;
+    }
+    PyObject *mv = PyObject_GetAttr(lw->cx, str_mv);
+    if (mv == NULL) {
+        Py_DECREF(ptr_obj);
+        return -1;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(mv, &buf, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(mv);
+        Py_DECREF(ptr_obj);
+        return -1;
+    }
+    int ok = ptr + (unsigned long long)n <= (unsigned long long)buf.len;
+    if (ok && n > 0)
+        memmove((char *)buf.buf + ptr, data, (size_t)n);
+    PyBuffer_Release(&buf);
+    Py_DECREF(mv);
+    if (!ok) {
+        PyObject *r = PyObject_CallFunction(
+            lw->block_trap, "OsOni", lw->cx, what, ptr_obj, n, 1);
+        Py_XDECREF(r);
+        Py_DECREF(ptr_obj);
+        if (r != NULL)
+            PyErr_SetString(PyExc_AssertionError, "the block trap did not raise");
+        return -1;
+    }
+    int r = PyList_Append(lw->out, ptr_obj);
+    Py_DECREF(ptr_obj);
+    return r < 0 ? -1 : append_u64(lw->out, (unsigned long long)n);
+}
+
+static int lower(Lowering *lw, PyObject *node, PyObject *v);
+
+static int
+lower_seq(Lowering *lw, PyObject *children, PyObject *v)
+{
+    /* v is the tuple or list check() accepted; guest code (realloc) cannot
+     * reach host objects, so it still has its length */
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(children); k++) {
+        PyObject *x = PyTuple_Check(v) ? PyTuple_GET_ITEM(v, k) : PyList_GET_ITEM(v, k);
+        Py_INCREF(x);
+        int r = lower(lw, PyTuple_GET_ITEM(children, k), x);
+        Py_DECREF(x);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+lower(Lowering *lw, PyObject *node, PyObject *v)
+{
+    switch (IARG(node, 0)) {
+    case OP_BOOL:
+        return append_u64(lw->out, v == Py_True);
+    case OP_INT: {
+        if (!IARG(node, 2))
+            return PyList_Append(lw->out, v);
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (IARG(node, 1) <= 4)
+            return append_u64(lw->out, (unsigned long long)(uint32_t)x);
+        return append_u64(lw->out, (unsigned long long)x);
+    }
+    case OP_STR: {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        return s == NULL ? -1 : store_block(lw, s, n, "string");
+    }
+    case OP_BYTES: {
+        /* the same object check() saw: immutable */
+        return store_block(lw, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), "list");
+    }
+    case OP_RECORD: {
+        PyObject *keys = ITEM(node, 1), *children = ITEM(node, 2);
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
+            PyObject *x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
+            if (x == NULL && PyErr_Occurred())
+                return -1;
+            x = x == NULL ? Py_None : x;
+            Py_INCREF(x);
+            int r = lower(lw, PyTuple_GET_ITEM(children, k), x);
+            Py_DECREF(x);
+            if (r < 0)
+                return -1;
+        }
+        return 0;
+    }
+    case OP_TUPLE:
+        return lower_seq(lw, ITEM(node, 1), v);
+    case OP_OPTION:
+        if (v == Py_None)
+            return append_u64(lw->out, 0) < 0 ? -1 : append_zeros(lw->out, IARG(node, 5));
+        if (append_u64(lw->out, 1) < 0 || lower(lw, ITEM(node, 1), v) < 0)
+            return -1;
+        return append_zeros(lw->out, IARG(node, 4));
+    case OP_VARIANT: {
+        PyObject *index = PyDict_GetItemWithError(
+            ITEM(node, 3), PyDict_GetItemWithError(v, str_kind));
+        if (index == NULL)
+            return -1;
+        Py_ssize_t i = PyLong_AsSsize_t(index);
+        PyObject *child = PyTuple_GET_ITEM(ITEM(node, 2), i);
+        Py_ssize_t pad = PyLong_AsSsize_t(PyTuple_GET_ITEM(ITEM(node, 6), i));
+        if (append_u64(lw->out, (unsigned long long)i) < 0)
+            return -1;
+        if (child != Py_None) {
+            PyObject *x = PyDict_GetItemWithError(v, str_value);
+            if (x == NULL)
+                return -1;
+            Py_INCREF(x);
+            int r = lower(lw, child, x);
+            Py_DECREF(x);
+            if (r < 0)
+                return -1;
+        }
+        return append_zeros(lw->out, pad);
+    }
+    case OP_ENUM: {
+        PyObject *index = PyDict_GetItemWithError(ITEM(node, 2), v);
+        return index == NULL ? -1 : PyList_Append(lw->out, index);
+    }
+    case OP_FLAGS: {
+        PyObject *bits = ITEM(node, 2), *key, *b;
+        Py_ssize_t pos = 0;
+        unsigned long long word = 0;
+        while (PyDict_Next(v, &pos, &key, &b)) {
+            if (b == Py_True)
+                word |= PyLong_AsUnsignedLongLong(PyDict_GetItem(bits, key));
+        }
+        return append_u64(lw->out, word);
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "bad value program");
+    return -1;
+}
+
+/* -- reading -------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *base;
+    unsigned long long len;
+    long long budget;
+    int charged;
+} Lifting;
+
+static unsigned long long
+read_le(const unsigned char *p, Py_ssize_t size)
+{
+    unsigned long long x = 0;
+    for (Py_ssize_t k = size - 1; k >= 0; k--)
+        x = (x << 8) | p[k];
+    return x;
+}
+
+/* a new reference; NULL without an exception: fall back; NULL with one: error */
+static PyObject *
+load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
+{
+    if (depth > DEPTH_LIMIT)
+        return NULL;
+    const unsigned char *p = lf->base + ptr;
+    switch (IARG(node, 0)) {
+    case OP_BOOL:
+        return Py_NewRef(p[0] ? Py_True : Py_False);
+    case OP_INT: {
+        Py_ssize_t size = IARG(node, 1);
+        unsigned long long x = read_le(p, size);
+        if (!IARG(node, 2))
+            return PyLong_FromUnsignedLongLong(x);
+        if (size < 8 && (x >> (size * 8 - 1)) & 1)
+            x |= ~0ULL << (size * 8);
+        return PyLong_FromLongLong((long long)x);
+    }
+    case OP_STR:
+    case OP_BYTES: {
+        unsigned long long at = read_le(p, 4), n = read_le(p + 4, 4);
+        if (n > MAX_BYTES || at + n > lf->len)
+            return NULL;
+        if (IARG(node, 0) == OP_BYTES) {
+            lf->budget -= (long long)(2 * n);
+            lf->charged = 1;
+            if (lf->budget < 0)
+                return NULL;
+            return PyBytes_FromStringAndSize((const char *)lf->base + at, (Py_ssize_t)n);
+        }
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)lf->base + at, (Py_ssize_t)n, NULL);
+        if (s == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                return NULL;
+            PyErr_Clear();
+            return NULL;
+        }
+        lf->budget -= (long long)PyUnicode_GET_LENGTH(s);
+        lf->charged = 1;
+        if (lf->budget < 0) {
+            Py_DECREF(s);
+            return NULL;
+        }
+        return s;
+    }
+    case OP_RECORD: {
+        PyObject *keys = ITEM(node, 1), *children = ITEM(node, 2), *offs = ITEM(node, 3);
+        PyObject *d = PyDict_New();
+        if (d == NULL)
+            return NULL;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
+            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
+            if (x == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(keys, k), x) < 0) {
+                Py_XDECREF(x);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+        return d;
+    }
+    case OP_TUPLE: {
+        PyObject *children = ITEM(node, 1), *offs = ITEM(node, 2);
+        Py_ssize_t n = PyTuple_GET_SIZE(children);
+        PyObject *t = PyTuple_New(n);
+        if (t == NULL)
+            return NULL;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
+            if (x == NULL) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, k, x);
+        }
+        return t;
+    }
+    case OP_OPTION: {
+        unsigned long long i = read_le(p, IARG(node, 3));
+        if (i > 1)
+            return NULL;
+        if (i == 0)
+            return Py_NewRef(Py_None);
+        return load(lf, ITEM(node, 1), ptr + (unsigned long long)IARG(node, 2), depth + 1);
+    }
+    case OP_VARIANT: {
+        PyObject *kinds = ITEM(node, 1);
+        unsigned long long i = read_le(p, IARG(node, 5));
+        if (i >= (unsigned long long)PyTuple_GET_SIZE(kinds))
+            return NULL;
+        PyObject *child = PyTuple_GET_ITEM(ITEM(node, 2), (Py_ssize_t)i);
+        PyObject *d = PyDict_New();
+        if (d == NULL || PyDict_SetItem(d, str_kind, PyTuple_GET_ITEM(kinds, (Py_ssize_t)i)) < 0) {
+            Py_XDECREF(d);
+            return NULL;
+        }
+        if (child != Py_None) {
+            PyObject *x = load(lf, child, ptr + (unsigned long long)IARG(node, 4), depth + 1);
+            if (x == NULL || PyDict_SetItem(d, str_value, x) < 0) {
+                Py_XDECREF(x);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+        return d;
+    }
+    case OP_ENUM: {
+        PyObject *labels = ITEM(node, 1);
+        unsigned long long i = read_le(p, IARG(node, 3));
+        if (i >= (unsigned long long)PyTuple_GET_SIZE(labels))
+            return NULL;
+        return Py_NewRef(PyTuple_GET_ITEM(labels, (Py_ssize_t)i));
+    }
+    case OP_FLAGS: {
+        PyObject *names = ITEM(node, 1);
+        unsigned long long word = read_le(p, IARG(node, 3));
+        PyObject *d = PyDict_New();
+        if (d == NULL)
+            return NULL;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+            PyObject *b = (word >> k) & 1 ? Py_True : Py_False;
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(names, k), b) < 0) {
+                Py_DECREF(d);
+                return NULL;
+            }
+        }
+        return d;
+    }
+    }
+    return NULL;
+}
+
+/* -- the callables ------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *programs; /* tuple: one program per value */
+    PyObject *fallback; /* the Python codec: fallback(cx, values) */
+    PyObject *block_trap;
+} LowerObject;
+
+static PyObject *
+lower_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    LowerObject *self = (LowerObject *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "lower(cx, values) takes two positional arguments");
+        return NULL;
+    }
+    PyObject *cx = args[0], *vs = args[1];
+    PyObject *const *items;
+    Py_ssize_t n;
+    if (PyTuple_CheckExact(vs)) {
+        items = &PyTuple_GET_ITEM(vs, 0);
+        n = PyTuple_GET_SIZE(vs);
+    }
+    else if (PyList_CheckExact(vs)) {
+        items = &PyList_GET_ITEM(vs, 0);
+        n = PyList_GET_SIZE(vs);
+    }
+    else
+        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
+    int ok = check_seq(self->programs, items, n, 0);
+    if (ok < 0)
+        return NULL;
+    if (!ok)
+        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
+    Lowering lw = {cx, self->block_trap, PyList_New(0)};
+    if (lw.out == NULL)
+        return NULL;
+    Py_INCREF(vs); /* keeps items alive while guest code runs */
+    int r = lower_seq(&lw, self->programs, vs);
+    Py_DECREF(vs);
+    if (r < 0) {
+        Py_DECREF(lw.out);
+        return NULL;
+    }
+    return lw.out;
+}
+
+static void
+lower_dealloc(PyObject *op)
+{
+    LowerObject *self = (LowerObject *)op;
+    Py_XDECREF(self->programs);
+    Py_XDECREF(self->fallback);
+    Py_XDECREF(self->block_trap);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject *
+lower_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *programs, *fallback, *block_trap;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Lower takes no keywords");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OO:Lower", &PyTuple_Type, &programs, &fallback, &block_trap))
+        return NULL;
+    LowerObject *self = (LowerObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = lower_vectorcall;
+    self->programs = Py_NewRef(programs);
+    self->fallback = Py_NewRef(fallback);
+    self->block_trap = Py_NewRef(block_trap);
+    return (PyObject *)self;
+}
+
+static PyTypeObject LowerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "polyengine.engine._accel.Lower",
+    .tp_basicsize = sizeof(LowerObject),
+    .tp_dealloc = lower_dealloc,
+    .tp_vectorcall_offset = offsetof(LowerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "The compiled lower of values passed flat (see _accel_values.c).",
+    .tp_new = lower_new,
+};
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *program;
+    PyObject *fallback; /* fallback(cx, results) */
+    unsigned long long size;
+    unsigned long long align;
+} LiftObject;
+
+/* 1: *out is the value; 0: fall back; -1: an exception */
+static int
+lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
+{
+    PyObject *first = PySequence_GetItem(results, 0);
+    if (first == NULL)
+        return -1;
+    if (!PyLong_Check(first)) {
+        Py_DECREF(first);
+        return 0;
+    }
+    unsigned long long ptr = PyLong_AsUnsignedLongLongMask(first);
+    Py_DECREF(first);
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    ptr &= 0xFFFFFFFFULL;
+    PyObject *mv = PyObject_GetAttr(cx, str_mv);
+    if (mv == NULL)
+        return -1;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(mv, &buf, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(mv);
+        return -1;
+    }
+    PyObject *value = NULL;
+    Lifting lf = {buf.buf, (unsigned long long)buf.len, 0, 0};
+    if ((ptr & (self->align - 1)) == 0 && ptr + self->size <= lf.len) {
+        PyObject *budget = PyObject_GetAttr(cx, str_budget);
+        if (budget != NULL) {
+            lf.budget = PyLong_AsLongLong(budget);
+            Py_DECREF(budget);
+        }
+        if (!PyErr_Occurred())
+            value = load(&lf, self->program, ptr, 0);
+    }
+    PyBuffer_Release(&buf);
+    Py_DECREF(mv);
+    if (value == NULL || PyErr_Occurred()) {
+        Py_XDECREF(value);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (lf.charged) {
+        PyObject *left = PyLong_FromLongLong(lf.budget);
+        if (left == NULL || PyObject_SetAttr(cx, str_budget, left) < 0) {
+            Py_XDECREF(left);
+            Py_DECREF(value);
+            return -1;
+        }
+        Py_DECREF(left);
+    }
+    *out = value;
+    return 1;
+}
+
+static PyObject *
+lift_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    LiftObject *self = (LiftObject *)op;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "lift(cx, results) takes two positional arguments");
+        return NULL;
+    }
+    PyObject *value = NULL;
+    int r = lift_run(self, args[0], args[1], &value);
+    if (r == 0) /* anything in doubt: the Python codec, from the start */
+        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
+    return r < 0 ? NULL : value;
+}
+
+static void
+lift_dealloc(PyObject *op)
+{
+    LiftObject *self = (LiftObject *)op;
+    Py_XDECREF(self->program);
+    Py_XDECREF(self->fallback);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyObject *
+lift_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *program, *fallback;
+    unsigned long long size, align;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "LiftSpilled takes no keywords");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OKK:LiftSpilled", &PyTuple_Type, &program, &fallback,
+                          &size, &align))
+        return NULL;
+    if (align == 0 || (align & (align - 1))) {
+        PyErr_SetString(PyExc_ValueError, "the alignment must be a power of two");
+        return NULL;
+    }
+    LiftObject *self = (LiftObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = lift_vectorcall;
+    self->program = Py_NewRef(program);
+    self->fallback = Py_NewRef(fallback);
+    self->size = size;
+    self->align = align;
+    return (PyObject *)self;
+}
+
+static PyTypeObject LiftType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "polyengine.engine._accel.LiftSpilled",
+    .tp_basicsize = sizeof(LiftObject),
+    .tp_dealloc = lift_dealloc,
+    .tp_vectorcall_offset = offsetof(LiftObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "The compiled lift of a result returned through memory (see _accel_values.c).",
+    .tp_new = lift_new,
+};
+
+int
+accel_values_register(PyObject *module)
+{
+    if ((str_mv = PyUnicode_InternFromString("mv")) == NULL
+        || (str_allocate = PyUnicode_InternFromString("allocate")) == NULL
+        || (str_budget = PyUnicode_InternFromString("budget")) == NULL
+        || (str_kind = PyUnicode_InternFromString("kind")) == NULL
+        || (str_value = PyUnicode_InternFromString("value")) == NULL
+        || (one = PyLong_FromLong(1)) == NULL)
+        return -1;
+    if (PyType_Ready(&LowerType) < 0 || PyType_Ready(&LiftType) < 0)
+        return -1;
+    if (PyModule_AddObjectRef(module, "Lower", (PyObject *)&LowerType) < 0
+        || PyModule_AddObjectRef(module, "LiftSpilled", (PyObject *)&LiftType) < 0)
+        return -1;
+    return 0;
+}
