@@ -216,3 +216,34 @@ def test_programs_only_for_fixed_shapes() -> None:
     assert program(List(U32())) is None
     assert program(Tuple((U8(), List(S8())))) is None
     assert program(Variant((Case("a", F64()), Case("b", None)))) is None
+
+
+def _allocating_both(realloc: Any) -> None:
+    """The record lowered with ``realloc`` standing in for the guest's, on both codecs."""
+    t = Record((Field("x", S32()), Field("label", Option(String()))))
+    names = ["parameter `p`"]
+    py = ValuesCodec(_compiler(False), [t], names)
+    comp = _compiler(True)
+    kc = ValuesCodec(comp, [t], names)
+    kernel = lower_kernel(comp, kc, kc._lower_direct)
+    assert kernel is not None
+    got = []
+    for fn in (py._lower_direct, kernel):
+        cx, mem = _context(64)
+        cx.opts.realloc = None if realloc is None else realloc(mem)
+        got.append((_outcome(fn, cx, [{"x": 1, "label": "abc"}]), cx.inst.may_leave))
+    assert got[1] == got[0]
+
+
+def test_lower_realloc_faults_match_python() -> None:
+    def failing(mem: BytearrayMemory) -> Any:
+        def realloc(*args: int) -> int:
+            raise RuntimeError("realloc failed")
+
+        return realloc
+
+    _allocating_both(None)  # no realloc option: the same trap
+    _allocating_both(failing)  # may_leave restored, the same error
+    _allocating_both(lambda mem: lambda *a: 62)  # a block past the end of memory
+    _allocating_both(lambda mem: lambda *a: -1 + 2**33)  # masked to 32 bits
+    _allocating_both(lambda mem: mem.realloc)

@@ -92,7 +92,19 @@ def value_kernels() -> tuple[Any, Any] | None:
     """
     if ACCEL is None:
         return None
-    lower, lift = getattr(ACCEL, "Lower", None), getattr(ACCEL, "LiftSpilled", None)
-    if lower is None or lift is None:
-        return None
-    return lower, lift
+    if not _VALUES_READY:
+        init = getattr(ACCEL, "init_values", None)
+        if init is None:
+            return None
+        from ._memory import GuestMemory  # not at import: _memory imports this module
+
+        def address(fn: Any) -> int:
+            return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+
+        init(GuestMemory, address(ffi.memory_data), address(ffi.memory_data_size))
+        _VALUES_READY.append(True)
+    return ACCEL.Lower, ACCEL.LiftSpilled
+
+
+#: whether the compiled value codecs have their memory access (``init_values``)
+_VALUES_READY: list[bool] = []
