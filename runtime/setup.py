@@ -44,7 +44,8 @@ setup(
         Extension(
             "polyengine.engine._accel",
             sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c",
-                     "src/polyengine/engine/_accel_values.c"],
+                     "src/polyengine/engine/_accel_values.c",
+                     "src/polyengine/engine/_accel_guest.c"],
             depends=["src/polyengine/engine/_accel.h"],
             extra_compile_args=["-O2"] if sys.platform != "win32" else [],
             optional=True,

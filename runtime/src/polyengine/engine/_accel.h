@@ -13,6 +13,19 @@ int accel_export_register(PyObject *module);
 /* _accel_values.c: add the types Lower and LiftSpilled to the module; -1 on error */
 int accel_values_register(PyObject *module);
 
+/* _accel_guest.c: a guest memory's current bytes for the value codecs, and
+ * their realloc (LiftLowerContext.allocate, step by step) */
+typedef struct {
+    unsigned char *base;
+    unsigned long long len;
+    Py_buffer buf; /* held when the bytes came through the buffer protocol */
+    int has_buf;
+} AccelBytes;
+int accel_bytes_of(PyObject *cx, AccelBytes *b, int writable); /* -1 on error */
+void accel_bytes_release(AccelBytes *b);
+PyObject *accel_allocate(PyObject *cx, Py_ssize_t n); /* the pointer, or NULL */
+int accel_guest_register(PyObject *module); /* init_values; -1 on error */
+
 #if defined(_MSC_VER)
 #define ACCEL_THREAD_LOCAL __declspec(thread)
 #else

@@ -23,11 +23,7 @@
  * Only utf8 strings and 32-bit memories are compiled; other types have no
  * program and keep the Python codecs.
  *
- * The bytes of an engine memory (``GuestMemory``) are found through the
- * addresses of ``wasmtime_memory_data``/``wasmtime_memory_data_size`` that
- * the ``wasmtime`` package loaded (``init_values``), only while its store's
- * context is set (a closed store goes through ``cx.mv``, which raises); any
- * other memory through ``cx.mv`` and the buffer protocol.
+ * Guest memory and realloc: ``_accel_guest.c``.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -52,100 +48,9 @@ enum {
 
 #define MAX_BYTES ((1 << 28) - 1)
 #define DEPTH_LIMIT 64
-
-static PyObject *str_mv = NULL;
-static PyObject *str_allocate = NULL;
 static PyObject *str_budget = NULL;
 static PyObject *str_kind = NULL;
 static PyObject *str_value = NULL;
-static PyObject *one = NULL;
-static PyObject *str_opts = NULL;
-static PyObject *str_realloc = NULL;
-static PyObject *str_inst = NULL;
-static PyObject *str_may_leave = NULL;
-static PyObject *zero = NULL;
-static PyObject *mask32 = NULL;
-static PyObject *str_memory = NULL;
-static PyObject *str_state = NULL;
-static PyObject *str_ctx = NULL;
-static PyObject *str_addr = NULL;
-
-/* -- guest memory --------------------------------------------------------- */
-
-typedef size_t (*memory_fn)(void *ctx, const void *memory);
-static memory_fn memory_data = NULL;
-static memory_fn memory_data_size = NULL;
-static PyObject *guest_memory_type = NULL; /* engine.GuestMemory */
-
-typedef struct {
-    unsigned char *base;
-    unsigned long long len;
-    Py_buffer buf; /* held when the bytes came through the buffer protocol */
-    int has_buf;
-} Bytes;
-
-static int
-pointer_attr(PyObject *o, PyObject *name, void **out)
-{
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsVoidPtr(v);
-    Py_DECREF(v);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* The current bytes of cx's memory (release with bytes_release); -1 on error. */
-static int
-bytes_of(PyObject *cx, Bytes *b, int writable)
-{
-    b->has_buf = 0;
-    PyObject *opts = PyObject_GetAttr(cx, str_opts);
-    if (opts == NULL)
-        return -1;
-    PyObject *memory = PyObject_GetAttr(opts, str_memory);
-    Py_DECREF(opts);
-    if (memory == NULL)
-        return -1;
-    if (memory_data != NULL && (PyObject *)Py_TYPE(memory) == guest_memory_type) {
-        PyObject *state = PyObject_GetAttr(memory, str_state);
-        void *ctx = NULL, *addr = NULL;
-        int r = state == NULL ? -1 : pointer_attr(state, str_ctx, &ctx);
-        Py_XDECREF(state);
-        if (r == 0 && ctx != NULL)
-            r = pointer_attr(memory, str_addr, &addr);
-        if (r < 0) {
-            Py_DECREF(memory);
-            return -1;
-        }
-        if (ctx != NULL && addr != NULL) {
-            Py_DECREF(memory);
-            b->len = (unsigned long long)memory_data_size(ctx, addr);
-            b->base = b->len ? (unsigned char *)memory_data(ctx, addr) : NULL;
-            return 0;
-        }
-    }
-    Py_DECREF(memory);
-    PyObject *mv = PyObject_GetAttr(cx, str_mv);
-    if (mv == NULL)
-        return -1;
-    int r = PyObject_GetBuffer(mv, &b->buf, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE);
-    Py_DECREF(mv);
-    if (r < 0)
-        return -1;
-    b->has_buf = 1;
-    b->base = b->buf.buf;
-    b->len = (unsigned long long)b->buf.len;
-    return 0;
-}
-
-static void
-bytes_release(Bytes *b)
-{
-    if (b->has_buf)
-        PyBuffer_Release(&b->buf);
-    b->has_buf = 0;
-}
 
 #define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
 #define IARG(node, k) PyLong_AsSsize_t(ITEM((node), (k)))
@@ -333,84 +238,12 @@ append_zeros(PyObject *out, Py_ssize_t n)
     return r;
 }
 
-/* cx.allocate(1, n) (LiftLowerContext.reallocate, step by step): the guest's
- * realloc with ``may_leave`` cleared, the view forgotten, the pointer masked;
- * a missing realloc or an instance that may not leave goes through the Python
- * method, which raises. A new reference, or NULL with an exception. */
-static PyObject *
-allocate(PyObject *cx, Py_ssize_t n)
-{
-    PyObject *opts = PyObject_GetAttr(cx, str_opts);
-    if (opts == NULL)
-        return NULL;
-    PyObject *realloc = PyObject_GetAttr(opts, str_realloc);
-    Py_DECREF(opts);
-    if (realloc == NULL)
-        return NULL;
-    PyObject *inst = PyObject_GetAttr(cx, str_inst);
-    PyObject *may_leave = inst == NULL ? NULL : PyObject_GetAttr(inst, str_may_leave);
-    PyObject *size = PyLong_FromSsize_t(n);
-    PyObject *ptr = NULL;
-    if (may_leave == NULL || size == NULL)
-        goto done;
-    if (realloc == Py_None || may_leave != Py_True) {
-        PyObject *margs[3] = {cx, one, size};
-        ptr = PyObject_VectorcallMethod(
-            str_allocate, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-        goto done;
-    }
-    if (PyObject_SetAttr(inst, str_may_leave, Py_False) < 0)
-        goto done;
-    PyObject *rargs[4] = {zero, zero, one, size};
-    PyObject *r = PyObject_Vectorcall(realloc, rargs, 4, NULL);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    int restored = PyObject_SetAttr(inst, str_may_leave, Py_True);
-    if (type != NULL) {
-        if (restored < 0) { /* the finally clause's error wins, as in Python */
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(tb);
-        }
-        else
-            PyErr_Restore(type, value, tb);
-        Py_XDECREF(r);
-        goto done;
-    }
-    if (restored < 0) {
-        Py_XDECREF(r);
-        goto done;
-    }
-    if (PyObject_DelAttr(cx, str_mv) < 0) { /* refresh: forget the view */
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            Py_DECREF(r);
-            goto done;
-        }
-        PyErr_Clear();
-    }
-    if (!PyLong_Check(r)) { /* the Python method's int() and mask */
-        PyObject *as_int = PyNumber_Long(r);
-        Py_DECREF(r);
-        if (as_int == NULL)
-            goto done;
-        r = as_int;
-    }
-    ptr = PyNumber_And(r, mask32);
-    Py_DECREF(r);
-done:
-    Py_XDECREF(size);
-    Py_XDECREF(may_leave);
-    Py_XDECREF(inst);
-    Py_DECREF(realloc);
-    return ptr;
-}
-
 /* allocate(cx, n), the block checked as the Python codec checks it, then
  * the bytes copied in; appends (ptr, units) */
 static int
 store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
 {
-    PyObject *ptr_obj = allocate(lw->cx, n);
+    PyObject *ptr_obj = accel_allocate(lw->cx, n);
     if (ptr_obj == NULL)
         return -1;
     unsigned long long ptr = PyLong_AsUnsignedLongLong(ptr_obj);
@@ -418,15 +251,15 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
         Py_DECREF(ptr_obj);
         return -1;
     }
-    Bytes mem;
-    if (bytes_of(lw->cx, &mem, 1) < 0) {
+    AccelBytes mem;
+    if (accel_bytes_of(lw->cx, &mem, 1) < 0) {
         Py_DECREF(ptr_obj);
         return -1;
     }
     int ok = ptr + (unsigned long long)n <= mem.len;
     if (ok && n > 0)
         memmove(mem.base + ptr, data, (size_t)n);
-    bytes_release(&mem);
+    accel_bytes_release(&mem);
     if (!ok) {
         PyObject *r = PyObject_CallFunction(
             lw->block_trap, "OsOni", lw->cx, what, ptr_obj, n, 1);
@@ -819,8 +652,8 @@ lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
     if (ptr == (unsigned long long)-1 && PyErr_Occurred())
         return -1;
     ptr &= 0xFFFFFFFFULL;
-    Bytes mem;
-    if (bytes_of(cx, &mem, 0) < 0)
+    AccelBytes mem;
+    if (accel_bytes_of(cx, &mem, 0) < 0)
         return -1;
     PyObject *value = NULL;
     Lifting lf = {mem.base, mem.len, 0, 0};
@@ -833,7 +666,7 @@ lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
         if (!PyErr_Occurred())
             value = load(&lf, self->program, ptr, 0);
     }
-    bytes_release(&mem);
+    accel_bytes_release(&mem);
     if (value == NULL || PyErr_Occurred()) {
         Py_XDECREF(value);
         return PyErr_Occurred() ? -1 : 0;
@@ -914,51 +747,14 @@ static PyTypeObject LiftType = {
     .tp_new = lift_new,
 };
 
-static PyObject *
-init_values(PyObject *module, PyObject *args)
-{
-    PyObject *type;
-    unsigned long long data, size;
-    if (!PyArg_ParseTuple(args, "O!KK:init_values", &PyType_Type, &type, &data, &size))
-        return NULL;
-    if (data == 0 || size == 0) {
-        PyErr_SetString(PyExc_ValueError, "init_values needs both function addresses");
-        return NULL;
-    }
-    Py_XSETREF(guest_memory_type, Py_NewRef(type));
-    memory_data = (memory_fn)(uintptr_t)data;
-    memory_data_size = (memory_fn)(uintptr_t)size;
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef values_methods[] = {
-    {"init_values", init_values, METH_VARARGS,
-     "init_values(GuestMemory, memory_data, memory_data_size): the direct memory access"},
-    {NULL, NULL, 0, NULL},
-};
-
 int
 accel_values_register(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, values_methods) < 0)
+    if (accel_guest_register(module) < 0)
         return -1;
-    if ((str_opts = PyUnicode_InternFromString("opts")) == NULL
-        || (str_memory = PyUnicode_InternFromString("memory")) == NULL
-        || (str_state = PyUnicode_InternFromString("_state")) == NULL
-        || (str_ctx = PyUnicode_InternFromString("ctx")) == NULL
-        || (str_addr = PyUnicode_InternFromString("_addr")) == NULL
-        || (str_realloc = PyUnicode_InternFromString("realloc")) == NULL
-        || (str_inst = PyUnicode_InternFromString("inst")) == NULL
-        || (str_may_leave = PyUnicode_InternFromString("may_leave")) == NULL
-        || (zero = PyLong_FromLong(0)) == NULL
-        || (mask32 = PyLong_FromUnsignedLong(0xFFFFFFFFUL)) == NULL)
-        return -1;
-    if ((str_mv = PyUnicode_InternFromString("mv")) == NULL
-        || (str_allocate = PyUnicode_InternFromString("allocate")) == NULL
-        || (str_budget = PyUnicode_InternFromString("budget")) == NULL
+    if ((str_budget = PyUnicode_InternFromString("budget")) == NULL
         || (str_kind = PyUnicode_InternFromString("kind")) == NULL
-        || (str_value = PyUnicode_InternFromString("value")) == NULL
-        || (one = PyLong_FromLong(1)) == NULL)
+        || (str_value = PyUnicode_InternFromString("value")) == NULL)
         return -1;
     if (PyType_Ready(&LowerType) < 0 || PyType_Ready(&LiftType) < 0)
         return -1;
