@@ -18,14 +18,17 @@ codec's own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
 from polyengine.abi.codec import snake
-from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.trap import range_trap
 from polyengine.types.despecialize import despecialize
 from polyengine.types.layout import (
+    MAX_FLAT_PARAMS,
+    MAX_FLAT_RESULTS,
     align_to,
     alignment,
     discriminant_type,
@@ -58,9 +61,10 @@ from polyengine.types.model import (
 
 if TYPE_CHECKING:
     from polyengine.abi.compile import Compiler
-    from polyengine.abi.functions import ValuesCodec
+    from polyengine.abi.functions import LiftedFunc, ValuesCodec
+    from polyengine.abi.resources import ComponentInstance
 
-__all__ = ["lift_kernel", "lower_kernel", "program"]
+__all__ = ["export_plan", "lift_kernel", "lower_kernel", "program"]
 
 OP_BOOL, OP_INT, OP_STR, OP_BYTES, OP_RECORD, OP_TUPLE = 0, 1, 2, 3, 4, 5
 OP_OPTION, OP_VARIANT, OP_ENUM, OP_FLAGS = 6, 7, 8, 9
@@ -231,3 +235,43 @@ def lift_kernel(
         prog, fallback, values.tuple_size, values.tuple_align
     )
     return lift
+
+
+def export_plan(
+    comp: Compiler,
+    lifted: LiftedFunc,
+    opts: CanonicalOptions,
+    inst: ComponentInstance,
+    realloc: Callable[[int, int, int, int], int] | None = None,
+) -> tuple[Any, ...] | None:
+    """The plan of a compiled export call over values (``engine.export_kernel``), or ``None``.
+
+    For a synchronous export whose parameters pass flat and all have
+    programs, with no result or one returned through memory that has one
+    (§"`canon lift`": ``lower_flat_values``, the core call,
+    ``lift_flat_values``). The plan holds what the C call needs: the
+    programs, the result's layout, the options and instance, how to make a
+    :class:`LiftLowerContext` when Python code needs one (a trap, a step the
+    Python codecs take), and the Python lift of the result. ``realloc`` is the
+    call of ``opts.realloc``'s core function specialised
+    (``engine.CoreFunc.specialize``), if the caller has it.
+    """
+    if engine.value_kernels() is None or not _compiles(comp) or lifted.is_async:
+        return None
+    params, results = lifted.params, lifted.results
+    if params.flat_count > MAX_FLAT_PARAMS:
+        return None
+    progs = [program(c.t) for c in params.codecs]
+    if any(p is None for p in progs):
+        return None
+    lift: tuple[Any, ...] | None = None
+    if results.codecs:
+        if results.flat_count <= MAX_FLAT_RESULTS or len(results.codecs) != 1:
+            return None
+        prog = program(results.codecs[0].t)
+        if prog is None:
+            return None
+        lift = (prog, results.tuple_size, results.tuple_align)
+    make_cx = partial(LiftLowerContext, opts, inst)
+    python_lift = lifted._lift_results_spilled
+    return (tuple(progs), lift, opts, inst, make_cx, block_trap, python_lift, realloc)

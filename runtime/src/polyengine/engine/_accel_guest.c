@@ -49,16 +49,58 @@ pointer_attr(PyObject *o, PyObject *name, void **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* The current bytes of cx's memory (release with bytes_release); -1 on error. */
+/* -- the context of one lift or lower ------------------------------------ */
+
 int
-accel_bytes_of(PyObject *cx, AccelBytes *b, int writable)
+accel_vcx_from_cx(AccelValueCx *v, PyObject *cx)
+{
+    v->make_cx = NULL;
+    v->realloc = NULL;
+    v->inst = NULL;
+    v->cx = Py_NewRef(cx);
+    v->opts = PyObject_GetAttr(cx, str_opts);
+    if (v->opts == NULL || (v->inst = PyObject_GetAttr(cx, str_inst)) == NULL) {
+        accel_vcx_done(v);
+        return -1;
+    }
+    return 0;
+}
+
+void
+accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,
+                     PyObject *realloc)
+{
+    v->realloc = realloc == Py_None ? NULL : realloc;
+    v->cx = NULL;
+    v->opts = Py_NewRef(opts);
+    v->inst = Py_NewRef(inst);
+    v->make_cx = make_cx;
+}
+
+PyObject *
+accel_vcx_cx(AccelValueCx *v)
+{
+    if (v->cx == NULL)
+        v->cx = PyObject_CallNoArgs(v->make_cx);
+    return v->cx;
+}
+
+void
+accel_vcx_done(AccelValueCx *v)
+{
+    Py_CLEAR(v->cx);
+    Py_CLEAR(v->opts);
+    Py_CLEAR(v->inst);
+}
+
+/* -- memory and realloc -------------------------------------------------- */
+
+/* The current bytes of the memory (release with accel_bytes_release); -1 on error. */
+int
+accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable)
 {
     b->has_buf = 0;
-    PyObject *opts = PyObject_GetAttr(cx, str_opts);
-    if (opts == NULL)
-        return -1;
-    PyObject *memory = PyObject_GetAttr(opts, str_memory);
-    Py_DECREF(opts);
+    PyObject *memory = PyObject_GetAttr(v->opts, str_memory);
     if (memory == NULL)
         return -1;
     if (memory_data != NULL && (PyObject *)Py_TYPE(memory) == guest_memory_type) {
@@ -80,7 +122,8 @@ accel_bytes_of(PyObject *cx, AccelBytes *b, int writable)
         }
     }
     Py_DECREF(memory);
-    PyObject *mv = PyObject_GetAttr(cx, str_mv);
+    PyObject *cx = accel_vcx_cx(v);
+    PyObject *mv = cx == NULL ? NULL : PyObject_GetAttr(cx, str_mv);
     if (mv == NULL)
         return -1;
     int r = PyObject_GetBuffer(mv, &b->buf, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE);
@@ -106,22 +149,23 @@ accel_bytes_release(AccelBytes *b)
  * a missing realloc or an instance that may not leave goes through the Python
  * method, which raises. A new reference, or NULL with an exception. */
 PyObject *
-accel_allocate(PyObject *cx, Py_ssize_t n)
+accel_allocate(AccelValueCx *v, Py_ssize_t n)
 {
-    PyObject *opts = PyObject_GetAttr(cx, str_opts);
-    if (opts == NULL)
-        return NULL;
-    PyObject *realloc = PyObject_GetAttr(opts, str_realloc);
-    Py_DECREF(opts);
+    PyObject *realloc = PyObject_GetAttr(v->opts, str_realloc);
     if (realloc == NULL)
         return NULL;
-    PyObject *inst = PyObject_GetAttr(cx, str_inst);
-    PyObject *may_leave = inst == NULL ? NULL : PyObject_GetAttr(inst, str_may_leave);
+    if (v->realloc != NULL && realloc != Py_None) /* the same function, called directly */
+        Py_SETREF(realloc, Py_NewRef(v->realloc));
+    PyObject *inst = v->inst;
+    PyObject *may_leave = PyObject_GetAttr(inst, str_may_leave);
     PyObject *size = PyLong_FromSsize_t(n);
     PyObject *ptr = NULL;
     if (may_leave == NULL || size == NULL)
         goto done;
     if (realloc == Py_None || may_leave != Py_True) {
+        PyObject *cx = accel_vcx_cx(v);
+        if (cx == NULL)
+            goto done;
         PyObject *margs[3] = {cx, one, size};
         ptr = PyObject_VectorcallMethod(
             str_allocate, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -149,7 +193,7 @@ accel_allocate(PyObject *cx, Py_ssize_t n)
         Py_XDECREF(r);
         goto done;
     }
-    if (PyObject_DelAttr(cx, str_mv) < 0) { /* refresh: forget the view */
+    if (v->cx != NULL && PyObject_DelAttr(v->cx, str_mv) < 0) { /* refresh: forget the view */
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
             Py_DECREF(r);
             goto done;
@@ -168,7 +212,6 @@ accel_allocate(PyObject *cx, Py_ssize_t n)
 done:
     Py_XDECREF(size);
     Py_XDECREF(may_leave);
-    Py_XDECREF(inst);
     Py_DECREF(realloc);
     return ptr;
 }

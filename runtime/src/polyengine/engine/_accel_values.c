@@ -3,19 +3,19 @@
  *
  * Part of ``polyengine.engine._accel``.  ``abi/kernels.py`` compiles a value
  * type into a *program*: nested tuples of plain data (an opcode first, see
- * the OP_ constants), which the interpreter below runs.  Two callable types
- * use them, each holding the Python codec it stands in for:
+ * the OP_ constants), which the interpreter below runs.  Its users: the
+ * callable types of ``_accel_valuetypes.c`` (each holding the Python codec it
+ * stands in for) and the compiled export call (``Export`` with a plan, whose
+ * steps are at the end of this file).
  *
- * - ``Lower(programs, fallback)``: ``lower(cx, values) -> list`` of core
- *   values, for parameters passed flat (``lower_flat_values``).  A first pass
+ * - Lowering parameters passed flat (``lower_flat_values``): a first pass
  *   only looks at the values; anything it does not accept exactly (another
  *   type, a value out of range, a string that is not valid UTF-8, a missing
- *   or extra key) hands the whole call to ``fallback(cx, values)`` before
- *   anything happened, so the Python codec raises its own error.  The second
- *   pass stores strings and ``list<u8>`` through ``cx.allocate`` (the guest's
- *   realloc, in the Python codec's order) and appends the core values.
- * - ``LiftSpilled(program, fallback, size, align)``: ``lift(cx, results)`` of
- *   a result returned through a pointer (``lift_flat_values`` past
+ *   or extra key) hands the whole call to the Python codec before anything
+ *   happened, so it raises its own error.  The second
+ *   pass stores strings and ``list<u8>`` through the guest's realloc (in the
+ *   Python codec's order) and appends the core values.
+ * - Lifting a result returned through a pointer (``lift_flat_values`` past
  *   MAX_FLAT_RESULTS).  Reading has no effect, so any doubt (a bad pointer or
  *   discriminant, invalid UTF-8, the lift budget spent) reruns the Python
  *   codec from the start, which traps with its own code and message.
@@ -48,9 +48,11 @@ enum {
 
 #define MAX_BYTES ((1 << 28) - 1)
 #define DEPTH_LIMIT 64
-static PyObject *str_budget = NULL;
+PyObject *accel_str_budget = NULL;
 static PyObject *str_kind = NULL;
 static PyObject *str_value = NULL;
+static PyObject *str_lift_budget = NULL;
+static PyObject *str_mv = NULL;
 
 #define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
 #define IARG(node, k) PyLong_AsSsize_t(ITEM((node), (k)))
@@ -92,8 +94,8 @@ check_int(PyObject *node, PyObject *v)
     return size >= 8 || x < (1ULL << (size * 8));
 }
 
-static int
-check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+int
+accel_check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
 {
     if (PyTuple_GET_SIZE(children) != n)
         return 0;
@@ -154,9 +156,10 @@ check(PyObject *node, PyObject *v, int depth)
     case OP_TUPLE: {
         PyObject *children = ITEM(node, 1);
         if (PyTuple_CheckExact(v))
-            return check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v), depth);
+            return accel_check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v),
+                                   depth);
         if (PyList_CheckExact(v))
-            return check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth);
+            return accel_check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth);
         return 0;
     }
     case OP_OPTION:
@@ -209,7 +212,7 @@ check(PyObject *node, PyObject *v, int depth)
 /* -- the second pass: store and flatten ----------------------------------- */
 
 typedef struct {
-    PyObject *cx;
+    AccelValueCx *v;
     PyObject *block_trap; /* block_trap(cx, what, ptr, nbytes, align): raises */
     PyObject *out;        /* the list of core values */
 } Lowering;
@@ -243,7 +246,7 @@ append_zeros(PyObject *out, Py_ssize_t n)
 static int
 store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
 {
-    PyObject *ptr_obj = accel_allocate(lw->cx, n);
+    PyObject *ptr_obj = accel_allocate(lw->v, n);
     if (ptr_obj == NULL)
         return -1;
     unsigned long long ptr = PyLong_AsUnsignedLongLong(ptr_obj);
@@ -252,7 +255,7 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
         return -1;
     }
     AccelBytes mem;
-    if (accel_bytes_of(lw->cx, &mem, 1) < 0) {
+    if (accel_bytes_of(lw->v, &mem, 1) < 0) {
         Py_DECREF(ptr_obj);
         return -1;
     }
@@ -261,8 +264,9 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
         memmove(mem.base + ptr, data, (size_t)n);
     accel_bytes_release(&mem);
     if (!ok) {
-        PyObject *r = PyObject_CallFunction(
-            lw->block_trap, "OsOni", lw->cx, what, ptr_obj, n, 1);
+        PyObject *cx = accel_vcx_cx(lw->v);
+        PyObject *r = cx == NULL ? NULL : PyObject_CallFunction(
+            lw->block_trap, "OsOni", cx, what, ptr_obj, n, 1);
         Py_XDECREF(r);
         Py_DECREF(ptr_obj);
         if (r != NULL)
@@ -537,46 +541,15 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
 
 /* -- the callables ------------------------------------------------------ */
 
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *programs; /* tuple: one program per value */
-    PyObject *fallback; /* the Python codec: fallback(cx, values) */
-    PyObject *block_trap;
-} LowerObject;
-
-static PyObject *
-lower_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* The core values of the values ``vs`` (a tuple or list check_seq took). */
+PyObject *
+accel_lower_all(AccelValueCx *v, PyObject *programs, PyObject *vs, PyObject *block_trap)
 {
-    LowerObject *self = (LowerObject *)op;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "lower(cx, values) takes two positional arguments");
-        return NULL;
-    }
-    PyObject *cx = args[0], *vs = args[1];
-    PyObject *const *items;
-    Py_ssize_t n;
-    if (PyTuple_CheckExact(vs)) {
-        items = &PyTuple_GET_ITEM(vs, 0);
-        n = PyTuple_GET_SIZE(vs);
-    }
-    else if (PyList_CheckExact(vs)) {
-        items = &PyList_GET_ITEM(vs, 0);
-        n = PyList_GET_SIZE(vs);
-    }
-    else
-        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
-    int ok = check_seq(self->programs, items, n, 0);
-    if (ok < 0)
-        return NULL;
-    if (!ok)
-        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
-    Lowering lw = {cx, self->block_trap, PyList_New(0)};
+    Lowering lw = {v, block_trap, PyList_New(0)};
     if (lw.out == NULL)
         return NULL;
-    Py_INCREF(vs); /* keeps items alive while guest code runs */
-    int r = lower_seq(&lw, self->programs, vs);
+    Py_INCREF(vs); /* keeps the items alive while guest code runs */
+    int r = lower_seq(&lw, programs, vs);
     Py_DECREF(vs);
     if (r < 0) {
         Py_DECREF(lw.out);
@@ -585,60 +558,14 @@ lower_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     return lw.out;
 }
 
-static void
-lower_dealloc(PyObject *op)
-{
-    LowerObject *self = (LowerObject *)op;
-    Py_XDECREF(self->programs);
-    Py_XDECREF(self->fallback);
-    Py_XDECREF(self->block_trap);
-    Py_TYPE(op)->tp_free(op);
-}
-
-static PyObject *
-lower_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    PyObject *programs, *fallback, *block_trap;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Lower takes no keywords");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "O!OO:Lower", &PyTuple_Type, &programs, &fallback, &block_trap))
-        return NULL;
-    LowerObject *self = (LowerObject *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = lower_vectorcall;
-    self->programs = Py_NewRef(programs);
-    self->fallback = Py_NewRef(fallback);
-    self->block_trap = Py_NewRef(block_trap);
-    return (PyObject *)self;
-}
-
-static PyTypeObject LowerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "polyengine.engine._accel.Lower",
-    .tp_basicsize = sizeof(LowerObject),
-    .tp_dealloc = lower_dealloc,
-    .tp_vectorcall_offset = offsetof(LowerObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "The compiled lower of values passed flat (see _accel_values.c).",
-    .tp_new = lower_new,
-};
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *program;
-    PyObject *fallback; /* fallback(cx, results) */
-    unsigned long long size;
-    unsigned long long align;
-} LiftObject;
-
-/* 1: *out is the value; 0: fall back; -1: an exception */
-static int
-lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
+/* The value at the pointer that is the first core result, after the tuple
+ * check of lift_flat_values.  1: *out is the value; 0: fall back; -1: an
+ * exception.  *budget is what strings and lists may still read; *charged
+ * says whether the lift read any. */
+int
+accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long size,
+             unsigned long long align, PyObject *results, long long *budget, int *charged,
+             PyObject **out)
 {
     PyObject *first = PySequence_GetItem(results, 0);
     if (first == NULL)
@@ -653,113 +580,106 @@ lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
         return -1;
     ptr &= 0xFFFFFFFFULL;
     AccelBytes mem;
-    if (accel_bytes_of(cx, &mem, 0) < 0)
+    if (accel_bytes_of(v, &mem, 0) < 0)
         return -1;
     PyObject *value = NULL;
-    Lifting lf = {mem.base, mem.len, 0, 0};
-    if ((ptr & (self->align - 1)) == 0 && ptr + self->size <= lf.len) {
-        PyObject *budget = PyObject_GetAttr(cx, str_budget);
-        if (budget != NULL) {
-            lf.budget = PyLong_AsLongLong(budget);
-            Py_DECREF(budget);
-        }
-        if (!PyErr_Occurred())
-            value = load(&lf, self->program, ptr, 0);
-    }
+    Lifting lf = {mem.base, mem.len, *budget, 0};
+    if ((ptr & (align - 1)) == 0 && ptr + size <= lf.len)
+        value = load(&lf, program, ptr, 0);
     accel_bytes_release(&mem);
-    if (value == NULL || PyErr_Occurred()) {
-        Py_XDECREF(value);
+    if (value == NULL)
         return PyErr_Occurred() ? -1 : 0;
-    }
-    if (lf.charged) {
-        PyObject *left = PyLong_FromLongLong(lf.budget);
-        if (left == NULL || PyObject_SetAttr(cx, str_budget, left) < 0) {
-            Py_XDECREF(left);
-            Py_DECREF(value);
-            return -1;
-        }
-        Py_DECREF(left);
-    }
+    *budget = lf.budget;
+    *charged = lf.charged;
     *out = value;
     return 1;
 }
 
-static PyObject *
-lift_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* -- the export call's steps (``Export`` in _accel_export.c) --------------- */
+
+/* plan: (programs, lift, opts, ci, make_cx, block_trap, lift_fallback, realloc),
+ * lift being (program, size, align) or None (no result), realloc the specialised
+ * call of opts.realloc's core function or None */
+
+int
+accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n)
 {
-    LiftObject *self = (LiftObject *)op;
-    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "lift(cx, results) takes two positional arguments");
-        return NULL;
-    }
-    PyObject *value = NULL;
-    int r = lift_run(self, args[0], args[1], &value);
-    if (r == 0) /* anything in doubt: the Python codec, from the start */
-        return PyObject_Vectorcall(self->fallback, args, 2, NULL);
-    return r < 0 ? NULL : value;
+    return accel_check_seq(PyTuple_GET_ITEM(plan, 0), items, n, 0);
 }
 
-static void
-lift_dealloc(PyObject *op)
+PyObject *
+accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssize_t n)
 {
-    LiftObject *self = (LiftObject *)op;
-    Py_XDECREF(self->program);
-    Py_XDECREF(self->fallback);
-    Py_TYPE(op)->tp_free(op);
-}
-
-static PyObject *
-lift_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    PyObject *program, *fallback;
-    unsigned long long size, align;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "LiftSpilled takes no keywords");
-        return NULL;
+    PyObject *lift = PyTuple_GET_ITEM(plan, 1);
+    AccelValueCx v;
+    accel_vcx_from_parts(&v, PyTuple_GET_ITEM(plan, 2), PyTuple_GET_ITEM(plan, 3),
+                         PyTuple_GET_ITEM(plan, 4), PyTuple_GET_ITEM(plan, 7));
+    PyObject *value = NULL, *results = NULL;
+    PyObject *vs = PyTuple_New(n);
+    if (vs == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(vs, k, Py_NewRef(items[k]));
+    PyObject *flat = accel_lower_all(&v, PyTuple_GET_ITEM(plan, 0), vs, PyTuple_GET_ITEM(plan, 5));
+    if (flat == NULL)
+        goto done;
+    results = PyObject_CallOneArg(core, flat);
+    Py_DECREF(flat);
+    if (results == NULL)
+        goto done;
+    if (v.cx != NULL && PyObject_DelAttr(v.cx, str_mv) < 0) { /* cx.refresh() */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            goto done;
+        PyErr_Clear();
     }
-    if (!PyArg_ParseTuple(args, "O!OKK:LiftSpilled", &PyTuple_Type, &program, &fallback,
-                          &size, &align))
-        return NULL;
-    if (align == 0 || (align & (align - 1))) {
-        PyErr_SetString(PyExc_ValueError, "the alignment must be a power of two");
-        return NULL;
+    if (lift == Py_None) {
+        value = Py_NewRef(Py_None);
+        goto done;
     }
-    LiftObject *self = (LiftObject *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = lift_vectorcall;
-    self->program = Py_NewRef(program);
-    self->fallback = Py_NewRef(fallback);
-    self->size = size;
-    self->align = align;
-    return (PyObject *)self;
+    long long budget = 0;
+    int charged = 0;
+    PyObject *left = PyObject_GetAttr(v.inst, str_lift_budget);
+    if (left == NULL)
+        goto done;
+    budget = PyLong_AsLongLong(left);
+    Py_DECREF(left);
+    if (budget == -1 && PyErr_Occurred())
+        goto done;
+    if (v.cx != NULL) { /* a context made for a step in Python: its budget */
+        PyObject *b = PyObject_GetAttr(v.cx, accel_str_budget);
+        if (b == NULL)
+            goto done;
+        budget = PyLong_AsLongLong(b);
+        Py_DECREF(b);
+        if (budget == -1 && PyErr_Occurred())
+            goto done;
+    }
+    int r = accel_lift_spilled(&v, PyTuple_GET_ITEM(lift, 0),
+                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 1)),
+                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 2)), results, &budget,
+                         &charged, &value);
+    if (r == 0) { /* the Python codec, from the start */
+        PyObject *cx = accel_vcx_cx(&v);
+        if (cx != NULL)
+            value = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(plan, 6), cx, results, NULL);
+    }
+done:
+    Py_XDECREF(vs);
+    Py_XDECREF(results);
+    accel_vcx_done(&v);
+    return value;
 }
-
-static PyTypeObject LiftType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "polyengine.engine._accel.LiftSpilled",
-    .tp_basicsize = sizeof(LiftObject),
-    .tp_dealloc = lift_dealloc,
-    .tp_vectorcall_offset = offsetof(LiftObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "The compiled lift of a result returned through memory (see _accel_values.c).",
-    .tp_new = lift_new,
-};
 
 int
 accel_values_register(PyObject *module)
 {
     if (accel_guest_register(module) < 0)
         return -1;
-    if ((str_budget = PyUnicode_InternFromString("budget")) == NULL
+    if ((accel_str_budget = PyUnicode_InternFromString("budget")) == NULL
         || (str_kind = PyUnicode_InternFromString("kind")) == NULL
-        || (str_value = PyUnicode_InternFromString("value")) == NULL)
+        || (str_value = PyUnicode_InternFromString("value")) == NULL
+        || (str_lift_budget = PyUnicode_InternFromString("lift_budget")) == NULL
+        || (str_mv = PyUnicode_InternFromString("mv")) == NULL)
         return -1;
-    if (PyType_Ready(&LowerType) < 0 || PyType_Ready(&LiftType) < 0)
-        return -1;
-    if (PyModule_AddObjectRef(module, "Lower", (PyObject *)&LowerType) < 0
-        || PyModule_AddObjectRef(module, "LiftSpilled", (PyObject *)&LiftType) < 0)
-        return -1;
-    return 0;
+    return accel_value_types_register(module);
 }
