@@ -360,7 +360,8 @@ _VALUES = """(component
       (i32.store (i32.const 48) (local.get 0))
       (i32.store (i32.const 52) (local.get 1))
       (i32.const 48))
-    (func (export "sink") (param i32 i32 i32)))
+    (func (export "sink") (param i32 i32 i32))
+    (func (export "len") (param i32 i32) (result i32) (local.get 1)))
   (core instance $i (instantiate $m))
   (type $point (record (field "x" s32) (field "y" s32) (field "label" (option string))))
   (export $point-t "point" (type $point))
@@ -376,6 +377,15 @@ _VALUES = """(component
     (canon lift (core func $i "give") (memory (core memory $i "mem"))))
   (func (export "give-bytes") (param "p" u32) (param "n" u32) (result (list u8))
     (canon lift (core func $i "give") (memory (core memory $i "mem"))))
+  (func (export "len-s8") (param "s" string) (result s8)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "len-u16") (param "s" string) (result u16)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "len-bool") (param "s" string) (result bool)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
   (func (export "sink") (param "b" (list u8)) (param "e" $e-t)
     (canon lift (core func $i "sink") (memory (core memory $i "mem"))
       (realloc (core func $i "realloc"))))
@@ -416,6 +426,14 @@ def test_lifted_results_alike_on_both_paths(wat: Wat, args: tuple[int, int]) -> 
     with _pair(wat, component=_VALUES) as pair:
         pair.compare("give", args)
         pair.compare("give_bytes", args)
+
+
+@pytest.mark.parametrize("n", [0, 5, 127, 128, 200, 256, 70000])
+def test_scalar_results_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """A bool or integer result of a lowered string: the core result converted alike."""
+    with _pair(wat, component=_VALUES) as pair:
+        for name in ("len_s8", "len_u16", "len_bool"):
+            pair.compare(name, ("a" * n,))
 
 
 @pytest.mark.parametrize("bad", [65535, 65536, 2**32 - 1])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from polyengine import engine
@@ -102,11 +103,11 @@ def program(t: ValType, *, boxed: bool = False) -> Program | None:
             return (OP_BYTES,)
         return None
     if isinstance(t, Record):
-        return _fields([snake(f.label) for f in t.fields], [f.t for f in t.fields])
+        return _fields([intern(snake(f.label)) for f in t.fields], [f.t for f in t.fields])
     if isinstance(t, Tuple):
         return _fields(None, list(t.ts))
     if isinstance(t, Flags):
-        names = tuple(snake(label) for label in t.labels)
+        names = tuple(intern(snake(label)) for label in t.labels)
         size = elem_size(t, "i32")
         if size not in {1, 2, 4}:
             return None
@@ -157,7 +158,7 @@ def _variant(t: ValType, boxed: bool) -> Program | None:
         children.append(p)
         pads.append(len(joined) - len(flatten_type(c.t, "i32")))
     if isinstance(t, Enum):
-        labels = tuple(t.labels)
+        labels = tuple(intern(label) for label in t.labels)
         return (OP_ENUM, labels, {k: i for i, k in enumerate(labels)}, disc_size)
     if isinstance(t, Option) and not boxed:
         return (OP_OPTION, children[1], payload_off, disc_size, pads[1], pads[0])
@@ -166,7 +167,7 @@ def _variant(t: ValType, boxed: bool) -> Program | None:
     elif isinstance(t, Result):
         kinds = ("ok", "err")
     else:
-        kinds = tuple(c.label for c in cases)
+        kinds = tuple(intern(c.label) for c in cases)
     return (
         OP_VARIANT,
         kinds,
@@ -247,7 +248,8 @@ def export_plan(
     """The plan of a compiled export call over values (``engine.export_kernel``), or ``None``.
 
     For a synchronous export whose parameters pass flat and all have
-    programs, with no result or one returned through memory that has one
+    programs, with no result, a ``bool`` or integer result, or one returned
+    through memory that has a program
     (§"`canon lift`": ``lower_flat_values``, the core call,
     ``lift_flat_values``). The plan holds what the C call needs: the
     programs, the result's layout, the options and instance, how to make a
@@ -265,13 +267,19 @@ def export_plan(
     if any(p is None for p in progs):
         return None
     lift: tuple[Any, ...] | None = None
+    if len(results.codecs) > 1:
+        return None
     if results.codecs:
-        if results.flat_count <= MAX_FLAT_RESULTS or len(results.codecs) != 1:
-            return None
         prog = program(results.codecs[0].t)
         if prog is None:
             return None
-        lift = (prog, results.tuple_size, results.tuple_align)
+        if results.flat_count > MAX_FLAT_RESULTS:
+            lift = (prog, results.tuple_size, results.tuple_align)
+        elif _plain_scalar(prog):
+            lift = (prog,)  # the one core result itself
+        else:
+            return None
     make_cx = partial(LiftLowerContext, opts, inst)
     python_lift = lifted._lift_results_spilled
-    return (tuple(progs), lift, opts, inst, make_cx, block_trap, python_lift, realloc)
+    memory = engine.memory_parts(opts.memory)
+    return (tuple(progs), lift, opts, inst, make_cx, block_trap, python_lift, realloc, memory)

@@ -44,6 +44,7 @@ install time when a C compiler is present and used unless
 """
 
 from ._accelerator import call_path as call_path
+from ._accelerator import memory_parts as memory_parts
 from ._accelerator import value_kernels as value_kernels
 from ._async import CallCancelled as CallCancelled
 from ._async import ParkableCall as ParkableCall
@@ -127,6 +128,7 @@ __all__ = [
     "export_kernel",
     "get_engine",
     "instantiate",
+    "memory_parts",
     "module_cache_dir",
     "new_global",
     "new_memory",

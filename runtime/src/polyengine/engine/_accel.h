@@ -47,10 +47,12 @@ struct AccelValueCx {
     PyObject *inst;    /* owned */
     PyObject *make_cx; /* borrowed; NULL when the context was given */
     PyObject *realloc; /* borrowed: opts.realloc's core function specialised, or NULL */
+    PyObject *state;   /* borrowed: the engine memory's store state (ctx), or NULL */
+    void *addr;        /* the engine memory's address, with state */
 };
 int accel_vcx_from_cx(AccelValueCx *v, PyObject *cx); /* -1 on error */
 void accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,
-                          PyObject *realloc);
+                          PyObject *realloc, PyObject *memory);
 PyObject *accel_vcx_cx(AccelValueCx *v); /* borrowed, made on first use; NULL on error */
 void accel_vcx_done(AccelValueCx *v);
 int accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable); /* -1 on error */

@@ -418,7 +418,7 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                           &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
                           &owner, &values))
         return NULL;
-    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 8
+    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 9
                               || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
                               || PyTuple_GET_SIZE(PyTuple_GET_ITEM(values, 0)) != n)) {
         PyErr_SetString(PyExc_TypeError, "values must be a plan of n programs");

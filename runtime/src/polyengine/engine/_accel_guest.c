@@ -56,6 +56,8 @@ accel_vcx_from_cx(AccelValueCx *v, PyObject *cx)
 {
     v->make_cx = NULL;
     v->realloc = NULL;
+    v->state = NULL;
+    v->addr = NULL;
     v->inst = NULL;
     v->cx = Py_NewRef(cx);
     v->opts = PyObject_GetAttr(cx, str_opts);
@@ -68,9 +70,18 @@ accel_vcx_from_cx(AccelValueCx *v, PyObject *cx)
 
 void
 accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,
-                     PyObject *realloc)
+                     PyObject *realloc, PyObject *memory)
 {
     v->realloc = realloc == Py_None ? NULL : realloc;
+    v->state = NULL;
+    v->addr = NULL;
+    if (memory != Py_None) { /* (state, address) of an engine memory */
+        v->addr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(memory, 1));
+        if (v->addr == NULL)
+            PyErr_Clear();
+        else
+            v->state = PyTuple_GET_ITEM(memory, 0);
+    }
     v->cx = NULL;
     v->opts = Py_NewRef(opts);
     v->inst = Py_NewRef(inst);
@@ -100,6 +111,16 @@ int
 accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable)
 {
     b->has_buf = 0;
+    if (v->state != NULL && memory_data != NULL) {
+        void *ctx = NULL;
+        if (pointer_attr(v->state, str_ctx, &ctx) < 0)
+            return -1;
+        if (ctx != NULL) {
+            b->len = (unsigned long long)memory_data_size(ctx, v->addr);
+            b->base = b->len ? (unsigned char *)memory_data(ctx, v->addr) : NULL;
+            return 0;
+        }
+    }
     PyObject *memory = PyObject_GetAttr(v->opts, str_memory);
     if (memory == NULL)
         return -1;
@@ -151,11 +172,12 @@ accel_bytes_release(AccelBytes *b)
 PyObject *
 accel_allocate(AccelValueCx *v, Py_ssize_t n)
 {
-    PyObject *realloc = PyObject_GetAttr(v->opts, str_realloc);
+    /* the specialised call of opts.realloc's function (which a plan has only
+     * when the option is set), or opts.realloc itself */
+    PyObject *realloc = v->realloc != NULL ? Py_NewRef(v->realloc)
+                                           : PyObject_GetAttr(v->opts, str_realloc);
     if (realloc == NULL)
         return NULL;
-    if (v->realloc != NULL && realloc != Py_None) /* the same function, called directly */
-        Py_SETREF(realloc, Py_NewRef(v->realloc));
     PyObject *inst = v->inst;
     PyObject *may_leave = PyObject_GetAttr(inst, str_may_leave);
     PyObject *size = PyLong_FromSsize_t(n);

@@ -597,9 +597,36 @@ accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long size,
 
 /* -- the export call's steps (``Export`` in _accel_export.c) --------------- */
 
-/* plan: (programs, lift, opts, ci, make_cx, block_trap, lift_fallback, realloc),
- * lift being (program, size, align) or None (no result), realloc the specialised
- * call of opts.realloc's core function or None */
+/* plan: (programs, lift, opts, ci, make_cx, block_trap, lift_fallback, realloc,
+ * memory), lift being (program, size, align), (program,) for a bool or integer
+ * result or None (no result), realloc the specialised call of opts.realloc's
+ * core function or None, memory an engine memory's (store state, address) or
+ * None */
+
+/* The bool or integer of a program from the first core result, as
+ * scalar_lifting (abi/functions.py) converts it: the bits of its width, as its
+ * signedness reads them. */
+static PyObject *
+lift_scalar(PyObject *node, PyObject *results)
+{
+    PyObject *first = PySequence_GetItem(results, 0);
+    if (first == NULL)
+        return NULL;
+    unsigned long long x = PyLong_AsUnsignedLongLongMask(first);
+    Py_DECREF(first);
+    if (x == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (IARG(node, 0) == OP_BOOL)
+        return Py_NewRef(x ? Py_True : Py_False);
+    Py_ssize_t size = IARG(node, 1);
+    if (size < 8)
+        x &= (1ULL << (size * 8)) - 1;
+    if (!IARG(node, 2))
+        return PyLong_FromUnsignedLongLong(x);
+    if (size < 8 && (x >> (size * 8 - 1)) & 1)
+        x |= ~0ULL << (size * 8);
+    return PyLong_FromLongLong((long long)x);
+}
 
 int
 accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n)
@@ -613,7 +640,8 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     PyObject *lift = PyTuple_GET_ITEM(plan, 1);
     AccelValueCx v;
     accel_vcx_from_parts(&v, PyTuple_GET_ITEM(plan, 2), PyTuple_GET_ITEM(plan, 3),
-                         PyTuple_GET_ITEM(plan, 4), PyTuple_GET_ITEM(plan, 7));
+                         PyTuple_GET_ITEM(plan, 4), PyTuple_GET_ITEM(plan, 7),
+                         PyTuple_GET_ITEM(plan, 8));
     PyObject *value = NULL, *results = NULL;
     PyObject *vs = PyTuple_New(n);
     if (vs == NULL)
@@ -634,6 +662,10 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     }
     if (lift == Py_None) {
         value = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyTuple_GET_SIZE(lift) == 1) { /* a bool or an integer: the core result itself */
+        value = lift_scalar(PyTuple_GET_ITEM(lift, 0), results);
         goto done;
     }
     long long budget = 0;

@@ -22,7 +22,7 @@ from . import _ffi as ffi
 from ._store import HOST_ENTRIES, _StoreState
 from ._values import normalize, raw_struct
 
-__all__ = ["ACCEL", "call_path", "value_kernels"]
+__all__ = ["ACCEL", "call_path", "memory_parts", "value_kernels"]
 
 #: the core type of each unsigned slot format
 _TYPE_OF = {"I": "i32", "Q": "i64", "f": "f32", "d": "f64"}
@@ -108,3 +108,16 @@ def value_kernels() -> tuple[Any, Any] | None:
 
 #: whether the compiled value codecs have their memory access (``init_values``)
 _VALUES_READY: list[bool] = []
+
+
+def memory_parts(memory: object) -> tuple[Any, int] | None:
+    """``(store state, address)`` of an engine memory, for the compiled value codecs.
+
+    The compiled codecs read the memory's bytes through them (only while the
+    state's ``ctx`` is set); ``None`` for any other memory object.
+    """
+    from ._memory import GuestMemory
+
+    if type(memory) is not GuestMemory:
+        return None
+    return memory._state, memory._addr
