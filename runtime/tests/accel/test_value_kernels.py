@@ -247,3 +247,21 @@ def test_lower_realloc_faults_match_python() -> None:
     _allocating_both(lambda mem: lambda *a: 62)  # a block past the end of memory
     _allocating_both(lambda mem: lambda *a: -1 + 2**33)  # masked to 32 bits
     _allocating_both(lambda mem: mem.realloc)
+
+
+def test_compiled_codecs_do_not_keep_their_function_alive() -> None:
+    """A LiftedFunc and its compiled codecs (which refer back to it) are collected."""
+    import gc
+    import weakref
+
+    from polyengine.abi.functions import LiftedFunc
+    from polyengine.types.model import FuncType
+
+    t = Record((Field("x", S32()), Field("label", Option(String()))))
+    lifted = LiftedFunc.compile(_compiler(True), FuncType((("p", t),), t))
+    assert type(lifted.lower_params).__name__ == "Lower"
+    assert type(lifted.lift_results).__name__ == "LiftSpilled"
+    ref = weakref.ref(lifted)
+    del lifted
+    gc.collect()
+    assert ref() is None

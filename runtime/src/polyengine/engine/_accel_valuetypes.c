@@ -34,6 +34,10 @@ lower_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
         PyErr_SetString(PyExc_TypeError, "lower(cx, values) takes two positional arguments");
         return NULL;
     }
+    if (self->programs == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a cleared compiled lower");
+        return NULL;
+    }
     PyObject *cx = args[0], *vs = args[1];
     PyObject *const *items;
     Py_ssize_t n;
@@ -60,13 +64,31 @@ lower_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     return out;
 }
 
+static int
+lower_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    LowerObject *self = (LowerObject *)op;
+    Py_VISIT(self->programs);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->block_trap);
+    return 0;
+}
+
+static int
+lower_clear(PyObject *op)
+{
+    LowerObject *self = (LowerObject *)op;
+    Py_CLEAR(self->programs);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->block_trap);
+    return 0;
+}
+
 static void
 lower_dealloc(PyObject *op)
 {
-    LowerObject *self = (LowerObject *)op;
-    Py_XDECREF(self->programs);
-    Py_XDECREF(self->fallback);
-    Py_XDECREF(self->block_trap);
+    PyObject_GC_UnTrack(op);
+    lower_clear(op);
     Py_TYPE(op)->tp_free(op);
 }
 
@@ -95,9 +117,11 @@ static PyTypeObject LowerType = {
     .tp_name = "polyengine.engine._accel.Lower",
     .tp_basicsize = sizeof(LowerObject),
     .tp_dealloc = lower_dealloc,
+    .tp_traverse = lower_traverse,
+    .tp_clear = lower_clear,
     .tp_vectorcall_offset = offsetof(LowerObject, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "The compiled lower of values passed flat (see _accel_values.c).",
     .tp_new = lower_new,
 };
@@ -149,6 +173,10 @@ lift_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kw
         PyErr_SetString(PyExc_TypeError, "lift(cx, results) takes two positional arguments");
         return NULL;
     }
+    if (self->program == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a cleared compiled lift");
+        return NULL;
+    }
     PyObject *value = NULL;
     int r = lift_run(self, args[0], args[1], &value);
     if (r == 0) /* anything in doubt: the Python codec, from the start */
@@ -156,12 +184,29 @@ lift_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kw
     return r < 0 ? NULL : value;
 }
 
+static int
+lift_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    LiftObject *self = (LiftObject *)op;
+    Py_VISIT(self->program);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+lift_clear(PyObject *op)
+{
+    LiftObject *self = (LiftObject *)op;
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
 static void
 lift_dealloc(PyObject *op)
 {
-    LiftObject *self = (LiftObject *)op;
-    Py_XDECREF(self->program);
-    Py_XDECREF(self->fallback);
+    PyObject_GC_UnTrack(op);
+    lift_clear(op);
     Py_TYPE(op)->tp_free(op);
 }
 
@@ -197,9 +242,11 @@ static PyTypeObject LiftType = {
     .tp_name = "polyengine.engine._accel.LiftSpilled",
     .tp_basicsize = sizeof(LiftObject),
     .tp_dealloc = lift_dealloc,
+    .tp_traverse = lift_traverse,
+    .tp_clear = lift_clear,
     .tp_vectorcall_offset = offsetof(LiftObject, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "The compiled lift of a result returned through memory (see _accel_values.c).",
     .tp_new = lift_new,
 };
