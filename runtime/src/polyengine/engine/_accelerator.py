@@ -90,24 +90,26 @@ def value_kernels() -> tuple[Any, Any] | None:
 
     ``None`` on the pure path; ``abi/kernels.py`` builds their programs.
     """
-    if ACCEL is None:
+    if ACCEL is None or not _GUEST_MEMORY:
         return None
-    if not _VALUES_READY:
-        init = getattr(ACCEL, "init_values", None)
-        if init is None:
-            return None
-        from ._memory import GuestMemory  # not at import: _memory imports this module
+    return ACCEL.Lower, ACCEL.LiftSpilled
+
+
+def register_guest_memory(cls: type) -> None:
+    """Give the compiled value codecs the engine memory type and its byte access.
+
+    Called by ``_memory.py`` once ``GuestMemory`` exists: the codecs read such a
+    memory's bytes through the addresses of ``wasmtime_memory_data`` and
+    ``wasmtime_memory_data_size`` the ``wasmtime`` package loaded.
+    """
+    init = getattr(ACCEL, "init_values", None)
+    if init is not None:
 
         def address(fn: Any) -> int:
             return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
 
-        init(GuestMemory, address(ffi.memory_data), address(ffi.memory_data_size))
-        _VALUES_READY.append(True)
-    return ACCEL.Lower, ACCEL.LiftSpilled
-
-
-#: whether the compiled value codecs have their memory access (``init_values``)
-_VALUES_READY: list[bool] = []
+        init(cls, address(ffi.memory_data), address(ffi.memory_data_size))
+    _GUEST_MEMORY[:] = [cls]
 
 
 def memory_parts(memory: object) -> tuple[Any, int] | None:
@@ -116,8 +118,11 @@ def memory_parts(memory: object) -> tuple[Any, int] | None:
     The compiled codecs read the memory's bytes through them (only while the
     state's ``ctx`` is set); ``None`` for any other memory object.
     """
-    from ._memory import GuestMemory
-
-    if type(memory) is not GuestMemory:
+    if not _GUEST_MEMORY or type(memory) is not _GUEST_MEMORY[0]:
         return None
-    return memory._state, memory._addr
+    found: tuple[Any, int] = (memory._state, memory._addr)  # type: ignore[attr-defined]
+    return found
+
+
+#: the engine memory type, once registered (``_memory.py``), with the codecs' access to it
+_GUEST_MEMORY: list[type] = []
