@@ -43,7 +43,10 @@ setup(
     ext_modules=[
         Extension(
             "polyengine.engine._accel",
-            sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c"],
+            sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c",
+                     "src/polyengine/engine/_accel_values.c",
+                     "src/polyengine/engine/_accel_guest.c",
+                     "src/polyengine/engine/_accel_valuetypes.c"],
             depends=["src/polyengine/engine/_accel.h"],
             extra_compile_args=["-O2"] if sys.platform != "win32" else [],
             optional=True,

@@ -104,9 +104,7 @@ class _Side:
             self.blocking = instantiate_sync(self.wasm, _imports(self.behaviour, self.seen))
 
             async def make() -> Any:
-                return await polyengine.instantiate(
-                    self.wasm, _imports(self.behaviour, self.seen)
-                )
+                return await polyengine.instantiate(self.wasm, _imports(self.behaviour, self.seen))
 
             self.awaited = asyncio.run(make())
 
@@ -127,8 +125,8 @@ class _Side:
 
 
 class _Pair:
-    def __init__(self, wat: Wat, behaviour: object = 7) -> None:
-        wasm = wat(_COMPONENT)
+    def __init__(self, wat: Wat, behaviour: object = 7, component: str = _COMPONENT) -> None:
+        wasm = wat(component)
         self.sides = [_Side(wasm, pure, behaviour) for pure in (False, True)]
 
     def close(self) -> None:
@@ -160,8 +158,8 @@ class _Pair:
 
 
 @contextmanager
-def _pair(wat: Wat, behaviour: object = 7) -> Iterator[_Pair]:
-    pair = _Pair(wat, behaviour)
+def _pair(wat: Wat, behaviour: object = 7, component: str = _COMPONENT) -> Iterator[_Pair]:
+    pair = _Pair(wat, behaviour, component)
     try:
         yield pair
     finally:
@@ -336,3 +334,124 @@ def _call_from_another_thread(add: Callable[..., Any]) -> object:
     t.join(10)
     assert len(got) == 1
     return got[0]
+
+
+_VALUES = """(component
+  (core module $m
+    (memory (export "mem") 1)
+    (data (i32.const 100) "ok\\ff\\fe")
+    (global $bump (mut i32) (i32.const 1024))
+    (global $bad (mut i32) (i32.const 0))
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32) (local $r i32)
+      (if (global.get $bad) (then (return (global.get $bad))))
+      (local.set $r (global.get $bump))
+      (global.set $bump (i32.add (local.get $r) (local.get 3)))
+      (local.get $r))
+    (func (export "set-bad") (param i32) (global.set $bad (local.get 0)))
+    (func (export "add") (param i32 i32) (result i32) (i32.add (local.get 0) (local.get 1)))
+    (func (export "echo") (param i32 i32 i32 i32 i32) (result i32)
+      (i32.store (i32.const 16) (local.get 0))
+      (i32.store (i32.const 20) (local.get 1))
+      (i32.store8 (i32.const 24) (local.get 2))
+      (i32.store (i32.const 28) (local.get 3))
+      (i32.store (i32.const 32) (local.get 4))
+      (i32.const 16))
+    (func (export "give") (param i32 i32) (result i32)
+      (i32.store (i32.const 48) (local.get 0))
+      (i32.store (i32.const 52) (local.get 1))
+      (i32.const 48))
+    (func (export "sink") (param i32 i32 i32))
+    (func (export "len") (param i32 i32) (result i32) (local.get 1)))
+  (core instance $i (instantiate $m))
+  (type $point (record (field "x" s32) (field "y" s32) (field "label" (option string))))
+  (export $point-t "point" (type $point))
+  (type $e (enum "a" "b"))
+  (export $e-t "e" (type $e))
+  (func (export "add") (param "a" u32) (param "b" u32) (result u32)
+    (canon lift (core func $i "add")))
+  (func (export "set-bad") (param "v" u32) (canon lift (core func $i "set-bad")))
+  (func (export "echo-record") (param "p" $point-t) (result $point-t)
+    (canon lift (core func $i "echo") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "give") (param "p" u32) (param "n" u32) (result string)
+    (canon lift (core func $i "give") (memory (core memory $i "mem"))))
+  (func (export "give-bytes") (param "p" u32) (param "n" u32) (result (list u8))
+    (canon lift (core func $i "give") (memory (core memory $i "mem"))))
+  (func (export "len-s8") (param "s" string) (result s8)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "len-u16") (param "s" string) (result u16)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "len-bool") (param "s" string) (result bool)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+  (func (export "sink") (param "b" (list u8)) (param "e" $e-t)
+    (canon lift (core func $i "sink") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+)"""
+
+_POINTS: list[object] = [
+    {"x": 1, "y": -2, "label": "a label"},
+    {"x": -(2**31), "y": 2**31 - 1, "label": None},
+    {"x": 1, "y": 2, "label": ""},
+    {"x": 1, "y": 2, "label": "\u00e9\U0001f600"},
+    {"x": 1, "y": 2},  # an optional field left out
+    {"x": 1, "y": 2, "label": "a\ud800"},  # a lone surrogate
+    {"x": 2**31, "y": 2, "label": None},
+    {"x": True, "y": 2, "label": None},
+    {"x": 1, "y": 2, "label": b"bytes"},
+    {"x": 1, "y": 2, "label": None, "z": 0},
+    {"y": 2, "label": None},
+    [1, 2, None],
+    None,
+]
+
+
+@pytest.mark.parametrize("point", _POINTS)
+def test_record_values_alike_on_both_paths(wat: Wat, point: object) -> None:
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("echo_record", (point,))
+        pair.compare("echo_record", (point, 1))
+        pair.compare("sink", (b"abc", "b"))
+        pair.compare("sink", (b"abc", "c"))
+        pair.compare("sink", (bytearray(b"abc"), "a"))
+
+
+@pytest.mark.parametrize(
+    "args", [(100, 2), (100, 4), (102, 2), (65530, 6), (65530, 7), (2**32 - 1, 2), (0, 0)]
+)
+def test_lifted_results_alike_on_both_paths(wat: Wat, args: tuple[int, int]) -> None:
+    """Strings and bytes read from guest memory: the same values, or the same traps."""
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("give", args)
+        pair.compare("give_bytes", args)
+
+
+@pytest.mark.parametrize("n", [0, 5, 127, 128, 200, 256, 70000])
+def test_scalar_results_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """A bool or integer result of a lowered string: the core result converted alike."""
+    with _pair(wat, component=_VALUES) as pair:
+        for name in ("len_s8", "len_u16", "len_bool"):
+            pair.compare(name, ("a" * n,))
+
+
+@pytest.mark.parametrize("bad", [65535, 65536, 2**32 - 1])
+def test_realloc_faults_alike_on_both_paths(wat: Wat, bad: int) -> None:
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("set_bad", (bad,))
+        outcome = pair.compare("echo_record", ({"x": 1, "y": 2, "label": "abc"},))
+        assert outcome[0][0] == "raised"  # a realloc block out of bounds traps
+
+
+def test_the_compiled_values_call_is_used_when_the_path_is_active(wat: Wat) -> None:
+    inst = instantiate_sync(wat(_VALUES), {})
+    try:
+        point = {"x": 1, "y": -2, "label": "a label"}
+        assert inst.exports.echo_record(point) == point
+        coroutine_function = inst.instance.exports.echo_record
+        assert asyncio.run(coroutine_function(point)) == point
+        compiled = engine.call_path().startswith("compiled")
+        assert ("kernel" in coroutine_function.__code__.co_names) == compiled
+    finally:
+        inst.close()

@@ -218,6 +218,9 @@ class Compiler:
         self.ptr_mask = M32 if ptr_type == "i32" else M64
         self.ptr_pair = struct.Struct("<II" if ptr_type == "i32" else "<QQ")
         self._cache: dict[tuple[ValType, bool], Codec] = {}
+        #: whether functions compiled with this compiler may use the compiled value
+        #: codecs (:mod:`polyengine.abi.kernels`); set for a store on the compiled path
+        self.kernels = False
 
     def codec(self, t: ValType, *, boxed: bool = False) -> Codec:
         """The codec of ``t``; ``boxed`` marks an option directly inside an option.

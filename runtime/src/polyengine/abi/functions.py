@@ -27,6 +27,7 @@ from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function, offset
 from polyengine.abi.compile import Codec, Compiler, CoreVal
 from polyengine.abi.errors import LowerError, LowerTypeError
+from polyengine.abi.kernels import lift_kernel, lower_kernel
 from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.trap import range_trap
 from polyengine.types.layout import (
@@ -391,6 +392,15 @@ class LiftedFunc:
             if self.results.flat_count <= MAX_FLAT_RESULTS
             else self._lift_results_spilled
         )
+        # the compiled value codecs over the Python ones, where they apply (abi/kernels.py)
+        if self.params.flat_count <= MAX_FLAT_PARAMS:
+            lower = lower_kernel(comp, self.params, self.lower_params)
+            if lower is not None:
+                self.lower_params = lower
+        if self.results.flat_count > MAX_FLAT_RESULTS:
+            lift = lift_kernel(comp, self.results, self.lift_results)
+            if lift is not None:
+                self.lift_results = lift
 
     @classmethod
     def compile(

@@ -44,6 +44,8 @@ install time when a C compiler is present and used unless
 """
 
 from ._accelerator import call_path as call_path
+from ._accelerator import memory_parts as memory_parts
+from ._accelerator import value_kernels as value_kernels
 from ._async import CallCancelled as CallCancelled
 from ._async import ParkableCall as ParkableCall
 from ._async import start as start
@@ -126,9 +128,11 @@ __all__ = [
     "export_kernel",
     "get_engine",
     "instantiate",
+    "memory_parts",
     "module_cache_dir",
     "new_global",
     "new_memory",
     "new_table",
     "validate_core_module",
+    "value_kernels",
 ]

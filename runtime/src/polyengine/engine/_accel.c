@@ -983,7 +983,8 @@ PyInit__accel(void)
         || PyModule_AddIntConstant(m, "ABI", ACCEL_ABI) < 0
         || PyModule_AddIntConstant(m, "SIG_BITS", SIG_BITS) < 0
         || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0
-        || accel_export_register(m) < 0) {
+        || accel_export_register(m) < 0
+        || accel_values_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

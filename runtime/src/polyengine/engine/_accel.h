@@ -10,6 +10,56 @@
 /* _accel_export.c: add the types Export and Drive to the module; -1 on error */
 int accel_export_register(PyObject *module);
 
+/* _accel_values.c: add the types Lower and LiftSpilled to the module; -1 on error */
+int accel_values_register(PyObject *module);
+
+/* _accel_values.c: an export call's compiled values (``Export`` with a plan):
+ * the type test (1: taken, 0: not, -1: error), then lower, core(flat), lift */
+int accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n);
+PyObject *accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items,
+                            Py_ssize_t n);
+
+/* _accel_values.c: the interpreter's entry points for the callable types of
+ * _accel_valuetypes.c (see there) */
+typedef struct AccelValueCx AccelValueCx;
+int accel_check_seq(PyObject *programs, PyObject *const *items, Py_ssize_t n, int depth);
+PyObject *accel_lower_all(AccelValueCx *v, PyObject *programs, PyObject *vs,
+                          PyObject *block_trap);
+int accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long size,
+                       unsigned long long align, PyObject *results, long long *budget,
+                       int *charged, PyObject **out);
+extern PyObject *accel_str_budget;
+int accel_value_types_register(PyObject *module); /* _accel_valuetypes.c */
+
+/* _accel_guest.c: a guest memory's current bytes for the value codecs, and
+ * their realloc (LiftLowerContext.allocate, step by step) */
+typedef struct {
+    unsigned char *base;
+    unsigned long long len;
+    Py_buffer buf; /* held when the bytes came through the buffer protocol */
+    int has_buf;
+} AccelBytes;
+/* what a lift or lower uses of its LiftLowerContext; an export call makes the
+ * context itself (make_cx()) only when Python code needs one */
+struct AccelValueCx {
+    PyObject *cx;      /* owned; NULL until needed when make_cx is set */
+    PyObject *opts;    /* owned */
+    PyObject *inst;    /* owned */
+    PyObject *make_cx; /* borrowed; NULL when the context was given */
+    PyObject *realloc; /* borrowed: opts.realloc's core function specialised, or NULL */
+    PyObject *state;   /* borrowed: the engine memory's store state (ctx), or NULL */
+    void *addr;        /* the engine memory's address, with state */
+};
+int accel_vcx_from_cx(AccelValueCx *v, PyObject *cx); /* -1 on error */
+void accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,
+                          PyObject *realloc, PyObject *memory);
+PyObject *accel_vcx_cx(AccelValueCx *v); /* borrowed, made on first use; NULL on error */
+void accel_vcx_done(AccelValueCx *v);
+int accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable); /* -1 on error */
+void accel_bytes_release(AccelBytes *b);
+PyObject *accel_allocate(AccelValueCx *v, Py_ssize_t n); /* the pointer, or NULL */
+int accel_guest_register(PyObject *module); /* init_values; -1 on error */
+
 #if defined(_MSC_VER)
 #define ACCEL_THREAD_LOCAL __declspec(thread)
 #else

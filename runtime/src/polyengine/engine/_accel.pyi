@@ -57,3 +57,21 @@ def fill_exports(
     base: int,
     /,
 ) -> int: ...
+
+class Lower:
+    def __new__(
+        cls,
+        programs: tuple[Any, ...],
+        fallback: Callable[..., Any],
+        block_trap: Callable[..., Any],
+        /,
+    ) -> Lower: ...
+    def __call__(self, cx: Any, values: Any, /) -> list[Any]: ...
+
+class LiftSpilled:
+    def __new__(
+        cls, program: tuple[Any, ...], fallback: Callable[..., Any], size: int, align: int, /
+    ) -> LiftSpilled: ...
+    def __call__(self, cx: Any, results: Any, /) -> Any: ...
+
+def init_values(guest_memory: type, memory_data: int, memory_data_size: int, /) -> None: ...

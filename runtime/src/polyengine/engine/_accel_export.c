@@ -96,6 +96,7 @@ typedef struct {
     PyObject *failed;     /* failed(exc) -> the exception to raise instead, or None */
     PyObject *arity;      /* arity(args): raises for a wrong argument count, or None */
     PyObject *ci_dict;    /* ci's __dict__ when it holds may_enter plainly, else NULL */
+    PyObject *values;     /* the compiled values' plan (_accel_values.c), or NULL */
     Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
     unsigned long owner;  /* the thread that may call (the thread rule) */
 } Export;
@@ -272,10 +273,18 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
         }
         return export_general(self, args, nargs, NULL);
     }
-    /* the inline type test: exact ints only (their slots check the range) */
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (!PyLong_CheckExact(items[k]))
-            return export_general(self, items, n, whole);
+    /* the inline type test: exact ints only (their slots check the range), or
+     * the values the compiled lower takes exactly */
+    if (self->values != NULL) {
+        int taken = accel_values_check(self->values, items, n);
+        if (taken <= 0)
+            return taken < 0 ? NULL : export_general(self, items, n, whole);
+    }
+    else {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (!PyLong_CheckExact(items[k]))
+                return export_general(self, items, n, whole);
+        }
     }
     /* the entry test: the calling thread (the thread rule), then the instance */
     int refused = PyThread_get_thread_ident() != self->owner;
@@ -306,9 +315,11 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     if (export_set_may_enter(self, Py_False) < 0)
         return NULL;
-    PyObject *result = PyObject_Vectorcall(self->core, items, n, NULL);
+    PyObject *result = self->values != NULL
+                           ? accel_values_call(self->values, self->core, items, n)
+                           : PyObject_Vectorcall(self->core, items, n, NULL);
     if (result == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        if (self->values == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
             /* an argument out of its slot's range, refused before the guest ran */
             PyErr_Clear();
             if (export_reenter(self) < 0)
@@ -343,6 +354,7 @@ export_traverse(Export *self, visitproc visit, void *arg)
     Py_VISIT(self->failed);
     Py_VISIT(self->arity);
     Py_VISIT(self->ci_dict);
+    Py_VISIT(self->values);
     return 0;
 }
 
@@ -358,6 +370,7 @@ export_clear(Export *self)
     Py_CLEAR(self->failed);
     Py_CLEAR(self->arity);
     Py_CLEAR(self->ci_dict);
+    Py_CLEAR(self->values);
     return 0;
 }
 
@@ -384,14 +397,16 @@ slot_offset(PyObject *rec, PyObject *descr)
 }
 
 /* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity,
- *        poisoned_descr, ci_dict, owner): poisoned_descr and ci_dict are None unless the
- * caller checked that ``rec.poisoned`` is that slot and ``ci.may_enter`` plainly lives in
- * ``ci_dict``; ``owner`` is the ident of the only thread that may call (the thread rule). */
+ *        poisoned_descr, ci_dict, owner[, values]): poisoned_descr and ci_dict are None
+ * unless the caller checked that ``rec.poisoned`` is that slot and ``ci.may_enter``
+ * plainly lives in ``ci_dict``; ``owner`` is the ident of the only thread that may call
+ * (the thread rule).  With ``values`` (a plan of abi/kernels.py), ``core(flat)`` takes
+ * the list of core values and the arguments are lowered and the result lifted in C. */
 static PyObject *
 export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *core, *rec, *ci, *name, *check_enter, *general, *failed, *arity;
-    PyObject *poisoned_descr, *ci_dict;
+    PyObject *poisoned_descr, *ci_dict, *values = Py_None;
     Py_ssize_t n;
     int seq;
     unsigned long owner;
@@ -399,9 +414,16 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Export takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOOk", &core, &n, &seq, &rec, &ci, &name, &check_enter,
-                          &general, &failed, &arity, &poisoned_descr, &ci_dict, &owner))
+    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOOk|O", &core, &n, &seq, &rec, &ci, &name,
+                          &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
+                          &owner, &values))
         return NULL;
+    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 9
+                              || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
+                              || PyTuple_GET_SIZE(PyTuple_GET_ITEM(values, 0)) != n)) {
+        PyErr_SetString(PyExc_TypeError, "values must be a plan of n programs");
+        return NULL;
+    }
     if (ci_dict != Py_None && !PyDict_CheckExact(ci_dict)) {
         PyErr_SetString(PyExc_TypeError, "ci_dict must be a dict or None");
         return NULL;
@@ -437,6 +459,8 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_INCREF(ci_dict);
         self->ci_dict = ci_dict;
     }
+    if (values != Py_None)
+        self->values = Py_NewRef(values);
     return (PyObject *)self;
 }
 

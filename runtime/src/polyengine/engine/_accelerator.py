@@ -22,7 +22,7 @@ from . import _ffi as ffi
 from ._store import HOST_ENTRIES, _StoreState
 from ._values import normalize, raw_struct
 
-__all__ = ["ACCEL", "call_path"]
+__all__ = ["ACCEL", "call_path", "memory_parts", "value_kernels"]
 
 #: the core type of each unsigned slot format
 _TYPE_OF = {"I": "i32", "Q": "i64", "f": "f32", "d": "f64"}
@@ -83,3 +83,46 @@ ACCEL, _DESCRIPTION = _load()
 def call_path() -> str:
     """Which call path this process uses, in words (``polyengine --version`` prints it)."""
     return _DESCRIPTION
+
+
+def value_kernels() -> tuple[Any, Any] | None:
+    """The compiled value codecs' types ``(Lower, LiftSpilled)`` (``_accel_values.c``).
+
+    ``None`` on the pure path; ``abi/kernels.py`` builds their programs.
+    """
+    if ACCEL is None or not _GUEST_MEMORY:
+        return None
+    return ACCEL.Lower, ACCEL.LiftSpilled
+
+
+def register_guest_memory(cls: type) -> None:
+    """Give the compiled value codecs the engine memory type and its byte access.
+
+    Called by ``_memory.py`` once ``GuestMemory`` exists: the codecs read such a
+    memory's bytes through the addresses of ``wasmtime_memory_data`` and
+    ``wasmtime_memory_data_size`` the ``wasmtime`` package loaded.
+    """
+    init = getattr(ACCEL, "init_values", None)
+    if init is not None:
+
+        def address(fn: Any) -> int:
+            return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+
+        init(cls, address(ffi.memory_data), address(ffi.memory_data_size))
+    _GUEST_MEMORY[:] = [cls]
+
+
+def memory_parts(memory: object) -> tuple[Any, int] | None:
+    """``(store state, address)`` of an engine memory, for the compiled value codecs.
+
+    The compiled codecs read the memory's bytes through them (only while the
+    state's ``ctx`` is set); ``None`` for any other memory object.
+    """
+    if not _GUEST_MEMORY or type(memory) is not _GUEST_MEMORY[0]:
+        return None
+    found: tuple[Any, int] = (memory._state, memory._addr)  # type: ignore[attr-defined]
+    return found
+
+
+#: the engine memory type, once registered (``_memory.py``), with the codecs' access to it
+_GUEST_MEMORY: list[type] = []

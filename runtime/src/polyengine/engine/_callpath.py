@@ -320,6 +320,7 @@ def export_kernel(
     failed: Callable[[BaseException], BaseException | None],
     arity: Callable[[tuple[Any, ...]], Any] | None = None,
     owner: int,
+    values: tuple[Any, ...] | None = None,
 ) -> Callable[..., Any] | None:
     """The compiled host call of a scalar export, or ``None`` on the pure path.
 
@@ -339,6 +340,12 @@ def export_kernel(
     the poisoning step, raising what it returns (``from`` its cause) or else
     the failure itself. Positional calls with another count of arguments
     go to ``arity`` (which raises) when given, else to ``general``.
+
+    With ``values`` (a plan of ``abi/kernels.py``: the export's value
+    programs), the type test is the compiled lower's (values it does not take
+    exactly go to ``general``), ``core(flat)`` is the callee's flat call, and
+    the arguments are lowered and the result lifted in C
+    (``_accel_values.c``).
     """
     if _ACCEL is None or not callee._state.compiled or n >= _ACCEL.MAX_SLOTS:
         return None
@@ -356,6 +363,7 @@ def export_kernel(
         type(rec).__dict__.get("poisoned"),
         _plain_dict(ci, "may_enter"),
         owner,
+        values,
     )
     return kernel
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Self
 import wasmtime
 
 from . import _ffi as ffi
+from ._accelerator import register_guest_memory
 from ._core import CoreFunc
 from ._errors import CoreTrap, EngineError
 from ._store import EngineStore, _StoreState
@@ -184,6 +185,8 @@ class GuestMemory(_StoreItem):
     def __repr__(self) -> str:
         return "<GuestMemory>" if self.store.closed else f"<GuestMemory {self.size()} bytes>"
 
+
+register_guest_memory(GuestMemory)  # the compiled value codecs' memory access
 
 _FUNCREF = 5  # WASMTIME_FUNCREF
 

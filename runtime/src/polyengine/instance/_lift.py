@@ -29,6 +29,7 @@ from polyengine import engine
 from polyengine.abi.bulk import NAN
 from polyengine.abi.codegen import make_function
 from polyengine.abi.functions import LiftedFunc, scalar_lifting, scalar_lowering
+from polyengine.abi.kernels import export_plan
 from polyengine.abi.resources import CallBorrows
 from polyengine.instance._hostlift import HostLift
 from polyengine.translate import plan as pln
@@ -152,6 +153,12 @@ class ExportCall:
         nested = len(steps.ci.entering_set(None)) > 1
         plain = post is not None or nested or begin is not None
         scalar = None if plain else self._scalar(steps, callee, names)
+        values = None if plain or scalar is not None else self._values(steps, callee, general)
+        if values is not None:
+            # the compiled call over values (engine.export_kernel with a plan)
+            run, make = values
+            env = {"kernel": make(general, None), "general": general}
+            inline = InlineCall(names, [f"return kernel({', '.join(names)})"], env, True, make)
         if scalar is not None:
             guard, core, env, exact = scalar
             env["general"] = general
@@ -312,6 +319,60 @@ class ExportCall:
                 failed=steps.caught,
                 arity=arity,
                 owner=env["owner"],
+            )
+
+        run = make(general, None, True)
+        if run is None:
+            return None
+        return run, make
+
+    def _values(
+        self,
+        steps: HostLift,
+        callee: engine.CoreFunc,
+        general: Callable[[Sequence[Any]], Any],
+    ) -> tuple[Callable[[Sequence[Any]], Any], Any] | None:
+        """The compiled call of an export over fixed-shape values, or ``None``.
+
+        ``(run, make)`` as :meth:`_kernel`'s, for an export whose values have
+        programs (:func:`polyengine.abi.kernels.export_plan`): the same steps as
+        :meth:`_general` with the lower, the core call and the lift in C.
+        """
+        if callee.store.closed:
+            return None
+        realloc = None
+        if self.lift.options.realloc is not None:
+            func = self._rt.resolve_func(self.lift.options.realloc)
+            if func.params == ("i32",) * 4 and func.results == ("i32",):
+                realloc = func.specialize("IIII", "I")
+        ro = steps.ro
+        plan = export_plan(ro.compiler, steps.values, ro.opts, ro.record.ci, realloc)
+        if plan is None:
+            return None
+        rec = ro.record
+        failed = steps.caught
+        core = callee.flat_call()
+        n = len(self.lift.type.params)
+
+        def make(
+            general: Callable[[Sequence[Any]], Any],
+            arity: Callable[[tuple[Any, ...]], Any] | None,
+            sequence: bool = False,
+        ) -> Callable[..., Any] | None:
+            return engine.export_kernel(
+                callee,
+                core,
+                n,
+                sequence=sequence,
+                rec=rec,
+                ci=rec.ci,
+                name=self.name,
+                check_enter=self._rt.check_enter,
+                general=general,
+                failed=failed,
+                arity=arity,
+                owner=self._rt.owner_thread,
+                values=plan,
             )
 
         run = make(general, None, True)

@@ -304,6 +304,7 @@ class ComponentRuntime:
             guest_strings=side == "guest",
             late_resources=side == "host",
         )
+        compiler.kernels = engine.compiled_path(self.store)
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
         return ro
