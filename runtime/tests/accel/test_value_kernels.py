@@ -250,7 +250,11 @@ def test_lower_realloc_faults_match_python() -> None:
 
 
 def test_compiled_codecs_do_not_keep_their_function_alive() -> None:
-    """A LiftedFunc and its compiled codecs (which refer back to it) are collected."""
+    """A LiftedFunc and its compiled codecs (which refer back to it) are collected.
+
+    Built directly: ``LiftedFunc.compile`` keeps one shared function per type
+    and options for the process, on purpose.
+    """
     import gc
     import weakref
 
@@ -258,10 +262,27 @@ def test_compiled_codecs_do_not_keep_their_function_alive() -> None:
     from polyengine.types.model import FuncType
 
     t = Record((Field("x", S32()), Field("label", Option(String()))))
-    lifted = LiftedFunc.compile(_compiler(True), FuncType((("p", t),), t))
+    lifted = LiftedFunc(_compiler(True), FuncType((("p", t),), t), is_async=False, callback=False)
     assert type(lifted.lower_params).__name__ == "Lower"
     assert type(lifted.lift_results).__name__ == "LiftSpilled"
     ref = weakref.ref(lifted)
     del lifted
     gc.collect()
     assert ref() is None
+
+
+def test_shared_functions_keep_the_pure_and_compiled_paths_apart() -> None:
+    """``LiftedFunc.compile`` shares one function per type and options between
+    compilers, but a compiler on the pure path never gets the compiled codecs
+    of one on the compiled path (nor the other way round)."""
+    from polyengine.abi.functions import LiftedFunc
+    from polyengine.types.model import FuncType
+
+    t = Record((Field("x", S32()), Field("label", Option(String()))))
+    ft = FuncType((("p", t),), t)
+    compiled = LiftedFunc.compile(_compiler(True), ft)
+    pure = LiftedFunc.compile(_compiler(False), ft)
+    assert LiftedFunc.compile(_compiler(True), ft) is compiled
+    assert LiftedFunc.compile(_compiler(False), ft) is pure
+    assert type(compiled.lower_params).__name__ == "Lower"
+    assert type(pure.lower_params).__name__ != "Lower"

@@ -269,6 +269,7 @@ class Compiler:
             self.guest_strings,
             self.late_resources,
             self.host_resources is not None,
+            self.kernels,
         )
 
     def _make(
