@@ -98,8 +98,7 @@ class GuestBuffer:
             assert codec is not None
             if ptr % codec.align != 0:
                 ctrap(TrapCode.MISALIGNED, f"buffer pointer {ptr:#x} misaligned")
-            cx.refresh()
-            if ptr + length * codec.size > len(cx.mv):
+            if ptr + length * codec.size > len(_view(cx)):
                 ctrap(
                     TrapCode.OUT_OF_BOUNDS, f"buffer [{ptr:#x}, +{length} elements) out of bounds"
                 )
@@ -254,51 +253,52 @@ class DirectBuffer:
         raise NotImplementedError
 
 
+def _view(cx: LiftLowerContext) -> memoryview:
+    """The memory view of ``cx`` as of now (memory may have grown since it was read)."""
+    memory = cx.opts.memory
+    if memory is None:
+        cx.refresh()
+        return cx.mv
+    mv = cx.mv = memory.view()
+    return mv
+
+
 def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
     """Copy ``n`` elements from ``src`` to ``dst`` (one slice copy for raw guest memory)."""
-    if (
-        n > 0
-        and isinstance(src, ReadableGuestBuffer)
-        and isinstance(dst, WritableGuestBuffer)
-        and src.raw
-        and dst.raw
-    ):
-        assert src.codec is not None and dst.codec is not None
-        nbytes = n * src.codec.size
-        assert dst.codec.size == src.codec.size
-        src.cx.refresh()
-        dst.cx.refresh()
-        dst.cx.mv[dst.ptr : dst.ptr + nbytes] = src.cx.mv[src.ptr : src.ptr + nbytes]
-        src.ptr += nbytes
-        src.progress += n
-        dst.ptr += nbytes
-        dst.progress += n
-        return
-    if n > 0 and isinstance(dst, HostWritableBuffer) and isinstance(dst.values, bytearray):
-        if isinstance(src, ReadableGuestBuffer) and src.raw:
-            src.cx.refresh()
-            dst.values += src.cx.mv[src.ptr : src.ptr + n]
-            src.ptr += n
-            src.progress += n
-            dst.progress += n
-            return
-        if isinstance(src, HostReadableBuffer) and src.is_bytes:
-            dst.values += src.read_bytes(n)
-            dst.progress += n
-            return
-    if (
-        n > 0
-        and isinstance(src, HostReadableBuffer)
-        and src.is_bytes
-        and isinstance(dst, WritableGuestBuffer)
-        and dst.raw
-    ):
-        assert dst.codec is not None and dst.codec.size == 1
-        dst.cx.refresh()
-        dst.cx.mv[dst.ptr : dst.ptr + n] = src.read_bytes(n)
-        dst.ptr += n
-        dst.progress += n
-        return
+    if n > 0:
+        if isinstance(src, ReadableGuestBuffer) and src._fmt is not None:
+            if isinstance(dst, WritableGuestBuffer) and dst._fmt is not None:
+                assert src.codec is not None and dst.codec is not None
+                nbytes = n * src.codec.size
+                assert dst.codec.size == src.codec.size
+                smv = _view(src.cx)
+                dmv = _view(dst.cx)
+                dst_ptr, src_ptr = dst.ptr, src.ptr
+                dmv[dst_ptr : dst_ptr + nbytes] = smv[src_ptr : src_ptr + nbytes]
+                src.ptr = src_ptr + nbytes
+                src.progress += n
+                dst.ptr = dst_ptr + nbytes
+                dst.progress += n
+                return
+            if isinstance(dst, HostWritableBuffer) and isinstance(dst.values, bytearray):
+                ptr = src.ptr
+                dst.values += _view(src.cx)[ptr : ptr + n]
+                src.ptr = ptr + n
+                src.progress += n
+                dst.progress += n
+                return
+        elif isinstance(src, HostReadableBuffer) and not isinstance(src.values, list):
+            if isinstance(dst, WritableGuestBuffer) and dst._fmt is not None:
+                assert dst.codec is not None and dst.codec.size == 1
+                ptr = dst.ptr
+                _view(dst.cx)[ptr : ptr + n] = src.read_bytes(n)
+                dst.ptr = ptr + n
+                dst.progress += n
+                return
+            if isinstance(dst, HostWritableBuffer) and isinstance(dst.values, bytearray):
+                dst.values += src.read_bytes(n)
+                dst.progress += n
+                return
     if isinstance(src, DirectBuffer):
         src.direct_transfer(dst, n)
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 from polyengine.abi.compile import Codec
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
@@ -58,14 +59,15 @@ class CopyOptions:
     """Static options of a ``stream``/``future`` ``read``/``write`` built-in.
 
     ``codec`` is ``None`` exactly for the element-less ``stream``/``future``.
+    ``async_`` is ``opts.is_async``, read once here rather than on every copy.
     """
 
     opts: CanonicalOptions = field(default_factory=CanonicalOptions)
     codec: Codec | None = None
+    async_: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def async_(self) -> bool:
-        return self.opts.is_async
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "async_", self.opts.is_async)
 
 
 def canon_stream_new(thread: Thread, stream_t: Stream) -> list[CoreVal]:
@@ -101,7 +103,9 @@ def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
     if not async_:
         thread.check_may_block()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    if e.shared.t != t.t:
+    # the element types are usually the same object: compare deeply only when not
+    et = e.shared.t
+    if et is not t.t and et != t.t:
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, _state_message(e, what))
     ctrap_if(
@@ -139,10 +143,13 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
     n: int,
 ) -> Suspends[list[CoreVal]]:
     what = "readable stream end" if end_t is ReadableStreamEnd else "writable stream end"
-    e = _copy_prologue(thread, end_t, what, stream_t, opts.async_, i)
-    cx = LiftLowerContext(opts.opts, thread.inst.ci, None)
+    async_ = opts.async_
+    e = _copy_prologue(thread, end_t, what, stream_t, async_, i)
+    inst = thread.task.inst
+    cx = LiftLowerContext(opts.opts, inst.ci, None)
+    reading = end_t is ReadableStreamEnd
     buffer: ReadableGuestBuffer | WritableGuestBuffer
-    if end_t is ReadableStreamEnd:
+    if reading:
         buffer = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
     else:
         buffer = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
@@ -161,21 +168,21 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
         e.set_pending_event(partial(stream_event, result, _noop))
 
     e.state = CopyState.COPYING
-    if isinstance(e, ReadableStreamEnd):
-        assert isinstance(buffer, WritableGuestBuffer)
-        e.copy(thread.inst, buffer, on_copy, on_copy_done)
+    # ``e.copy`` without the indirection: the end's shared state takes the copy
+    shared = cast(SharedStreamImpl, e.shared)
+    if reading:
+        shared.read(inst, cast(WritableGuestBuffer, buffer), on_copy, on_copy_done)
     else:
-        assert isinstance(e, WritableStreamEnd) and isinstance(buffer, ReadableGuestBuffer)
-        e.copy(thread.inst, buffer, on_copy, on_copy_done)
-    if not e.has_pending_event():
-        if not opts.async_:
+        shared.write(inst, cast(ReadableGuestBuffer, buffer), on_copy, on_copy_done)
+    if e.pending_event is None:
+        if not async_:
             yield from e.wait_for_pending_event(thread)
         else:
-            thread.inst.store.wake()
+            inst.store.wake()
             return [BLOCKED]
     code, index, payload = e.get_pending_event()
     assert code is event_code and index == i and payload != BLOCKED
-    thread.inst.store.wake()
+    inst.store.wake()
     return [payload]
 
 
@@ -291,7 +298,9 @@ def _cancel_copy(  # noqa: PLR0917 - the spec's parameter list
     if not async_:
         thread.check_may_block()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    if e.shared.t != t.t:
+    # the element types are usually the same object: compare deeply only when not
+    et = e.shared.t
+    if et is not t.t and et != t.t:
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     if e.state is not CopyState.COPYING or e.has_sync_waiter:
         ctrap(TrapCode.COPY_STATE, f"no copy in progress on {what} {i} to cancel")
@@ -387,7 +396,9 @@ def _drop(
     inst = thread.inst
     inst.check_may_leave()
     e: CopyEnd = get_handle(thread, i, end_t, what)
-    if e.shared.t != t.t:
+    # the element types are usually the same object: compare deeply only when not
+    et = e.shared.t
+    if et is not t.t and et != t.t:
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     e.drop()
     inst.handles.remove(i)

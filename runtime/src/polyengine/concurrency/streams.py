@@ -98,7 +98,10 @@ class SharedStreamImpl:
         self.pending_on_copy_done: OnCopyDone | None = None
 
     def reset_pending(self) -> None:
-        self.set_pending(None, None, None, None)
+        self.pending_inst = None
+        self.pending_buffer = None
+        self.pending_on_copy = None
+        self.pending_on_copy_done = None
 
     def set_pending(
         self,
@@ -159,20 +162,26 @@ class SharedStreamImpl:
             return
         pending = self.pending_buffer
         if pending is None:
-            self.set_pending(inst, dst, on_copy, on_copy_done)
+            self.pending_inst = inst
+            self.pending_buffer = dst
+            self.pending_on_copy = on_copy
+            self.pending_on_copy_done = on_copy_done
             return
-        _check_same_instance(inst, self.pending_inst, self.t, "stream")
+        if inst is not None and inst is self.pending_inst:
+            _check_same_instance(inst, inst, self.t, "stream")
         assert isinstance_readable(pending)
-        if pending.remain() > 0:
-            if dst.remain() > 0:
-                n = min(dst.remain(), pending.remain())
+        offered = pending.remain()
+        if offered > 0:
+            room = dst.remain()
+            if room > 0:
                 moved = dst.progress
-                transfer(cast(ReadableBuffer, pending), dst, n)
+                transfer(cast(ReadableBuffer, pending), dst, room if room < offered else offered)
                 if dst.progress == moved:
                     self._no_progress(pending, inst, dst, on_copy, on_copy_done)
                     return
-                assert self.pending_on_copy is not None
-                self.pending_on_copy(self.reset_pending)
+                on_pending = self.pending_on_copy
+                assert on_pending is not None
+                on_pending(self.reset_pending)
             on_copy_done(CopyResult.COMPLETED)
         else:
             self.reset_and_notify_pending(CopyResult.COMPLETED)
@@ -190,20 +199,26 @@ class SharedStreamImpl:
             return
         pending = self.pending_buffer
         if pending is None:
-            self.set_pending(inst, src, on_copy, on_copy_done)
+            self.pending_inst = inst
+            self.pending_buffer = src
+            self.pending_on_copy = on_copy
+            self.pending_on_copy_done = on_copy_done
             return
-        _check_same_instance(inst, self.pending_inst, self.t, "stream")
+        if inst is not None and inst is self.pending_inst:
+            _check_same_instance(inst, inst, self.t, "stream")
         assert isinstance_writable(pending)
-        if pending.remain() > 0:
-            if src.remain() > 0:
-                n = min(src.remain(), pending.remain())
+        room = pending.remain()
+        if room > 0:
+            offered = src.remain()
+            if offered > 0:
                 moved = src.progress
-                transfer(src, cast(WritableBuffer, pending), n)
+                transfer(src, cast(WritableBuffer, pending), room if room < offered else offered)
                 if src.progress == moved:
                     self._no_progress(pending, inst, src, on_copy, on_copy_done)
                     return
-                assert self.pending_on_copy is not None
-                self.pending_on_copy(self.reset_pending)
+                on_pending = self.pending_on_copy
+                assert on_pending is not None
+                on_pending(self.reset_pending)
             on_copy_done(CopyResult.COMPLETED)
         elif src.is_zero_length() and pending.is_zero_length():
             on_copy_done(CopyResult.COMPLETED)
@@ -213,11 +228,11 @@ class SharedStreamImpl:
 
 
 def isinstance_readable(b: Buffer) -> bool:
-    return callable(getattr(b, "read", None))
+    return hasattr(b, "read")
 
 
 def isinstance_writable(b: Buffer) -> bool:
-    return callable(getattr(b, "write", None))
+    return hasattr(b, "write")
 
 
 class SharedFutureImpl:
