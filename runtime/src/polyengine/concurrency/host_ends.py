@@ -58,6 +58,56 @@ class _HostEnd:
         return True
 
 
+class _Copy:
+    """One host copy's callbacks and outcome (see :func:`_copy`).
+
+    ``later`` is the reclaim of a copy that made progress while still
+    offered; ``fut`` exists once the copy had to wait.
+    """
+
+    __slots__ = ("fut", "later", "outcome")
+
+    def __init__(self) -> None:
+        self.outcome: CopyResult | None = None
+        self.fut: asyncio.Future[CopyResult] | None = None
+        self.later: ReclaimBuffer | None = None
+
+    def settle(self, result: CopyResult) -> None:
+        if self.outcome is None:
+            self.outcome = result
+            fut = self.fut
+            if fut is not None and not fut.done():
+                fut.set_result(result)
+
+    def on_copy(self, reclaim: ReclaimBuffer) -> None:
+        if self.fut is None:
+            reclaim()  # progress inside ``start``: nothing is left offered
+        elif self.later is None:
+            self.later = reclaim
+        self.settle(CopyResult.COMPLETED)
+
+    def on_copy_done(self, result: CopyResult) -> None:
+        self.later = None  # the buffer is no longer offered: nothing to reclaim
+        self.settle(result)
+
+    async def wait(self, store: Store, cancel: Callable[[], None]) -> CopyResult:
+        """Wait for the outcome of a copy that did not complete when it started."""
+        fut: asyncio.Future[CopyResult] = asyncio.get_running_loop().create_future()
+        self.fut = fut
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if self.outcome is None:
+                cancel()
+            store.wake()
+            raise
+        finally:
+            later = self.later
+            if later is not None:
+                self.later = None
+                later()
+
+
 async def _copy(
     store: Store,
     start: Callable[[OnCopy, OnCopyDone], None],
@@ -72,43 +122,13 @@ async def _copy(
     its event, CanonicalABI.md §"stream.read"): the other side may take more
     of it meanwhile, and the result counts everything taken.
     """
-    outcome: list[CopyResult] = []
-    fut: asyncio.Future[CopyResult] | None = None
-    #: the reclaim of a copy that made progress while still offered
-    later: list[ReclaimBuffer] = []
-
-    def settle(result: CopyResult) -> None:
-        if not outcome:
-            outcome.append(result)
-            if fut is not None and not fut.done():
-                fut.set_result(result)
-
-    def on_copy(reclaim: ReclaimBuffer) -> None:
-        if fut is None:
-            reclaim()  # progress inside ``start``: nothing is left offered
-        elif not later:
-            later.append(reclaim)
-        settle(CopyResult.COMPLETED)
-
-    def on_copy_done(result: CopyResult) -> None:
-        later.clear()  # the buffer is no longer offered: nothing to reclaim
-        settle(result)
-
-    start(on_copy, on_copy_done)
+    c = _Copy()
+    start(c.on_copy, c.on_copy_done)
     store.wake()
-    if outcome:
-        return outcome[0]
-    fut = asyncio.get_running_loop().create_future()
-    try:
-        return await fut
-    except asyncio.CancelledError:
-        if not outcome:
-            cancel()
-        store.wake()
-        raise
-    finally:
-        if later:
-            later.pop()()
+    outcome = c.outcome
+    if outcome is not None:
+        return outcome
+    return await c.wait(store, cancel)
 
 
 class HostStreamReader(_HostEnd):
@@ -129,15 +149,17 @@ class HostStreamReader(_HostEnd):
         self._check_usable()
         if max_count < 1:
             raise ValueError("max_count must be at least 1")
-        buf = HostWritableBuffer(self.shared.t, max_count)
+        shared = self.shared
+        buf = HostWritableBuffer(shared.t, max_count)
         self._busy = True
         try:
-            shared = self.shared
-
-            def start(on_copy: OnCopy, on_done: OnCopyDone) -> None:
-                shared.read(None, buf, on_copy, on_done)
-
-            result = await _copy(self.store, start, shared.cancel)
+            # :func:`_copy` inline: this is the per-chunk path of a host reader
+            c = _Copy()
+            shared.read(None, buf, c.on_copy, c.on_copy_done)
+            self.store.wake()
+            result = c.outcome
+            if result is None:
+                result = await c.wait(self.store, shared.cancel)
         finally:
             self._busy = False
         if result is CopyResult.DROPPED and not buf.values:
@@ -173,15 +195,16 @@ class HostStreamWriter(_HostEnd):
             if isinstance(self.shared.t, m.U8) and not isinstance(values, list)
             else list(values)
         )
-        buf = HostReadableBuffer(self.shared.t, vals)
+        shared = self.shared
+        buf = HostReadableBuffer(shared.t, vals)
         self._busy = True
         try:
-            shared = self.shared
-
-            def start(on_copy: OnCopy, on_done: OnCopyDone) -> None:
-                shared.write(None, buf, on_copy, on_done)
-
-            await _copy(self.store, start, shared.cancel)
+            # :func:`_copy` inline: this is the per-chunk path of a host writer
+            c = _Copy()
+            shared.write(None, buf, c.on_copy, c.on_copy_done)
+            self.store.wake()
+            if c.outcome is None:
+                await c.wait(self.store, shared.cancel)
         finally:
             self._busy = False
         return buf.progress
