@@ -107,9 +107,10 @@ def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
     et = e.shared.t
     if et is not t.t and et != t.t:
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
-    ctrap_if(e.state is not CopyState.IDLE, TrapCode.COPY_STATE, _state_message(e, what))
+    if e.state is not CopyState.IDLE:  # the message is formatted only for the trap
+        ctrap(TrapCode.COPY_STATE, _state_message(e, what))
     ctrap_if(
-        e.in_waitable_set() and not async_,
+        e.wset is not None and not async_,
         TrapCode.WAITABLE_SET,
         "waitable cannot be used synchronously while added to a waitable set",
     )
