@@ -155,18 +155,8 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
     else:
         buffer = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
 
-    def stream_event(result: CopyResult, reclaim_buffer: ReclaimBuffer) -> EventTuple:
-        reclaim_buffer()
-        assert e.copying()
-        e.state = CopyState.DONE if result is CopyResult.DROPPED else CopyState.IDLE
-        assert buffer.progress <= MAX_LENGTH
-        return (event_code, i, int(result) | (buffer.progress << 4))
-
-    def on_copy(reclaim_buffer: ReclaimBuffer) -> None:
-        e.set_pending_event(partial(stream_event, CopyResult.COMPLETED, reclaim_buffer))
-
-    def on_copy_done(result: CopyResult) -> None:
-        e.set_pending_event(partial(stream_event, result, _noop))
+    copy = _StreamCopy(e, buffer, event_code, i)
+    on_copy, on_copy_done = copy.on_copy, copy.on_copy_done
 
     e.state = CopyState.COPYING
     # ``e.copy`` without the indirection: the end's shared state takes the copy
@@ -185,6 +175,51 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
     assert code is event_code and index == i and payload != BLOCKED
     inst.store.wake()
     return [payload]
+
+
+class _StreamCopy:
+    """A guest's stream copy in flight: its callbacks and its event (§"stream.read").
+
+    One object per copy instead of closures: ``event`` is the end's pending
+    event once the other side made progress (``reclaim`` then gives the
+    buffer back) or the copy ended with ``result``.
+    """
+
+    __slots__ = ("buffer", "e", "event_code", "i", "reclaim", "result")
+
+    def __init__(
+        self,
+        e: CopyEnd,
+        buffer: ReadableGuestBuffer | WritableGuestBuffer,
+        event_code: EventCode,
+        i: int,
+    ) -> None:
+        self.e = e
+        self.buffer = buffer
+        self.event_code = event_code
+        self.i = i
+        self.result = CopyResult.COMPLETED
+        self.reclaim: ReclaimBuffer = _noop
+
+    def event(self) -> EventTuple:
+        self.reclaim()
+        e = self.e
+        assert e.copying()
+        result = self.result
+        e.state = CopyState.DONE if result is CopyResult.DROPPED else CopyState.IDLE
+        progress = self.buffer.progress
+        assert progress <= MAX_LENGTH
+        return (self.event_code, self.i, int(result) | (progress << 4))
+
+    def on_copy(self, reclaim_buffer: ReclaimBuffer) -> None:
+        self.result = CopyResult.COMPLETED
+        self.reclaim = reclaim_buffer
+        self.e.set_pending_event(self.event)
+
+    def on_copy_done(self, result: CopyResult) -> None:
+        self.result = result
+        self.reclaim = _noop
+        self.e.set_pending_event(self.event)
 
 
 def _noop() -> None:
