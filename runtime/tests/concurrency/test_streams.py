@@ -225,6 +225,20 @@ def test_wrong_end_and_wrong_type_trap() -> None:
         reader.read(99, 0, 1)
 
 
+def test_equal_element_type_of_another_object_is_accepted() -> None:
+    # the element types are compared by identity first, then structurally
+    reader, ri, _writer, _wi, shared = pair()
+    other = m.Stream(m.U8())
+    assert other.t is not shared.t
+    assert int(now(canon_stream_read(reader.thread, other, reader.opts, ri, 200, 4))[0]) == BLOCKED
+
+
+def test_copy_options_take_async_from_the_canonical_options() -> None:
+    assert CopyOptions(CanonicalOptions(is_async=True)).async_ is True
+    assert CopyOptions(CanonicalOptions(is_async=False)).async_ is False
+    assert CopyOptions().async_ is False
+
+
 def test_out_of_bounds_and_misaligned_buffers_trap() -> None:
     t = m.Stream(m.U32())
     reader, ri, _writer, _wi, _ = pair(t)
