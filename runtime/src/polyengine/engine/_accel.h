@@ -10,6 +10,10 @@
 /* _accel_export.c: add the types Export and Drive to the module; -1 on error */
 int accel_export_register(PyObject *module);
 
+/* _accel_link.c: add define_imports, fill_exports, init_async and async_addresses;
+ * -1 on error */
+int accel_link_register(PyObject *module);
+
 /* _accel_values.c: add the types Lower and LiftSpilled to the module; -1 on error */
 int accel_values_register(PyObject *module);
 

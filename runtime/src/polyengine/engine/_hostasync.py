@@ -178,7 +178,7 @@ _TEMPLATE_ADDR = ctypes.addressof(_template)
 _CONT_SIZE = ctypes.sizeof(ffi.Continuation)
 _ENV_OFFSET: int = ffi.Continuation.env.offset
 
-# The compiled call path's callbacks (``_accel.c``): the entry shim, and a
+# The compiled call path's callbacks (``_accel_link.c``): the entry shim, and a
 # template whose continuation callbacks are its poll and drop shims, which call
 # the two functions above.
 _compiled_entry: Any = None

@@ -1,0 +1,244 @@
+/* Linking and async host functions of the compiled call path (architecture.md §5).
+ *
+ * - ``define_imports`` and ``fill_exports``: the two per-import loops of a
+ *   core instantiation in an async store (wasmtime has no ``instance_new``
+ *   there), one ``wasmtime_linker_define`` or ``wasmtime_instance_export_get``
+ *   per import, in place of two ctypes calls and one ctypes object each.
+ * - ``async_entry``, ``continuation_poll``, ``continuation_drop``: the three
+ *   callbacks of async host functions (``_hostasync.py``) as plain C shims in
+ *   place of ctypes callbacks.  The entry copies the continuation template
+ *   into wasmtime's continuation before anything else (a continuation left
+ *   unset aborts the process), then calls the function's Python entry with
+ *   the same integers the ctypes callback would pass; the poll and the drop
+ *   call the same Python functions as the pure path.
+ *
+ * Like the rest of the extension it reaches libwasmtime only through
+ * addresses the caller hands it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_accel.h"
+
+/* -- async host functions ------------------------------------------------- */
+
+static const void *cont_template = NULL;  /* the continuation to copy first */
+static size_t cont_size = 0;
+static PyObject *poll_py = NULL;          /* _continuation_poll_py(env) -> bool */
+static PyObject *drop_py = NULL;          /* _continuation_drop_py(env) */
+
+static PyObject *
+addr_or_zero(const void *p)
+{
+    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p);
+}
+
+/* env: the Python entry of the function (a borrowed reference its store keeps) */
+static void
+async_entry(void *env, void *caller, void *params, size_t nparams, void *results,
+            size_t nresults, void *trap_ret, void *cont)
+{
+    if (cont != NULL && cont_template != NULL)
+        memcpy(cont, cont_template, cont_size);
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *args[8] = {NULL};
+    PyObject *r = NULL;
+    args[0] = Py_None;
+    Py_INCREF(Py_None);
+    args[1] = addr_or_zero(caller);
+    args[2] = addr_or_zero(params);
+    args[3] = PyLong_FromSize_t(nparams);
+    args[4] = addr_or_zero(results);
+    args[5] = PyLong_FromSize_t(nresults);
+    args[6] = addr_or_zero(trap_ret);
+    args[7] = addr_or_zero(cont);
+    int ok = 1;
+    for (int k = 0; k < 8; k++)
+        ok = ok && args[k] != NULL;
+    if (ok && env != NULL)
+        r = PyObject_Vectorcall((PyObject *)env, args, 8, NULL);
+    Py_XDECREF(r);
+    PyErr_Clear(); /* the Python entry catches everything itself */
+    for (int k = 0; k < 8; k++)
+        Py_XDECREF(args[k]);
+    PyGILState_Release(gil);
+}
+
+static bool
+continuation_poll(void *env)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    bool done = true;
+    PyObject *key = addr_or_zero(env);
+    PyObject *r = key == NULL ? NULL : PyObject_CallOneArg(poll_py, key);
+    Py_XDECREF(key);
+    if (r != NULL) {
+        int t = PyObject_IsTrue(r);
+        done = t != 0; /* an error (-1) completes the call, as the pure callback does */
+        Py_DECREF(r);
+    }
+    PyErr_Clear();
+    PyGILState_Release(gil);
+    return done;
+}
+
+static void
+continuation_drop(void *env)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *key = addr_or_zero(env);
+    PyObject *r = key == NULL ? NULL : PyObject_CallOneArg(drop_py, key);
+    Py_XDECREF(key);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyGILState_Release(gil);
+}
+
+/* init_async(template_addr, template_size, poll_py, drop_py) */
+static PyObject *
+accel_init_async(PyObject *mod, PyObject *args)
+{
+    unsigned long long addr;
+    Py_ssize_t size;
+    PyObject *poll, *drop;
+    if (!PyArg_ParseTuple(args, "KnOO", &addr, &size, &poll, &drop))
+        return NULL;
+    if (!addr || size != 3 * (Py_ssize_t)sizeof(void *)) {
+        PyErr_SetString(PyExc_ValueError, "unexpected continuation layout");
+        return NULL;
+    }
+    if (!PyCallable_Check(poll) || !PyCallable_Check(drop)) {
+        PyErr_SetString(PyExc_TypeError, "poll and drop must be callable");
+        return NULL;
+    }
+    Py_INCREF(poll);
+    Py_XSETREF(poll_py, poll);
+    Py_INCREF(drop);
+    Py_XSETREF(drop_py, drop);
+    cont_size = (size_t)size;
+    cont_template = (const void *)(uintptr_t)addr;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+accel_async_addresses(PyObject *mod, PyObject *unused)
+{
+    return Py_BuildValue("KKK", (unsigned long long)(uintptr_t)&async_entry,
+                         (unsigned long long)(uintptr_t)&continuation_poll,
+                         (unsigned long long)(uintptr_t)&continuation_drop);
+}
+
+/* define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)
+ *
+ * One wasmtime_linker_define per import of a core module, in order: names
+ * is the module's link_names (a tuple of (module, module length, field,
+ * field length) with bytes names), the externs are stride bytes apart from
+ * base. Stops at the first definition wasmtime refuses and returns its
+ * index and the wasmtime_error_t* (the caller takes the message). */
+typedef void *(*linker_define_fn)(void *, void *, const char *, size_t, const char *, size_t,
+                                  const void *);
+
+static PyObject *
+accel_define_imports(PyObject *mod, PyObject *args)
+{
+    unsigned long long define_addr, linker, ctx, base, stride;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "KKKO!KK", &define_addr, &linker, &ctx, &PyTuple_Type, &names,
+                          &base, &stride))
+        return NULL;
+    if (define_addr == 0 || linker == 0) {
+        PyErr_SetString(PyExc_ValueError, "define_imports: a null function or linker");
+        return NULL;
+    }
+    linker_define_fn define = (linker_define_fn)(uintptr_t)define_addr;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(names, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: each name is a 4-tuple");
+            return NULL;
+        }
+        PyObject *m = PyTuple_GET_ITEM(entry, 0);
+        PyObject *n = PyTuple_GET_ITEM(entry, 2);
+        if (!PyBytes_Check(m) || !PyBytes_Check(n)) {
+            PyErr_SetString(PyExc_TypeError, "define_imports: names are bytes");
+            return NULL;
+        }
+        void *err = define((void *)(uintptr_t)linker, (void *)(uintptr_t)ctx,
+                           PyBytes_AS_STRING(m), (size_t)PyBytes_GET_SIZE(m),
+                           PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
+                           (const void *)(uintptr_t)(base + (unsigned long long)i * stride));
+        if (err != NULL)
+            return Py_BuildValue("nK", i, (unsigned long long)(uintptr_t)err);
+    }
+    Py_RETURN_NONE;
+}
+
+/* fill_exports(get, ctx, exports, instances, base) -> -1 | index
+ *
+ * One wasmtime_instance_export_get per export import of a core module:
+ * exports is a tuple of (slot offset, exporting instance, bytes name), the
+ * exporting instance's wasmtime_instance_t is at instances[instance] (a
+ * list of addresses), the extern goes to base + offset. Returns -1, or the
+ * index of the first export wasmtime does not find. */
+typedef bool (*export_get_fn)(void *, const void *, const char *, size_t, void *);
+
+static PyObject *
+accel_fill_exports(PyObject *mod, PyObject *args)
+{
+    unsigned long long get_addr, ctx, base;
+    PyObject *exports, *instances;
+    if (!PyArg_ParseTuple(args, "KKO!O!K", &get_addr, &ctx, &PyTuple_Type, &exports,
+                          &PyList_Type, &instances, &base))
+        return NULL;
+    if (get_addr == 0) {
+        PyErr_SetString(PyExc_ValueError, "fill_exports: a null function");
+        return NULL;
+    }
+    export_get_fn get = (export_get_fn)(uintptr_t)get_addr;
+    Py_ssize_t count = PyTuple_GET_SIZE(exports);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(exports, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "fill_exports: each export is a 3-tuple");
+            return NULL;
+        }
+        Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+        Py_ssize_t source = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+        PyObject *name = PyTuple_GET_ITEM(entry, 2);
+        if ((off == -1 || source == -1) && PyErr_Occurred())
+            return NULL;
+        if (off < 0 || source < 0 || source >= PyList_GET_SIZE(instances) || !PyBytes_Check(name)) {
+            PyErr_SetString(PyExc_ValueError, "fill_exports: a bad export entry");
+            return NULL;
+        }
+        unsigned long long inst = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(instances, source));
+        if (inst == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        if (!get((void *)(uintptr_t)ctx, (const void *)(uintptr_t)inst, PyBytes_AS_STRING(name),
+                 (size_t)PyBytes_GET_SIZE(name), (void *)(uintptr_t)(base + (unsigned long long)off)))
+            return PyLong_FromSsize_t(i);
+    }
+    return PyLong_FromLong(-1);
+}
+
+static PyMethodDef link_methods[] = {
+    {"init_async", accel_init_async, METH_VARARGS,
+     "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
+    {"async_addresses", accel_async_addresses, METH_NOARGS,
+     "(entry, continuation poll, continuation drop): the async host-function callbacks"},
+    {"fill_exports", accel_fill_exports, METH_VARARGS,
+     "fill_exports(get, ctx, exports, instances, base) -> -1 | index of a missing export"},
+    {"define_imports", accel_define_imports, METH_VARARGS,
+     "define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+accel_link_register(PyObject *module)
+{
+    return PyModule_AddFunctions(module, link_methods);
+}
