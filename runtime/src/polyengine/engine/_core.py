@@ -48,6 +48,7 @@ class CoreFunc:
     """
 
     __slots__ = (
+        "__weakref__",
         "_addr",
         "_buf",
         "_buf_addr",
@@ -119,7 +120,7 @@ class CoreFunc:
         self.results = tuple(results)
         numeric = all(t in VALTYPES for t in params + results)
         self._nslots = max(len(params), len(results), 1)
-        self._buf = (ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * self._nslots))()
+        self._buf = ffi.byte_array(ffi.VAL_RAW_SIZE * self._nslots)
         self._buf_addr = ctypes.addressof(self._buf)
         self._params_struct = raw_struct(params) if numeric else None
         self._results_struct = raw_struct(results) if numeric else None

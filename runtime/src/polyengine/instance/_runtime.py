@@ -111,6 +111,14 @@ class ImportSite(NamedTuple):
     tasks: TaskModel | None
 
 
+def _closed_trampolines(_site: ImportSite, _tr: pln.LowerImport) -> engine.HostFunction:
+    raise engine.StoreClosedError("the store is closed")
+
+
+def _closed_dtor(_rep: int) -> None:
+    raise engine.StoreClosedError("the store is closed")
+
+
 def _no_host_values(_store: Store, _driver: Driver) -> HostValueHooks:
     raise AssertionError("the plain synchronous path has no task-model store")
 
@@ -558,9 +566,30 @@ class ComponentRuntime:
         return adapter
 
     def close(self) -> None:
-        if self.tasks is not None:
-            self.tasks.close()
+        """Close the store (idempotent), then let go of the bindings.
+
+        The bindings refer back to the runtime (options resolvers, trampoline
+        builders, the task model, the host linker's callbacks), so an instance
+        would otherwise stay in reference cycles until the cyclic collector ran;
+        with them dropped, reference counting frees it as soon as the host lets
+        go.  What the host may still hold (export functions, resource handles)
+        finds the store closed and raises ``StoreClosedError``.
+        """
+        tasks = self.tasks
+        if tasks is not None:
+            tasks.close()
         self.store.close()
+        self._linking.release()
+        self._sites.clear()
+        self._option_cache.clear()
+        self._host_trampolines = _closed_trampolines
+        self._task_lowerer = None
+        if self.host_resources is not None:
+            self.host_resources.wrap_guest = None
+        for rtype in self.resource_types:
+            if rtype.dtor is not None:
+                rtype.dtor = _closed_dtor
+        self.tasks = None
 
 
 #: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
