@@ -111,6 +111,7 @@ async def instantiate(
         bind_host_resource=linker.bind_resource,
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
+        task_lowered=linker.lowers_on_tasks if task_model else None,
         host_values=_host_values() if task_model else None,
         limits=limits,
     )

@@ -141,6 +141,7 @@ class ComponentRuntime:
         bind_host_resource: Callable[[ResourceType, pln.ResourceType], None] | None = None,
         task_model: bool = False,
         task_lowerer: Callable[[ImportSite, pln.LowerImport], engine.CoreFunc | None] | None = None,
+        task_lowered: Callable[[pln.LowerImport], bool] | None = None,
         host_values: HostValuesFactory | None = None,
         limits: Limits | None = None,
     ) -> None:
@@ -183,6 +184,8 @@ class ComponentRuntime:
             record.ci.host_table = host_resources
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
+        #: which imports ``task_lowerer`` may take (``None``: offer it every one)
+        self._task_lowered = task_lowered
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
         #: what an import site's options resolver holds of the runtime (weakly)
         self._weak_self = weakref.ref(self)
@@ -419,6 +422,8 @@ class ComponentRuntime:
             return tasks.builtin(tr)
         if self._task_lowerer is None or not isinstance(tr, pln.LowerImport):
             return None
+        if self._task_lowered is not None and not self._task_lowered(tr):
+            return None  # most imports: decided without an import site
         return self._task_lowerer(self._import_site(tr), tr)
 
     def _lowered_signature(
@@ -584,6 +589,7 @@ class ComponentRuntime:
         self._option_cache.clear()
         self._host_trampolines = _closed_trampolines
         self._task_lowerer = None
+        self._task_lowered = None
         if self.host_resources is not None:
             self.host_resources.wrap_guest = None
         for rtype in self.resource_types:
