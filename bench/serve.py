@@ -180,18 +180,21 @@ def in_process(guest: Path, requests: int, profile: bool) -> None:
 
     Each request gets a fresh copy of a ``GET /`` scope; ``time.process_time``
     brackets the app call (a 0.2 proxy's instantiation included, as on the
-    server). With ``profile`` the measured requests run under cProfile.
+    server); the cyclic collector is set up as in the serve process. With
+    ``profile`` the measured requests run under cProfile.
     """
     import cProfile
     import gc
     import pstats
 
     from polyengine.asgi import App
+    from polyengine.cli._serve import _tune_collector
     from polyengine.translate import translate
 
     artifacts = translate(guest.read_bytes())
     gc.collect()
     gc.freeze()  # as the serve CLI does once the component is translated
+    _tune_collector()  # and the collector's young threshold of the serve process
     app = App(artifacts, log=lambda line: None)
 
     async def one() -> None:

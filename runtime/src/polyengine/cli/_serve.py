@@ -476,19 +476,17 @@ _GC_YOUNG = 20_000
 
 
 def _tune_collector() -> None:
-    """Collect an instance's garbage while it is young.
+    """Collect the young generation every ``_GC_YOUNG`` allocations, not 700.
 
-    An instance allocates a few thousand container objects, many of them in
-    reference cycles (the runtime, its host linker, the task model and the
-    engine's callbacks refer to one another), so dropping it leaves garbage
-    only the cyclic collector frees. With Python's default threshold (700
-    allocations) the young generation is collected several times while an
-    instance is made and serves, its objects move to the older generations,
-    and their garbage is found later by collections that walk everything
-    (at 8 concurrent requests, most of it by full collections). With
-    ``_GC_YOUNG`` most of an instance is still young when it is dropped and
-    its garbage goes in one young collection. The older generations'
-    thresholds are kept; the threshold is only ever raised.
+    A closed instance is freed by reference counting (its runtime breaks its
+    reference cycles on close), but each young collection still walks every
+    young container alive at that moment, and a new instance allocates a few
+    thousand of them while it is made and serves: with Python's default
+    threshold the young generation is walked several times per request (and
+    its survivors promoted, to be walked again by the older generations). With
+    ``_GC_YOUNG`` a 0.2 proxy's request spends ~0.1 ms in the collector instead
+    of ~0.5 ms. The older generations' thresholds are kept; the threshold is
+    only ever raised.
     """
     young, *older = gc.get_threshold()
     if young < _GC_YOUNG:

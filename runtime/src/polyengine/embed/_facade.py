@@ -351,7 +351,9 @@ class GuestResource:
     __slots__ = ("__weakref__", "_finalizer", "_owned", "_rep")
     __polyengine_brand__: ClassVar[str] = RESOURCE_STATE
     _polyengine_rt: ResourceType
-    _polyengine_runtime: ComponentRuntime
+    #: the instance's engine store (not its runtime: a class lives in reference
+    #: cycles, and would keep a closed instance from being freed)
+    _polyengine_store: engine.EngineStore
     _polyengine_ctor: Callable[[tuple[Any, ...]], Any] | None = None
 
     _rep: int | None
@@ -371,7 +373,7 @@ class GuestResource:
         self._owned = owned
         if owned:
             self._finalizer = weakref.finalize(
-                self, _drop_leaked, cls._polyengine_runtime, cls._polyengine_rt, rep
+                self, _drop_leaked, cls._polyengine_store, cls._polyengine_rt, rep
             )
         else:
             self._finalizer = None
@@ -428,10 +430,10 @@ def _drop_rep(rt: ResourceType, rep: int) -> None:
         rt.dtor(rep)
 
 
-def _drop_leaked(runtime: ComponentRuntime, rt: ResourceType, rep: int) -> None:
+def _drop_leaked(store: engine.EngineStore, rt: ResourceType, rep: int) -> None:
     """The collection backstop: nothing to drop once the store is closed (it took the
     resource with it), as at interpreter exit after ``close()``."""
-    if not runtime.store.closed:
+    if not store.closed:
         _drop_rep(rt, rep)
 
 
@@ -449,7 +451,7 @@ def build_exports(rt: ComponentRuntime) -> Exports:
         if cls is None:
             cls = type(pascal(name), (GuestResource,), {"__slots__": ()})
             cls._polyengine_rt = rt.resource_types[index]
-            cls._polyengine_runtime = rt
+            cls._polyengine_store = rt.store
             attach(cls, pln.TypeDesc(resource=index), rid)
             classes[index] = cls
         return cls

@@ -299,6 +299,8 @@ class HostLinker:
         self.suspend = suspend
         self.resources = HostResourceTable()
         self._callables: dict[tuple[str, ...], Callable[..., Any]] = {}
+        #: whether the import at a path is marked ``suspending()``, by path
+        self._suspending: dict[tuple[str, ...], bool] = {}
         #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
 
     # resolution ------------------------------------------------------------------
@@ -436,8 +438,15 @@ class HostLinker:
     # trampolines ---------------------------------------------------------------------
 
     def is_marked(self, path: tuple[str, ...]) -> bool:
-        """Whether the import at ``path`` is marked ``suspending()``."""
-        return _is_marked_suspending(self.resolve(path))
+        """Whether the import at ``path`` is marked ``suspending()`` (worked out once)."""
+        found = self._suspending.get(path)
+        if found is None:
+            found = self._suspending[path] = _is_marked_suspending(self.resolve(path))
+        return found
+
+    def lowers_on_tasks(self, tr: pln.LowerImport) -> bool:
+        """Whether :meth:`task_trampoline` makes a trampoline of its own for ``tr``."""
+        return tr.type.is_async or tr.options.is_async or self.is_marked(tr.path)
 
     def task_trampoline(self, site: ImportSite, tr: pln.LowerImport) -> CoreFunc | None:
         """The task-model trampoline of ``tr``, or ``None`` when the plain one serves.
@@ -446,10 +455,10 @@ class HostLinker:
         ``suspending()``-marked import may park their caller; an unmarked
         sync import is called in place (an awaitable it returns traps).
         """
-        fn = self.resolve(tr.path)
-        marked = _is_marked_suspending(fn)
+        marked = self.is_marked(tr.path)
         if not (marked or tr.type.is_async or tr.options.is_async):
             return None
+        fn = self.resolve(tr.path)
         assert site.tasks is not None
         return site.tasks.lower_import(
             tr,

@@ -111,6 +111,7 @@ async def instantiate(
         bind_host_resource=linker.bind_resource,
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
+        task_lowered=linker.lowers_on_tasks if task_model else None,
         host_values=_host_values() if task_model else None,
         limits=limits,
     )
@@ -162,22 +163,29 @@ def required_imports(artifacts: Any) -> list[ImportLeaf]:
     arts = to_artifacts(artifacts)
     used = {tr.path for tr in arts.plan.trampolines if isinstance(tr, pln.LowerImport)}
     out: list[ImportLeaf] = []
-
-    def walk(prefix: tuple[str, ...], desc: pln.ExternDesc) -> None:
-        if isinstance(desc, pln.FuncDesc):
-            if prefix in used:
-                out.append(ImportLeaf(prefix, "func", desc.type))
-        elif isinstance(desc, pln.InstanceDesc):
-            for name, sub in desc.exports:
-                walk((*prefix, name), sub)
-        elif isinstance(desc, pln.TypeDesc):
-            if desc.resource is not None:
-                out.append(ImportLeaf(prefix, "resource"))
-        elif isinstance(desc, pln.ModuleDesc):
-            out.append(ImportLeaf(prefix, "module"))
-        elif isinstance(desc, pln.ComponentDesc):
-            out.append(ImportLeaf(prefix, "component"))
-
     for imp in arts.plan.imports:
-        walk((imp.name,), imp.desc)
+        _walk_leaves((imp.name,), imp.desc, used, out)
     return out
+
+
+def _walk_leaves(
+    prefix: tuple[str, ...], desc: pln.ExternDesc, used: set[tuple[str, ...]], out: list[ImportLeaf]
+) -> None:
+    """Append the leaves under ``desc`` at ``prefix`` to ``out`` (functions only if ``used``).
+
+    A module-level function rather than a closure: a recursive closure refers to
+    itself, a reference cycle left for the cyclic collector on every instantiation.
+    """
+    if isinstance(desc, pln.FuncDesc):
+        if prefix in used:
+            out.append(ImportLeaf(prefix, "func", desc.type))
+    elif isinstance(desc, pln.InstanceDesc):
+        for name, sub in desc.exports:
+            _walk_leaves((*prefix, name), sub, used, out)
+    elif isinstance(desc, pln.TypeDesc):
+        if desc.resource is not None:
+            out.append(ImportLeaf(prefix, "resource"))
+    elif isinstance(desc, pln.ModuleDesc):
+        out.append(ImportLeaf(prefix, "module"))
+    elif isinstance(desc, pln.ComponentDesc):
+        out.append(ImportLeaf(prefix, "component"))

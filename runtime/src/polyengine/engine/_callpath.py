@@ -42,12 +42,14 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from . import _ffi as ffi
 from ._accelerator import ACCEL
+from ._errors import EngineError
 from ._store import COMPILED_STORES, ENV_TAG_BITS, HOST_ENTRIES, _StoreState, raise_call_failure
 from ._values import CoreValue, normalize, raw_struct
 
@@ -281,17 +283,30 @@ def raw_caller(func: CoreFunc) -> Callable[[Sequence[CoreValue]], list[CoreValue
     The same call as :func:`flat_caller`'s with the results as a list; a
     store that is not direct and arguments ``struct`` would not take as they
     are go to ``CoreFunc._call_raw_py``.
+
+    The function keeps this caller, so the caller refers back to it weakly
+    (a strong reference would make a reference cycle that only the cyclic
+    collector frees): it owns the store's cell and the ``wasmtime_func_t``
+    it reads, and its slow case finds the function through a weak reference.
     """
-    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] | None = _compiled_caller(func, 2)
+    raw: Callable[[Sequence[CoreValue]], list[CoreValue]] | None = _compiled_caller(
+        func, 2, owned=True
+    )
     return raw
 
 
-def _compiled_caller(func: CoreFunc, mode: int) -> Any:
+def _compiled_caller(func: CoreFunc, mode: int, *, owned: bool = False) -> Any:
     """The compiled ``Caller`` of ``func`` (results as a tuple for ``mode`` 1, as a list
-    for 2), or ``None`` on the pure path or for a signature beyond its slots."""
+    for 2), or ``None`` on the pure path or for a signature beyond its slots;
+    ``owned``: ``func`` keeps the caller (see :func:`raw_caller`)."""
     state = func._state
     if _ACCEL is None or not state.compiled or func._nslots >= _ACCEL.MAX_SLOTS:
         return None
+    slow: Callable[[Sequence[CoreValue]], list[CoreValue]] = func._call_raw_py
+    keep: object = func
+    if owned:
+        slow = _weak_slow(weakref.ref(func))
+        keep = (state, func._func)
     return _ACCEL.Caller(
         ctypes.addressof(state.cell),
         func._addr,
@@ -300,10 +315,24 @@ def _compiled_caller(func: CoreFunc, mode: int) -> Any:
         "".join(_UNSIGNED[t] for t in func.results),
         mode,
         1,
-        func._call_raw_py,
+        slow,
         _failure(state),
-        func,
+        keep,
     )
+
+
+def _weak_slow(
+    ref: weakref.ref[CoreFunc],
+) -> Callable[[Sequence[CoreValue]], list[CoreValue]]:
+    """``CoreFunc._call_raw_py`` of the function ``ref`` names, for its own caller."""
+
+    def slow(args: Sequence[CoreValue]) -> list[CoreValue]:
+        func = ref()
+        if func is None:  # only the function holds its caller: not reached while it runs
+            raise EngineError("the core function is gone")
+        return func._call_raw_py(args)
+
+    return slow
 
 
 def export_kernel(

@@ -48,6 +48,7 @@ class CoreFunc:
     """
 
     __slots__ = (
+        "__weakref__",
         "_addr",
         "_buf",
         "_buf_addr",
@@ -119,7 +120,7 @@ class CoreFunc:
         self.results = tuple(results)
         numeric = all(t in VALTYPES for t in params + results)
         self._nslots = max(len(params), len(results), 1)
-        self._buf = (ctypes.c_ubyte * (ffi.VAL_RAW_SIZE * self._nslots))()
+        self._buf = ffi.byte_array(ffi.VAL_RAW_SIZE * self._nslots)
         self._buf_addr = ctypes.addressof(self._buf)
         self._params_struct = raw_struct(params) if numeric else None
         self._results_struct = raw_struct(results) if numeric else None
@@ -296,11 +297,22 @@ def new_host_func(
     """
     if not ctx or not out_addr:
         raise EngineError("a host function needs an open store and a place to go")
-    cb, tag = _callpath.host_callback(params, results, state)
-    ty = functype(state.engine._ptr, params, results)
+    key = (state.engine._ptr, state.compiled, params, results)
+    kind = _HOST_KINDS.get(key)
+    if kind is None:
+        cb, tag = _callpath.host_callback(params, results, state)
+        ty = functype(state.engine._ptr, params, results)
+        kind = _HOST_KINDS[key] = (cb, tag, ffi.address(ty.ptr()))
+    cb, tag, ty_addr = kind
     env = new_host_env(state, fn, tag)
     if fn is None:
         if build is None:
             raise EngineError("a host function needs a body or a way to build one")
         HOST_ENTRIES[env] = (state, _callpath.deferred_body(env, build))
-    ffi.func_new_unchecked(ctx, ffi.address(ty.ptr()), cb, env, None, out_addr)
+    ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, out_addr)
+
+
+#: what a host function of one signature needs, by (engine, compiled path, params,
+#: results): the C callback, its signature tag and the address of the functype (kept
+#: alive by ``functype``'s cache, as the callback is by ``host_callback``'s and this)
+_HOST_KINDS: dict[tuple[int, bool, tuple[str, ...], tuple[str, ...]], tuple[Any, int, int]] = {}

@@ -60,6 +60,28 @@ dll: Any = wffi.dll
 
 # Layout of the C structures (checked against the package's declarations).
 VAL_RAW_SIZE = ctypes.sizeof(wffi.wasmtime_val_raw_t)
+
+#: array types by (item type, length), kept: ctypes remembers an array type only
+#: while it is alive, and one made again per instance costs a class each time
+#: (and leaves a class, freed only by the cyclic collector, per instance)
+_ARRAY_TYPES: dict[tuple[Any, int], Any] = {}
+_ARRAY_TYPES_LIMIT = 1024
+
+
+def array_type(item: Any, length: int) -> Any:
+    """``item * length``, the same type object every time."""
+    key = (item, length)
+    found = _ARRAY_TYPES.get(key)
+    if found is None:
+        found = item * length
+        if len(_ARRAY_TYPES) < _ARRAY_TYPES_LIMIT:
+            _ARRAY_TYPES[key] = found
+    return found
+
+
+def byte_array(length: int) -> Any:
+    """A new zeroed ``c_ubyte`` array of ``length`` bytes (its type made once)."""
+    return array_type(ctypes.c_ubyte, length)()
 VAL_SIZE = ctypes.sizeof(wffi.wasmtime_val_t)
 VAL_PAYLOAD = wffi.wasmtime_val_t.of.offset
 assert VAL_RAW_SIZE == 16 and VAL_SIZE == 32 and VAL_PAYLOAD == 8

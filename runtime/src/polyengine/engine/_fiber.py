@@ -63,7 +63,7 @@ class _CallLayout:
         self.nresults = m
         self.results_off = 16 + ffi.VAL_SIZE * n
         self.size = self.results_off + ffi.VAL_SIZE * max(m, 1)
-        self.blocking = (ctypes.c_ubyte * self.size)()
+        self.blocking = ffi.byte_array(self.size)
         self.blocking_addr = ctypes.addressof(self.blocking)
 
     def pack_args(
@@ -104,7 +104,7 @@ class _FutureCall:
     def __init__(self, func: CoreFunc, args: Sequence[CoreValue]) -> None:
         layout = _layout(func)
         self.layout = layout
-        buf = self.buf = (ctypes.c_ubyte * layout.size)()
+        buf = self.buf = ffi.byte_array(layout.size)
         layout.pack_args(buf, func, args)
         n = len(layout.kinds)
         base = ctypes.addressof(buf)

@@ -208,7 +208,7 @@ class _Signature:
         self.results_struct = val_struct(results, with_kind=True)
         self.kinds = tuple(KIND[t] for t in results)
         size = ffi.VAL_SIZE * max(len(params), len(results), 1)
-        self.buf_type = ctypes.c_ubyte * size
+        self.buf_type = ffi.array_type(ctypes.c_ubyte, size)
 
     def read_params(self, addr: int) -> tuple[CoreValue, ...]:
         if not self.params:

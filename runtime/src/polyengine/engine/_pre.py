@@ -32,7 +32,7 @@ from polyengine.errors import LinkError
 from . import _ffi as ffi
 from ._config import Engine
 from ._core import CoreFunc, HostFunction, new_host_func
-from ._errors import EngineError
+from ._errors import EngineError, StoreClosedError
 from ._fiber import instantiate_blocking
 from ._instance import CoreInstance
 from ._module import CoreModule
@@ -242,7 +242,7 @@ class Linking:
         #: the ``wasmtime_instance_t`` of each instance made so far (kept alive here)
         self._instances: list[Any] = []
         #: the materialized host functions, one ``wasmtime_extern_t`` each
-        self._host_exts: Any = (ffi.Extern * max(pre.hosts, 1))()
+        self._host_exts: Any = ffi.array_type(ffi.Extern, max(pre.hosts, 1))()
         self._ready = bytearray(pre.hosts)
         self._host_funcs: dict[int, CoreFunc] = {}
 
@@ -353,6 +353,17 @@ class Linking:
             found = self._host_funcs[index] = CoreFunc._wrap(self.store, func)
         return found
 
+    def release(self) -> None:
+        """Drop the host bindings once the store is closed (idempotent).
+
+        The binding callback and the materialized host functions refer back to
+        their owner, so holding them would keep a closed instance alive in a
+        reference cycle; afterwards :meth:`host_func` refuses like any use of a
+        closed store.
+        """
+        self._host = _closed_host
+        self._host_funcs.clear()
+
     def _materialize(self, index: int) -> None:
         binding = self._host(index)
         store = self.store
@@ -383,3 +394,7 @@ class Linking:
                 f"got {type(binding).__name__}"
             )
         self._ready[index] = 1
+
+
+def _closed_host(_index: int) -> NoReturn:
+    raise StoreClosedError("the store is closed")

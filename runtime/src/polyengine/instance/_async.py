@@ -356,9 +356,18 @@ class TaskModel:
         return dtor
 
     def close(self) -> None:
-        """Fail the export calls in flight, then abandon every parked thread."""
+        """Fail the export calls in flight, then abandon every parked thread.
+
+        The lifts and the host values then let go of what refers back to the
+        runtime (its options and core functions, its resource types), so a
+        closed instance is freed by reference counting.
+        """
         self.driver.close("the component instance was closed")
         self.store.close()
+        self._lifts.clear()
+        self._func_insts.clear()
+        self.store.on_poison.clear()
+        self.host_values.resources = None
 
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:

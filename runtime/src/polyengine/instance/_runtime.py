@@ -111,6 +111,14 @@ class ImportSite(NamedTuple):
     tasks: TaskModel | None
 
 
+def _closed_trampolines(_site: ImportSite, _tr: pln.LowerImport) -> engine.HostFunction:
+    raise engine.StoreClosedError("the store is closed")
+
+
+def _closed_dtor(_rep: int) -> None:
+    raise engine.StoreClosedError("the store is closed")
+
+
 def _no_host_values(_store: Store, _driver: Driver) -> HostValueHooks:
     raise AssertionError("the plain synchronous path has no task-model store")
 
@@ -133,6 +141,7 @@ class ComponentRuntime:
         bind_host_resource: Callable[[ResourceType, pln.ResourceType], None] | None = None,
         task_model: bool = False,
         task_lowerer: Callable[[ImportSite, pln.LowerImport], engine.CoreFunc | None] | None = None,
+        task_lowered: Callable[[pln.LowerImport], bool] | None = None,
         host_values: HostValuesFactory | None = None,
         limits: Limits | None = None,
     ) -> None:
@@ -175,6 +184,8 @@ class ComponentRuntime:
             record.ci.host_table = host_resources
         self._host_trampolines = host_trampolines
         self._task_lowerer = task_lowerer
+        #: which imports ``task_lowerer`` may take (``None``: offer it every one)
+        self._task_lowered = task_lowered
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
         #: what an import site's options resolver holds of the runtime (weakly)
         self._weak_self = weakref.ref(self)
@@ -411,6 +422,8 @@ class ComponentRuntime:
             return tasks.builtin(tr)
         if self._task_lowerer is None or not isinstance(tr, pln.LowerImport):
             return None
+        if self._task_lowered is not None and not self._task_lowered(tr):
+            return None  # most imports: decided without an import site
         return self._task_lowerer(self._import_site(tr), tr)
 
     def _lowered_signature(
@@ -558,9 +571,31 @@ class ComponentRuntime:
         return adapter
 
     def close(self) -> None:
-        if self.tasks is not None:
-            self.tasks.close()
+        """Close the store (idempotent), then let go of the bindings.
+
+        The bindings refer back to the runtime (options resolvers, trampoline
+        builders, the task model, the host linker's callbacks), so an instance
+        would otherwise stay in reference cycles until the cyclic collector ran;
+        with them dropped, reference counting frees it as soon as the host lets
+        go.  What the host may still hold (export functions, resource handles)
+        finds the store closed and raises ``StoreClosedError``.
+        """
+        tasks = self.tasks
+        if tasks is not None:
+            tasks.close()
         self.store.close()
+        self._linking.release()
+        self._sites.clear()
+        self._option_cache.clear()
+        self._host_trampolines = _closed_trampolines
+        self._task_lowerer = None
+        self._task_lowered = None
+        if self.host_resources is not None:
+            self.host_resources.wrap_guest = None
+        for rtype in self.resource_types:
+            if rtype.dtor is not None:
+                rtype.dtor = _closed_dtor
+        self.tasks = None
 
 
 #: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
