@@ -58,16 +58,8 @@ def _imports(marked: bool) -> dict[str, Any]:
     return {"Cell": cell}
 
 
-_SYNC_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="on the synchronous path the exports facade's generated functions (their "
-    "first-call stubs refer to each other) and an uncalled ExportCall (its __call__ slot "
-    "holds its own bound _first_call) form cycles that hold the runtime",
-)
-
-
 @pytest.mark.parametrize(
-    "marked", [pytest.param(False, id="sync", marks=_SYNC_GAP), pytest.param(True, id="task-model")]
+    "marked", [pytest.param(False, id="sync"), pytest.param(True, id="task-model")]
 )
 def test_a_closed_instance_is_freed_without_the_cyclic_collector(
     cells: Any, marked: bool, no_collector: None

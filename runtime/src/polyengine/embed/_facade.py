@@ -146,7 +146,13 @@ def sync_export_function(
     typed: list[bool] = []
 
     def install(target: types.FunctionType, is_async: bool) -> None:
-        """Compile the call into ``target`` (the coroutine function or the blocking form)."""
+        """Compile the call into ``target`` (the coroutine function or the blocking form).
+
+        ``env`` is read as ``target``'s globals, not held by this closure: ``env``
+        holds ``first``, which holds this function, and a cycle through them
+        would keep a closed instance from being freed by reference counting.
+        """
+        env = target.__globals__
         if not body:
             inline = call.inline()
             tup = _tuple(n)
@@ -173,7 +179,10 @@ def sync_export_function(
         target.__code__ = scope[fname].__code__
 
     def first(args: tuple[Any, ...], is_async: bool) -> Any:
-        install(export if is_async else blocking, is_async)
+        # the two functions weakly: their globals (``env``) hold this closure
+        target = (weak_export if is_async else weak_blocking)()
+        assert target is not None  # the stub running now is one of them
+        install(target, is_async)
         value = call(args)
         return value if unwrap is None else unwrap(value)
 
@@ -181,7 +190,7 @@ def sync_export_function(
         """The blocking form as one callable: the compiled call when there is one."""
         if not body:
             install(blocking, False)
-        kernel: Callable[..., Any] | None = env.get("kernel")
+        kernel: Callable[..., Any] | None = blocking.__globals__.get("kernel")
         return blocking if kernel is None else kernel
 
     env["first"] = first
@@ -202,6 +211,7 @@ def sync_export_function(
     # synchronous-path export never suspends, so the facade may make the call itself
     # instead of driving a coroutine; the errors are the coroutine's, raised at the call.
     blocking = stub(False)
+    weak_export, weak_blocking = weakref.ref(export), weakref.ref(blocking)
     if not method:
         export._polyengine_blocking = blocking  # type: ignore[attr-defined]
         if engine.compiled_path(call._rt.store):

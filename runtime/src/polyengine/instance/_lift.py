@@ -21,6 +21,7 @@ varies:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -106,7 +107,7 @@ class ExportCall:
     as statements, which the exports facade compiles into its coroutines.
     """
 
-    __slots__ = ("__call__", "_callee", "_inline", "_rt", "_steps", "lift", "name")
+    __slots__ = ("__call__", "__weakref__", "_callee", "_inline", "_rt", "_steps", "lift", "name")
 
     if TYPE_CHECKING:
 
@@ -120,10 +121,7 @@ class ExportCall:
         self._steps: HostLift | None = None
         self._callee: engine.CoreFunc | None = None
         self._inline: InlineCall | None = None
-        ExportCall.__dict__["__call__"].__set__(self, self._first_call)
-
-    def _first_call(self, args: Sequence[Any]) -> Any:
-        return self._prepare()(args)
+        ExportCall.__dict__["__call__"].__set__(self, _first_call(weakref.ref(self)))
 
     @property
     def _options(self) -> ResolvedOptions | None:
@@ -187,6 +185,9 @@ class ExportCall:
                     [*entry, *count, *unpack, *test("args"), *core("args")],
                     env,
                 )
+                # its globals need not name it (it does not call itself): without the
+                # name, function and globals are no reference cycle holding the instance
+                del run.__globals__["export_call"]
                 # The type tests first: a value they refuse reaches ``general`` before
                 # anything else happens (the general call makes the entry test itself).
                 inline = InlineCall(names, [*test(args), *entry, *core(args)], env, True)
@@ -488,3 +489,19 @@ def _begun(
         return call(args)
 
     return begun
+
+
+def _first_call(ref: weakref.ref[ExportCall]) -> Callable[[Sequence[Any]], Any]:
+    """An export's ``__call__`` before its first call: the step that compiles the call.
+
+    It refers to the export weakly, so an export never called is not in a
+    reference cycle with itself (a closed instance is freed by reference
+    counting; the caller holds the export while it runs).
+    """
+
+    def first_call(args: Sequence[Any]) -> Any:
+        call = ref()
+        assert call is not None  # the caller holds it
+        return call._prepare()(args)
+
+    return first_call
