@@ -56,11 +56,21 @@ primitives: st.SearchStrategy[ValType] = st.sampled_from(
 )
 
 
-def _compound(children: st.SearchStrategy[ValType]) -> st.SearchStrategy[ValType]:
+def compound(
+    children: st.SearchStrategy[ValType], *, lists: bool = True
+) -> st.SearchStrategy[ValType]:
+    """Compound types over ``children``; without ``lists``, no ``list`` or ``map`` types."""
     opt_child = st.none() | children
+    sequences = (
+        [
+            children.map(List),
+            st.tuples(children, st.integers(1, 3)).map(lambda p: List(p[0], p[1])),
+        ]
+        if lists
+        else []
+    )
     return st.one_of(
-        children.map(List),
-        st.tuples(children, st.integers(1, 3)).map(lambda p: List(p[0], p[1])),
+        *sequences,
         st.lists(children, min_size=1, max_size=3).map(lambda ts: Tuple(tuple(ts))),
         st.tuples(label_lists, st.lists(children, min_size=4, max_size=4)).map(
             lambda p: Record(tuple(Field(lb, t) for lb, t in zip(p[0], p[1], strict=False)))
@@ -72,11 +82,11 @@ def _compound(children: st.SearchStrategy[ValType]) -> st.SearchStrategy[ValType
         children.map(Option),
         st.tuples(opt_child, opt_child).map(lambda p: Result(p[0], p[1])),
         st.lists(labels, min_size=1, max_size=32, unique=True).map(lambda ls: Flags(tuple(ls))),
-        st.tuples(children, children).map(lambda p: Map(p[0], p[1])),
+        *([st.tuples(children, children).map(lambda p: Map(p[0], p[1]))] if lists else []),
     )
 
 
-types: st.SearchStrategy[ValType] = st.recursive(primitives, _compound, max_leaves=6)
+types: st.SearchStrategy[ValType] = st.recursive(primitives, compound, max_leaves=6)
 
 chars = st.characters(exclude_categories=["Cs"])
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from abi_helpers import make_cx
-from abi_strategies import labels, values
+from abi_strategies import compound, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,13 +38,10 @@ from polyengine.types.model import (
     U64,
     Bool,
     Case,
-    Enum,
     Field,
-    Flags,
     List,
     Option,
     Record,
-    Result,
     String,
     Tuple,
     ValType,
@@ -58,28 +55,11 @@ pytestmark = pytest.mark.skipif(
 _leaves = st.sampled_from(
     [Bool(), U8(), S8(), U16(), S16(), U32(), S32(), U64(), S64(), String(), List(U8())]
 )
-_label_lists = st.lists(labels, min_size=1, max_size=4, unique=True)
 
-
-def _compound(children: st.SearchStrategy[ValType]) -> st.SearchStrategy[ValType]:
-    opt_child = st.none() | children
-    return st.one_of(
-        st.lists(children, min_size=1, max_size=3).map(lambda ts: Tuple(tuple(ts))),
-        st.tuples(_label_lists, st.lists(children, min_size=4, max_size=4)).map(
-            lambda p: Record(tuple(Field(lb, t) for lb, t in zip(p[0], p[1], strict=False)))
-        ),
-        st.tuples(_label_lists, st.lists(opt_child, min_size=4, max_size=4)).map(
-            lambda p: Variant(tuple(Case(lb, t) for lb, t in zip(p[0], p[1], strict=False)))
-        ),
-        _label_lists.map(lambda ls: Enum(tuple(ls))),
-        children.map(Option),
-        st.tuples(opt_child, opt_child).map(lambda p: Result(p[0], p[1])),
-        st.lists(labels, min_size=1, max_size=32, unique=True).map(lambda ls: Flags(tuple(ls))),
-    )
-
-
-#: the types the compiled codecs take (utf8 strings, 32-bit memory)
-kernel_types: st.SearchStrategy[ValType] = st.recursive(_leaves, _compound, max_leaves=6)
+#: the types the compiled codecs take (utf8 strings, 32-bit memory): lists only of u8
+kernel_types: st.SearchStrategy[ValType] = st.recursive(
+    _leaves, lambda children: compound(children, lists=False), max_leaves=6
+)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
