@@ -26,6 +26,7 @@ __all__ = [
     "HostReadableBuffer",
     "HostWritableBuffer",
     "ReadableBuffer",
+    "ReadAheadBuffer",
     "ReadableGuestBuffer",
     "WritableBuffer",
     "WritableGuestBuffer",
@@ -235,6 +236,27 @@ class HostWritableBuffer:
         assert len(vs) <= self.remain()
         self.values.extend(vs)
         self.progress += len(vs)
+
+
+class ReadAheadBuffer(HostWritableBuffer):
+    """A host read of ``stream<u8>`` that may take ahead from a guest's writes.
+
+    Its ``capacity`` is the read's count; a guest writer meeting it first
+    calls :meth:`open_ahead`, which raises the capacity to ``ahead`` (the
+    host reader's bound): the guest's write completes with everything that
+    fits (CanonicalABI.md §"stream.write": the count the reader took), and
+    the host keeps what the read does not return for its next reads. A
+    host writer is told exactly what the read took (a host↔host rendezvous).
+    """
+
+    __slots__ = ("ahead",)
+
+    def __init__(self, t: m.ValType | None, capacity: int, ahead: int) -> None:
+        super().__init__(t, capacity)
+        self.ahead = ahead
+
+    def open_ahead(self) -> None:
+        self.capacity = max(self.capacity, self.ahead)
 
 
 class DirectBuffer:

@@ -17,7 +17,7 @@ from typing import Any
 
 from polyengine.types import model as m
 
-from .buffers import HostReadableBuffer, HostWritableBuffer
+from .buffers import HostReadableBuffer, HostWritableBuffer, ReadAheadBuffer
 from .store import Store
 from .streams import (
     CopyResult,
@@ -28,7 +28,13 @@ from .streams import (
     SharedStreamImpl,
 )
 
-__all__ = ["HostFutureReader", "HostFutureWriter", "HostStreamReader", "HostStreamWriter"]
+__all__ = [
+    "READ_AHEAD",
+    "HostFutureReader",
+    "HostFutureWriter",
+    "HostStreamReader",
+    "HostStreamWriter",
+]
 
 
 class _HostEnd:
@@ -131,26 +137,79 @@ async def _copy(
     return await c.wait(store, cancel)
 
 
-class HostStreamReader(_HostEnd):
-    """The host's readable end of a stream."""
+#: the least a host reader of a ``stream<u8>`` accepts from a guest write at once
+READ_AHEAD = 64 * 1024
 
-    __slots__ = ("shared",)
+
+class HostStreamReader(_HostEnd):
+    """The host's readable end of a stream.
+
+    For ``stream<u8>`` a read that has to wait (nothing is offered) is a
+    :class:`~.buffers.ReadAheadBuffer`: a guest writing into it is told it
+    took up to the larger of :data:`READ_AHEAD` bytes and the read's count
+    (the host is a reader that is always ready up to a bound, as a host
+    stream consumer may be; CanonicalABI.md §"stream.write" completes a
+    write with the count its reader took), so the guest goes on writing
+    without waiting for the host. What the read does not return waits in
+    ``stash`` for the next reads, which return it without waiting. A read
+    that finds a write offered takes at most its own count of it, and a
+    host writer is always told exactly what a read took. Other element
+    types are read at most ``max_count`` at a time.
+    """
+
+    __slots__ = ("shared", "stash")
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
         super().__init__(store)
         self.shared = shared
+        #: bytes a guest's write delivered past a read's count (``stream<u8>`` only)
+        self.stash: bytearray | None = bytearray() if isinstance(shared.t, m.U8) else None
 
     @property
     def t(self) -> m.ValType | None:
         return self.shared.t
+
+    @property
+    def stashed(self) -> int:
+        """How many delivered bytes wait for the next read."""
+        stash = self.stash
+        return 0 if stash is None else len(stash)
+
+    def take_stash(self, max_count: int) -> bytes:
+        """Up to ``max_count`` of the stashed bytes (never waits)."""
+        stash = self.stash
+        assert stash is not None
+        if len(stash) <= max_count:
+            out = bytes(stash)
+            stash.clear()
+        else:
+            out = bytes(memoryview(stash)[:max_count])
+            del stash[:max_count]
+        return out
+
+    def unread(self, data: bytes) -> None:
+        """Put ``data`` back in front of the stashed bytes (a direct session took less)."""
+        stash = self.stash
+        assert stash is not None
+        stash[:0] = data
 
     async def read(self, max_count: int) -> list[Any] | bytes | None:
         """Up to ``max_count`` values (``bytes`` for ``stream<u8>``); ``None`` at the end."""
         self._check_usable()
         if max_count < 1:
             raise ValueError("max_count must be at least 1")
+        stash = self.stash
+        if stash:
+            return self.take_stash(max_count)
         shared = self.shared
-        buf = HostWritableBuffer(shared.t, max_count)
+        buf: HostWritableBuffer
+        pending = shared.pending_buffer
+        offered = pending is not None and pending.remain() > 0
+        if stash is not None and max_count < READ_AHEAD and not offered:
+            # nothing offered: this read waits, and a guest's writes to come may fill it ahead
+            buf = ReadAheadBuffer(shared.t, max_count, READ_AHEAD)
+        else:
+            buf = HostWritableBuffer(shared.t, max_count)
         self._busy = True
         try:
             # :func:`_copy` inline: this is the per-chunk path of a host reader
@@ -162,15 +221,21 @@ class HostStreamReader(_HostEnd):
                 result = await c.wait(self.store, shared.cancel)
         finally:
             self._busy = False
-        if result is CopyResult.DROPPED and not buf.values:
+        values = buf.values
+        if result is CopyResult.DROPPED and not values:
             return None
-        if isinstance(buf.values, bytearray):
-            return bytes(buf.values)
-        return buf.values
+        if isinstance(values, bytearray):
+            if len(values) <= max_count:
+                return bytes(values)
+            self.stash = values
+            return self.take_stash(max_count)
+        return values
 
     def drop(self) -> None:
         """Drop the end (idempotent); a pending guest write sees ``DROPPED``."""
         if self._close():
+            if self.stash:
+                self.stash.clear()
             self.shared.drop()
             self.store.wake()
 

@@ -21,6 +21,7 @@ from .buffers import (
     Buffer,
     DirectBuffer,
     ReadableBuffer,
+    ReadAheadBuffer,
     WritableBuffer,
     none_or_number_type,
     transfer,
@@ -204,8 +205,11 @@ class SharedStreamImpl:
             self.pending_on_copy = on_copy
             self.pending_on_copy_done = on_copy_done
             return
-        if inst is not None and inst is self.pending_inst:
-            _check_same_instance(inst, inst, self.t, "stream")
+        if inst is not None:
+            if inst is self.pending_inst:
+                _check_same_instance(inst, inst, self.t, "stream")
+            elif pending.__class__ is ReadAheadBuffer:
+                pending.open_ahead()  # a guest writer meets the host
         assert isinstance_writable(pending)
         room = pending.remain()
         if room > 0:

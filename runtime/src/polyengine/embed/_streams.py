@@ -123,6 +123,8 @@ class _HostEnd(Generic[_Reader, _Shared]):
         if isinstance(src, self._READER) and src.store is store and not src.closed:
             if self._busy:
                 raise TypeError(self._BUSY_PASS)
+            if isinstance(src, HostStreamReader) and src.stashed:
+                return None  # bytes read ahead go first: the stream is pumped from here
             self._source = None
             self._passed = True
             shared = cast("_Shared", src.shared)
@@ -165,7 +167,10 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
     State"); a writer that then drops without offering the rest has ended
     its stream after what was taken. Until the writer resumes, the rest of
     its offer stays available, so a read right after, in the same task, may
-    still take it.
+    still take it. A read of a guest's ``stream<u8>`` that has to wait lets
+    the guest write ahead, up to a bound (64 KiB, or the read's count when
+    larger): the bytes the read does not return come first on the next
+    reads, and go first when the stream is passed on into a guest.
     """
 
     __polyengine_brand__ = STREAM
@@ -242,9 +247,11 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         self._session = session
         try:
             if isinstance(src, HostStreamReader):
-                result = await run_on_shared(src.store, src.shared, session)
-                if result is CopyResult.DROPPED and session.failure is None:
-                    self._check_peer(session.progress)
+                _run_on_stash(src, session)
+                if not session.finished:
+                    result = await run_on_shared(src.store, src.shared, session)
+                    if result is CopyResult.DROPPED and session.failure is None:
+                        self._check_peer(session.progress)
             else:
                 await src.read_direct(session)
         finally:
@@ -314,6 +321,15 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         self._passed = False
         self.elem = elem
         self._bytes = isinstance(elem, m.U8)
+
+
+def _run_on_stash(src: HostStreamReader, session: DirectReadSession) -> None:
+    """Offer the bytes ``src`` read ahead to a ``read_direct`` session first (A21)."""
+    while src.stashed and not session.finished:
+        stash = src.take_stash(src.stashed)
+        k = session.run_view(memoryview(stash))
+        if k < len(stash):
+            src.unread(stash[k:])
 
 
 class StreamWriter:
