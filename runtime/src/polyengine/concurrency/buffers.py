@@ -10,6 +10,7 @@ copy when both sides are guest memory of a raw element type.
 from __future__ import annotations
 
 import struct
+from collections import deque
 from typing import Any, Protocol
 
 from polyengine.abi.compile import Codec
@@ -25,6 +26,7 @@ __all__ = [
     "GuestBuffer",
     "HostReadableBuffer",
     "HostWritableBuffer",
+    "QueuedBytes",
     "ReadableBuffer",
     "ReadAheadBuffer",
     "ReadableGuestBuffer",
@@ -209,6 +211,64 @@ class HostReadableBuffer:
         if start == 0 and n == len(values):
             return values
         return memoryview(values)[start : start + n]
+
+
+class QueuedBytes(HostReadableBuffer):
+    """Chunks of a ``stream<u8>`` a host writer offers one behind another.
+
+    One offer (a host writer's pending buffer) that grows while it is
+    offered: :meth:`push` adds a chunk at the back, a reader takes bytes
+    from the front, across chunks; ``queued`` counts what is not taken yet.
+    """
+
+    __slots__ = ("chunks", "offset", "queued")
+
+    def __init__(self, t: m.ValType | None) -> None:
+        super().__init__(t, b"")
+        self.chunks: deque[bytes | bytearray | memoryview] = deque()
+        #: bytes of the first chunk already taken
+        self.offset = 0
+        self.queued = 0
+
+    def push(self, data: bytes | bytearray | memoryview) -> None:
+        if data:
+            self.chunks.append(data)
+            self.queued += len(data)
+
+    def remain(self) -> int:
+        return self.queued
+
+    def is_zero_length(self) -> bool:
+        return self.queued == 0
+
+    def read(self, n: int) -> list[Any]:
+        return list(self.read_bytes(n))
+
+    def read_bytes(self, n: int) -> bytes | bytearray | memoryview:
+        """The next ``n`` bytes: a chunk or a view of one, joined only across chunks."""
+        assert 0 < n <= self.queued
+        self.queued -= n
+        self.progress += n
+        chunks = self.chunks
+        parts: list[bytes | bytearray | memoryview] = []
+        while n:
+            head = chunks[0]
+            start = self.offset
+            avail = len(head) - start
+            if n >= avail:
+                parts.append(head if start == 0 else memoryview(head)[start:])
+                chunks.popleft()
+                self.offset = 0
+                n -= avail
+            else:
+                parts.append(memoryview(head)[start : start + n])
+                self.offset = start + n
+                n = 0
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def rest(self) -> bytes:
+        """Everything not taken yet (the queue is left empty)."""
+        return bytes(self.read_bytes(self.queued)) if self.queued else b""
 
 
 class HostWritableBuffer:

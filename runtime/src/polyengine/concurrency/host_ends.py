@@ -17,7 +17,7 @@ from typing import Any
 
 from polyengine.types import model as m
 
-from .buffers import HostReadableBuffer, HostWritableBuffer, ReadAheadBuffer
+from .buffers import HostReadableBuffer, HostWritableBuffer, QueuedBytes, ReadAheadBuffer
 from .store import Store
 from .streams import (
     CopyResult,
@@ -30,6 +30,7 @@ from .streams import (
 
 __all__ = [
     "READ_AHEAD",
+    "WRITE_AHEAD",
     "HostFutureReader",
     "HostFutureWriter",
     "HostStreamReader",
@@ -139,6 +140,8 @@ async def _copy(
 
 #: the least a host reader of a ``stream<u8>`` accepts from a guest write at once
 READ_AHEAD = 64 * 1024
+#: how many bytes a host producer's pump keeps offered ahead of a ``stream<u8>`` reader
+WRITE_AHEAD = 64 * 1024
 
 
 class HostStreamReader(_HostEnd):
@@ -240,14 +243,113 @@ class HostStreamReader(_HostEnd):
             self.store.wake()
 
 
-class HostStreamWriter(_HostEnd):
-    """The host's writable end of a stream."""
+class _Ahead:
+    """A host writer's offer of queued chunks (see :meth:`HostStreamWriter.write_ahead`).
 
-    __slots__ = ("shared",)
+    The offer stays pending on the shared stream while it holds bytes;
+    taken empty, it is reclaimed and ``outcome`` is ``COMPLETED``.
+    ``limit``: the waiting producer is woken once fewer bytes are queued.
+    """
+
+    __slots__ = ("buf", "fut", "limit", "outcome")
+
+    def __init__(self, buf: QueuedBytes) -> None:
+        self.buf = buf
+        self.limit = WRITE_AHEAD
+        self.outcome: CopyResult | None = None
+        self.fut: asyncio.Future[None] | None = None
+
+    def on_copy(self, reclaim: ReclaimBuffer) -> None:
+        if not self.buf.queued:
+            reclaim()
+            self.outcome = CopyResult.COMPLETED
+        self._wake()
+
+    def on_copy_done(self, result: CopyResult) -> None:
+        self.outcome = result
+        self._wake()
+
+    def _wake(self) -> None:
+        fut = self.fut
+        ready = self.outcome is not None or self.buf.queued < self.limit
+        if ready and fut is not None and not fut.done():
+            fut.set_result(None)
+
+    async def wait(self, store: Store, shared: SharedStreamImpl) -> None:
+        """Until fewer than ``limit`` bytes are queued or the offer ended."""
+        while self.outcome is None and self.buf.queued >= self.limit:
+            fut = self.fut = asyncio.get_running_loop().create_future()
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if self.outcome is None and shared.pending_buffer is self.buf:
+                    shared.cancel()  # withdraw the offer
+                store.wake()
+                raise
+            finally:
+                self.fut = None
+
+
+class HostStreamWriter(_HostEnd):
+    """The host's writable end of a stream.
+
+    :meth:`write` offers one chunk and returns what the reader took of it.
+    :meth:`write_ahead` (``stream<u8>``, for a host producer's pump) keeps
+    up to :data:`WRITE_AHEAD` bytes of chunks offered one behind another,
+    so a guest reading on takes the next chunk at once (COMPLETED) instead
+    of waiting for the producer (CanonicalABI.md §"stream.read": a read
+    completes with what the writer offered).
+    """
+
+    __slots__ = ("ahead", "shared")
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
         super().__init__(store)
         self.shared = shared
+        self.ahead: _Ahead | None = None
+
+    async def write_ahead(self, data: bytes | bytearray | memoryview) -> CopyResult | None:
+        """Queue ``data`` behind the bytes still offered; wait while too many are.
+
+        ``None`` while the stream takes more; ``DROPPED`` once the reader
+        dropped (what it did not take is lost with it); ``CANCELLED`` when the
+        offer was withdrawn (:meth:`take_rest` gives back what was not taken).
+        """
+        self._check_usable()
+        a = self.ahead
+        if a is not None and a.outcome is None:
+            a.buf.push(data)  # still offered: the reader takes it behind the rest
+        else:
+            buf = QueuedBytes(self.shared.t)
+            buf.push(data)
+            a = self._offer(buf)
+        await a.wait(self.store, self.shared)
+        return None if a.outcome is None or a.outcome is CopyResult.COMPLETED else a.outcome
+
+    def _offer(self, buf: QueuedBytes) -> _Ahead:
+        """Offer ``buf`` until it is pending, taken or the stream ended."""
+        shared = self.shared
+        while True:
+            a = self.ahead = _Ahead(buf)
+            shared.write(None, buf, a.on_copy, a.on_copy_done)
+            self.store.wake()
+            if a.outcome is not CopyResult.COMPLETED or not buf.queued:
+                return a
+            # a waiting reader took part of it and completed: offer the rest anew
+
+    async def flush_ahead(self) -> CopyResult | None:
+        """Wait until the queued bytes are taken; as :meth:`write_ahead` returns."""
+        a = self.ahead
+        if a is None:
+            return None
+        a.limit = 1
+        await a.wait(self.store, self.shared)
+        return None if a.outcome is CopyResult.COMPLETED else a.outcome
+
+    def take_rest(self) -> bytes:
+        """The queued bytes a withdrawn offer did not deliver."""
+        a, self.ahead = self.ahead, None
+        return b"" if a is None else a.buf.rest()
 
     async def write(self, values: list[Any] | bytes | bytearray | memoryview) -> int:
         """Offer ``values``; return how many the reader took (0 once it dropped).

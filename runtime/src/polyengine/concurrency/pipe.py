@@ -434,6 +434,40 @@ class Pipe:
             rest = rest[n:]
         return total
 
+    async def write_ahead(self, chunk: Chunk) -> bool:
+        """A host producer's chunk: whether the stream still takes more.
+
+        Bound to a ``stream<u8>``, the chunk is queued behind the ones still
+        offered (:meth:`HostStreamWriter.write_ahead`), so the guest reads
+        on without waiting for the producer; otherwise it is written whole
+        (:meth:`write_all`). Call :meth:`flush_ahead` before ending the
+        stream.
+        """
+        bound = self.bound
+        if bound is None or isinstance(chunk, list) or not isinstance(bound.shared.t, m.U8):
+            return bool(await self.write_all(chunk) == len(chunk))
+        self.check(0)
+        result = await bound.write_ahead(chunk)
+        return await self._after_ahead(bound, result)
+
+    async def flush_ahead(self) -> bool:
+        """Wait until the chunks written ahead are taken; whether the stream took them."""
+        bound = self.bound
+        if bound is None:
+            return not self.reader_gone
+        result = await bound.flush_ahead()
+        return await self._after_ahead(bound, result)
+
+    async def _after_ahead(self, bound: HostStreamWriter, result: CopyResult | None) -> bool:
+        self.check(0)
+        if result is None:
+            return True
+        if result is CopyResult.CANCELLED and self.bound is not bound:
+            # unbound (a guest handed the stream back): the rest goes to the host reader
+            rest = bound.take_rest()
+            return not rest or await self.write_all(rest) == len(rest)
+        return False
+
     async def write_session(self, session: DirectWriteSession) -> None:
         """Run a ``write_direct`` session against the reader, bound or not (A21)."""
         while not session.finished:

@@ -102,9 +102,13 @@ async def pump_stream(
             whole = b"".join(_byte_chunk(x) for x in items) if u8 else items
             if whole:
                 await _send(pipe, whole, own)
+        await pipe.flush_ahead()
     except PeerTrappedError:
         pass  # the reader's instance trapped: nothing left to feed
     except Exception as exc:
+        # what the producer gave before it failed reaches the reader first
+        with contextlib.suppress(PeerTrappedError):
+            await pipe.flush_ahead()
         pipe.fail(producer_error(site, exc))
         return
     finally:
@@ -122,7 +126,7 @@ async def _send(pipe: Pipe, chunk: Chunk, own: ElementOffer | None) -> bool:
     released (A13).
     """
     if own is None:
-        return bool(await pipe.write_all(chunk) == len(chunk))
+        return await pipe.write_ahead(chunk)
     raws: list[Any] = []
     helds: list[Any] = []
     try:

@@ -10,17 +10,26 @@ write offered still takes only its own count of it (test_stream_writers).
 Bytes read ahead are not lost when the stream is passed on into a guest
 or read with ``read_direct``; a guest writing after the host dropped its
 end sees the drop.
+
+Symmetrically, a host producer's pump keeps up to ``WRITE_AHEAD`` bytes of
+its chunks offered one behind another, so a guest reading on takes them at
+once (CanonicalABI.md §"stream.read": a read completes with what the writer
+offered) instead of waiting for the producer each time; a read may take
+bytes of several chunks. The pump pulls no further ahead than that bound,
+and the offered bytes reach the host again when a guest hands the stream
+back unread (A5).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import polyengine
-from polyengine.concurrency.host_ends import READ_AHEAD
+from polyengine.concurrency.host_ends import READ_AHEAD, WRITE_AHEAD
 
+from . import stream_components as sc
 from .components import MEM, component
 from .test_async import aio
 
@@ -219,3 +228,47 @@ async def test_a_guest_writing_after_the_host_dropped_sees_the_drop(wat: Wat) ->
             code = await inst.exports.last_code()
         assert code == 1
         assert await inst.exports.written() == 1 + READ_AHEAD // 4096
+
+
+def chunks(items: list[bytes], pulled: list[int]) -> AsyncIterator[bytes]:
+    async def gen() -> AsyncIterator[bytes]:
+        for item in items:
+            pulled.append(len(item))
+            yield item
+
+    return gen()
+
+
+@aio
+async def test_the_producer_runs_ahead_no_further_than_the_bound(wat: Wat) -> None:
+    k = 4096
+    inst = await polyengine.instantiate(wat(sc.PASS))
+    with inst:
+        pulled: list[int] = []
+        code = await inst.exports.read_once(chunks([bytes(k)] * 100, pulled), 1)
+        assert code == 1 << 4
+        # the chunks that filled the bound, and the one whose offer waited
+        assert WRITE_AHEAD // k <= len(pulled) <= WRITE_AHEAD // k + 1
+
+
+@aio
+async def test_all_chunks_arrive_in_order(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.PASS))
+    with inst:
+        items = [bytes([i]) * (300 + 7 * i) for i in range(40)]
+        whole = b"".join(items)
+        got = await inst.exports.consume(chunks(items, []))
+        assert got == len(whole) * 1000 + sum(whole)
+
+
+@aio
+async def test_chunks_offered_ahead_reach_the_host_when_handed_back(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.PASS))
+    with inst:
+        items = [bytes([65 + i]) * 1000 for i in range(20)]
+        stream = await inst.exports.echo(chunks(items, []))
+        await asyncio.sleep(0)  # the pump offers ahead meanwhile
+        got = b""
+        async for chunk in stream:
+            got += chunk
+        assert got == b"".join(items)
