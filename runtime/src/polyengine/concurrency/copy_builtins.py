@@ -9,6 +9,7 @@ type's codec compiled for those options by the canonical ABI layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
@@ -51,6 +52,7 @@ __all__ = [
     "canon_stream_new",
     "canon_stream_read",
     "canon_stream_write",
+    "stream_copy_builtin",
 ]
 
 
@@ -133,7 +135,7 @@ def _done_message(e: CopyEnd, verb: str) -> str:
     return f"cannot {verb} stream after being notified that the {other} end dropped"
 
 
-def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
+def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
     thread: Thread,
     end_t: type[ReadableStreamEnd] | type[WritableStreamEnd],
     event_code: EventCode,
@@ -142,7 +144,8 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
     i: int,
     ptr: int,
     n: int,
-) -> Suspends[list[CoreVal]]:
+) -> list[CoreVal] | CopyEnd:
+    """A stream copy up to where it would block: its results, or the end to wait on."""
     what = "readable stream end" if end_t is ReadableStreamEnd else "writable stream end"
     async_ = opts.async_
     e = _copy_prologue(thread, end_t, what, stream_t, async_, i)
@@ -167,14 +170,64 @@ def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
         shared.write(inst, cast(ReadableGuestBuffer, buffer), on_copy, on_copy_done)
     if e.pending_event is None:
         if not async_:
-            yield from e.wait_for_pending_event(thread)
-        else:
-            inst.store.wake()
-            return [BLOCKED]
+            return e
+        inst.store.wake()
+        return [BLOCKED]
     code, index, payload = e.get_pending_event()
     assert code is event_code and index == i and payload != BLOCKED
     inst.store.wake()
     return [payload]
+
+
+def _copy_wait(
+    thread: Thread, e: CopyEnd, event_code: EventCode, i: int
+) -> Suspends[list[CoreVal]]:
+    """A synchronous copy that did not complete at once: wait for its event."""
+    yield from e.wait_for_pending_event(thread)
+    code, index, payload = e.get_pending_event()
+    assert code is event_code and index == i and payload != BLOCKED
+    thread.task.inst.store.wake()
+    return [payload]
+
+
+def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread,
+    end_t: type[ReadableStreamEnd] | type[WritableStreamEnd],
+    event_code: EventCode,
+    stream_t: Stream,
+    opts: CopyOptions,
+    i: int,
+    ptr: int,
+    n: int,
+) -> Suspends[list[CoreVal]]:
+    out = _stream_copy_now(thread, end_t, event_code, stream_t, opts, i, ptr, n)
+    if isinstance(out, list):
+        return out
+    return (yield from _copy_wait(thread, out, event_code, i))
+
+
+def stream_copy_builtin(
+    reading: bool, stream_t: Stream, opts: CopyOptions
+) -> Callable[[Thread, list[CoreVal]], list[CoreVal] | Suspends[list[CoreVal]]]:
+    """``stream.read``/``stream.write`` with its immediates bound, as the engine calls it.
+
+    ``fn(thread, [i, ptr, n])`` returns the results when the copy completes
+    at once (or the built-in is ``async``), and only otherwise the generator
+    that waits for the copy's event: a copy that completes at once costs no
+    generator (same behaviour as :func:`canon_stream_read` and
+    :func:`canon_stream_write`).
+    """
+    end_t = ReadableStreamEnd if reading else WritableStreamEnd
+    event_code = EventCode.STREAM_READ if reading else EventCode.STREAM_WRITE
+
+    def call(thread: Thread, args: list[CoreVal]) -> list[CoreVal] | Suspends[list[CoreVal]]:
+        i, ptr, n = args
+        out = _stream_copy_now(thread, end_t, event_code, stream_t, opts, int(i), int(ptr), int(n))
+        if isinstance(out, list):
+            return out
+        return _copy_wait(thread, out, event_code, int(i))
+
+    return call
 
 
 class _StreamCopy:

@@ -217,6 +217,8 @@ def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
     ro = rt.resolve_options(b.options, side="copy")
     elem = b.type.t
     codec = None if elem is None else ro.compiler.codec(elem)
+    if isinstance(b.type, m.Stream):
+        return cc.stream_copy_builtin(b.kind == "stream.read", b.type, CopyOptions(ro.opts, codec))
     return _positional(_COPIES[b.kind], b.type, CopyOptions(ro.opts, codec))
 
 
