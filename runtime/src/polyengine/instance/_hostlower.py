@@ -19,6 +19,7 @@ from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
+from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
 from polyengine.types.model import (
@@ -154,7 +155,12 @@ class HostLower:
         values = lowered.results
         cx = LiftLowerContext(self.opts, self.ci, None)
         cx.where = self.where
+        compiled = None
+        found = _INTS.get(type(self.ft.result))
+        if found is not None and values.ptr_mask == 0xFFFF_FFFF:
+            compiled = int_result_store(memory, *found)
         return _ScalarOut(
+            compiled,
             values.codecs[0].store,
             index,
             values.ptr_mask,
@@ -199,6 +205,9 @@ class HostLower:
         no subtask to count borrows (the arguments lend none)."""
         out = self.scalar_out
         if out is not None:
+            compiled = out.compiled
+            if compiled is not None and compiled(flat, out.at, value):
+                return
             # a scalar in bounds: its store checks the value before it writes
             # anything; any doubt takes the general path, which raises its error
             cx = out.cx
@@ -295,13 +304,20 @@ class HostLower:
 
 
 _SCALARS = (Bool, S8, U8, S16, U16, S32, U32, S64, U64, F32, F64, Char)
+#: the integer types: (size in bytes, signed)
+_INTS: dict[type, tuple[int, bool]] = {
+    U8: (1, False), S8: (1, True), U16: (2, False), S16: (2, True),
+    U32: (4, False), S32: (4, True), U64: (8, False), S64: (8, True),
+}  # fmt: skip
 
 
 class _ScalarOut(NamedTuple):
-    """A scalar result's store through the out-pointer: the value codec's ``store``,
+    """A scalar result's store through the out-pointer: the compiled store of an
+    integer (``engine.int_result_store``, or ``None``), the value codec's ``store``,
     the out-pointer's index among the core arguments, the address mask, the alignment mask, the
     size, the memory and a lowering context to reuse (it holds no borrow scope)."""
 
+    compiled: Callable[[Sequence[CoreVal], int, object], bool] | None
     store: Callable[[LiftLowerContext, Any, int], None]
     at: int
     mask: int
