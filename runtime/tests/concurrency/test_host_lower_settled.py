@@ -194,3 +194,73 @@ def test_a_coroutine_failing_in_its_first_step_traps_the_same(wat: Wat) -> None:
 
     (out,) = _both(wat, make, [(1, 64)])
     assert issubclass(out[0], Trap) and out[1] == "host import get raised KeyError: 'k'", out
+
+
+#: ``call(ptr)``: one async lower of ``get() -> T`` with its out-pointer at ``ptr``;
+#: returns (the status word, the 8 bytes at 64, which were all 0xaa before)
+TYPED = """(component
+  (core module $libc (memory (export "mem") 1))
+  (core instance $libc (instantiate $libc))
+  (import "get" (func $get async (result T)))
+  (core func $ret (canon task.return (result (tuple u32 u64))))
+  (core func $get-async (canon lower (func $get) async (memory (core memory $libc "mem"))))
+  (core module $m
+    (import "libc" "mem" (memory 1))
+    (import "" "ret" (func $ret (param i32 i64)))
+    (import "" "get-async" (func $get-async (param i32) (result i32)))
+    (func (export "call") (param $ptr i32)
+      (local $st i32)
+      (i64.store (i32.const 64) (i64.const 0xaaaaaaaaaaaaaaaa))
+      (local.set $st (call $get-async (local.get $ptr)))
+      (call $ret (local.get $st) (i64.load (i32.const 64)))))
+  (core instance $i (instantiate $m
+    (with "libc" (instance $libc))
+    (with "" (instance (export "ret" (func $ret)) (export "get-async" (func $get-async))))))
+  (func (export "call") async (param "ptr" u32) (result (tuple u32 u64))
+    (canon lift (core func $i "call") async))
+)"""
+
+
+@pytest.mark.parametrize(
+    ("t", "values"),
+    [
+        ("u8", [0, 255, 256, -1, True]),
+        ("s16", [-32768, 32767, 40000, 1.5]),
+        ("u64", [0, (1 << 64) - 1, 1 << 64]),
+        ("s64", [-(1 << 63), 1 << 63]),
+        ("f32", [1.5, -0.0, float("nan"), 1e40, 3, "x"]),
+        ("f64", [2.25, float("inf"), 7, None]),
+        ("bool", [True, False, 1]),
+        ("char", ["a", "\U0001f600", "ab", 65]),
+    ],
+)
+def test_each_scalar_result_is_stored_as_on_the_general_path(
+    wat: Wat, t: str, values: list[object]
+) -> None:
+    text = TYPED.replace("(result T)", f"(result {t})")
+    for value in values:
+
+        def make(value: object = value) -> Callable[[], object]:
+            def get() -> object:
+                return value
+
+            return get
+
+        seen = []
+        for pure in (False, True):
+            for fn in (make(), suspending(make())):
+
+                async def run(fn: Callable[[], object] = fn, pure: bool = pure) -> list[Any]:
+                    with _path(pure):
+                        inst = await polyengine.instantiate(wat(text), {"get": fn})
+                    out: list[Any] = []
+                    with inst:
+                        for ptr in (64, 72, 65535):
+                            try:
+                                out.append(tuple(await inst.exports.call(ptr)))
+                            except Exception as exc:
+                                out.append((type(exc), str(exc)))
+                    return out
+
+                seen.append(asyncio.run(run()))
+        assert all(s == seen[0] for s in seen[1:]), (t, value, seen)

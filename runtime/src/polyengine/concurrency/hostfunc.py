@@ -25,7 +25,7 @@ from .lift import CanonLower, canon_lower_async
 from .reentry import on_stack
 from .store import InstanceState
 from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask
-from .thread import CoreVal, Thread
+from .thread import CoreVal
 from .traps import Trap
 
 if TYPE_CHECKING:
@@ -89,7 +89,8 @@ def host_lower_async(
     the spec's ``canon lower`` reports a callee that returned before the
     built-in did; no subtask object is made for it. Any other answer (an
     awaitable, a coroutine, a value of another type) continues as
-    :func:`~.lift.canon_lower_async` does with a subtask that started.
+    :func:`~.lift.canon_lower_async` does, its callee starting with that
+    answer (the host function is not called again).
 
     Only for types whose arguments lend no ``borrow`` (nothing for a
     subtask to count) and hold no ``stream``/``future`` (nothing to release
@@ -99,6 +100,20 @@ def host_lower_async(
     store = driver.store
     lift_params = lower.lift_params
     plain = _PLAIN_RESULTS
+    # the call being handed to the general path: its host call's (args, out),
+    # read back by that path's callee as it starts (nothing runs in between)
+    handed: list[Any] = [None, None]
+
+    def lift_again(_subtask: Subtask, _flat: list[CoreVal]) -> list[Any]:
+        args: list[Any] = handed[0]
+        return args
+
+    def callee(on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None) -> OnCancel:
+        args, out = handed
+        on_start()
+        return spec.settle(out, on_resolve, caller, args)
+
+    started = CanonLower(callee, lower.ft, lift_again, lower.lower_results, async_=True)
 
     def lower_async(flat: Sequence[CoreVal]) -> list[CoreVal]:
         thread = store.current
@@ -115,36 +130,18 @@ def host_lower_async(
         if type(out) in plain:
             lower_result(out, flat)
             return [_RETURNED]
-        return _started_lower(spec, lower, thread, list(flat), done=(args, out))
+        # anything else: the subtask as canon_lower_async makes it, started with `out`
+        handed[0] = args
+        handed[1] = out
+        try:
+            return canon_lower_async(started, thread, list(flat))
+        finally:
+            handed[0] = handed[1] = None
 
     return lower_async
 
 
 _RETURNED = int(Subtask.State.RETURNED)
-
-
-def _started_lower(
-    spec: _HostFuncSpec,
-    lower: CanonLower,
-    thread: Thread,
-    flat: list[CoreVal],
-    *,
-    done: tuple[list[Any], Any],
-) -> list[CoreVal]:
-    """The rest of an async lower whose host call was ``done``: ``(args, out)``, it
-    returned ``out`` for ``args``. The subtask is made as
-    :func:`~.lift.canon_lower_async` makes it, and starts with that answer."""
-    args, out = done
-
-    def lift_again(_subtask: Subtask, _flat: list[CoreVal]) -> list[Any]:
-        return args
-
-    def callee(on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None) -> OnCancel:
-        on_start()
-        return spec.settle(out, on_resolve, caller, args)
-
-    started = CanonLower(callee, lower.ft, lift_again, lower.lower_results, async_=True)
-    return canon_lower_async(started, thread, flat)
 
 
 #: result types that are never awaitable (skips the awaitable test on the hot path)

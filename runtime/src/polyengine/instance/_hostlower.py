@@ -5,7 +5,10 @@ lifting the guest's arguments, calling the host under the error model
 (:func:`wrap_result`), the host-import fault door, lowering the result. The
 synchronous trampoline (``HostLinker.trampoline``) runs them in place; the
 task model (``TaskModel.lower_import``) runs the same steps with the host
-callable as a host function of the store's driver.
+callable as a host function of the store's driver; for an async lower whose
+host function answers at once, :meth:`HostLower.lower_result` writes the
+result through the out-pointer inside the built-in (an integer in C on the
+compiled path: ``engine.int_result_store``).
 """
 
 from __future__ import annotations
@@ -153,8 +156,6 @@ class HostLower:
         if not isinstance(self.ft.result, _SCALARS) or index is None or memory is None:
             return None
         values = lowered.results
-        cx = LiftLowerContext(self.opts, self.ci, None)
-        cx.where = self.where
         compiled = None
         found = _INTS.get(type(self.ft.result))
         if found is not None and values.ptr_mask == 0xFFFF_FFFF:
@@ -167,7 +168,6 @@ class HostLower:
             values.tuple_align - 1,
             values.tuple_size,
             memory,
-            cx,
         )
 
     def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]:
@@ -210,7 +210,7 @@ class HostLower:
                 return
             # a scalar in bounds: its store checks the value before it writes
             # anything; any doubt takes the general path, which raises its error
-            cx = out.cx
+            cx = LiftLowerContext(self.opts, self.ci, None)
             mv = cx.mv = out.memory.view()
             ptr = int(flat[out.at]) & out.mask
             if not ptr & out.align_mask and ptr + out.size <= len(mv):
@@ -312,10 +312,10 @@ _INTS: dict[type, tuple[int, bool]] = {
 
 
 class _ScalarOut(NamedTuple):
-    """A scalar result's store through the out-pointer: the compiled store of an
-    integer (``engine.int_result_store``, or ``None``), the value codec's ``store``,
-    the out-pointer's index among the core arguments, the address mask, the alignment mask, the
-    size, the memory and a lowering context to reuse (it holds no borrow scope)."""
+    """A scalar result's store through the out-pointer (CanonicalABI.md §"Storing"):
+    the compiled store of an integer (``engine.int_result_store``, or ``None``),
+    the value codec's ``store``, the out-pointer's index among the core
+    arguments, the address mask, the alignment mask, the size and the memory."""
 
     compiled: Callable[[Sequence[CoreVal], int, object], bool] | None
     store: Callable[[LiftLowerContext, Any, int], None]
@@ -324,7 +324,6 @@ class _ScalarOut(NamedTuple):
     align_mask: int
     size: int
     memory: Any
-    cx: LiftLowerContext
 
 
 def _raiser(exc: BaseException) -> Callable[[], Any]:
