@@ -45,6 +45,7 @@ setup(
             "polyengine.engine._accel",
             sources=["src/polyengine/engine/_accel.c", "src/polyengine/engine/_accel_export.c",
                      "src/polyengine/engine/_accel_link.c",
+                     "src/polyengine/engine/_accel_hostlower.c",
                      "src/polyengine/engine/_accel_values.c",
                      "src/polyengine/engine/_accel_guest.c",
                      "src/polyengine/engine/_accel_valuetypes.c"],

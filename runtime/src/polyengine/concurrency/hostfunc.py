@@ -14,21 +14,24 @@ import asyncio
 import contextvars
 import inspect
 import sys
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from polyengine.abi.trap import host_import_trap
 
+from .engine_seam import no_current_task
+from .lift import CanonLower, canon_lower_async
 from .reentry import on_stack
 from .store import InstanceState
-from .task import FuncInst, OnCancel, OnResolve, OnStart
+from .task import FuncInst, OnCancel, OnResolve, OnStart, Subtask
+from .thread import CoreVal
 from .traps import Trap
 
 if TYPE_CHECKING:
     from .driver import Driver
 
-__all__ = ["CancelMode", "host_func_inst"]
+__all__ = ["CancelMode", "host_func_inst", "host_lower_async"]
 
 CancelMode: TypeAlias = Literal["cancel", "discard", "abort", "ignore"]
 """How a host function answers a cancellation request (:meth:`.driver.Driver.host_func_inst`)."""
@@ -61,15 +64,84 @@ def host_func_inst(
             out = fn(*args)
         except Exception as exc:
             raise spec.fail(caller, exc, args) from exc
-        kind = type(out)
-        if kind is CoroutineType:
-            return spec.start_coroutine(out, on_resolve, caller, args)
-        if kind in _PLAIN_RESULTS or not inspect.isawaitable(out):
-            on_resolve([out] if has_result else [])
-            return _no_cancel
-        return spec.start_awaitable(out, on_resolve, caller, args)
+        return spec.settle(out, on_resolve, caller, args)
 
     return func_inst
+
+
+def host_lower_async(
+    driver: Driver,
+    fn: Callable[..., Any],
+    lower: CanonLower,
+    lower_result: Callable[[Any, Sequence[CoreVal]], None],
+    *,
+    name: str,
+    cancel: CancelMode,
+) -> Callable[[Sequence[CoreVal]], list[CoreVal]]:
+    """``canon lower ... async`` of the host function ``fn`` as a core host function body
+    (CanonicalABI.md §``canon lower``; Concurrency.md §Subtasks).
+
+    ``lower`` gives the import's type and value steps (its ``callee`` is
+    unused). A host function that answers at once (a plain result) settles
+    the call inside the built-in: ``lower_result(value, flat)`` writes its
+    result through the out-pointer (as ``lower.lower_results`` with no
+    scope would) and the status is ``RETURNED`` with no subtask handle, as
+    the spec's ``canon lower`` reports a callee that returned before the
+    built-in did; no subtask object is made for it. Any other answer (an
+    awaitable, a coroutine, a value of another type) continues as
+    :func:`~.lift.canon_lower_async` does, its callee starting with that
+    answer (the host function is not called again).
+
+    Only for types whose arguments lend no ``borrow`` (nothing for a
+    subtask to count) and hold no ``stream``/``future`` (nothing to release
+    on failure): the lifting and lowering scope is ``None``.
+    """
+    spec = _HostFuncSpec(driver, name, lower.ft.result is not None, cancel, None)
+    store = driver.store
+    lift_params = lower.lift_params
+    plain = _PLAIN_RESULTS
+    # the call being handed to the general path: its host call's (args, out),
+    # read back by that path's callee as it starts (nothing runs in between)
+    handed: list[Any] = [None, None]
+
+    def lift_again(_subtask: Subtask, _flat: list[CoreVal]) -> list[Any]:
+        args: list[Any] = handed[0]
+        return args
+
+    def callee(on_start: OnStart, on_resolve: OnResolve, caller: InstanceState | None) -> OnCancel:
+        args, out = handed
+        on_start()
+        return spec.settle(out, on_resolve, caller, args)
+
+    started = CanonLower(callee, lower.ft, lift_again, lower.lower_results, async_=True)
+
+    def lower_async(flat: Sequence[CoreVal]) -> list[CoreVal]:
+        thread = store.current
+        if thread is None:
+            no_current_task("a lowered import")
+        inst = thread.task.inst
+        if not inst.ci.may_leave or inst.record.poisoned is not None:
+            inst.check_may_leave()  # traps
+        args = lift_params(None, flat)  # type: ignore[arg-type] # no borrow: no scope
+        try:
+            out = fn(*args)
+        except Exception as exc:
+            raise spec.fail(inst, exc, args) from exc
+        if type(out) in plain:
+            lower_result(out, flat)
+            return [_RETURNED]
+        # anything else: the subtask as canon_lower_async makes it, started with `out`
+        handed[0] = args
+        handed[1] = out
+        try:
+            return canon_lower_async(started, thread, list(flat))
+        finally:
+            handed[0] = handed[1] = None
+
+    return lower_async
+
+
+_RETURNED = int(Subtask.State.RETURNED)
 
 
 #: result types that are never awaitable (skips the awaitable test on the hot path)
@@ -108,6 +180,18 @@ class _HostFuncSpec:
             except Exception as failure:  # never hides the trap itself
                 trap.add_note(f"releasing the arguments failed: {failure!r}")
         return trap
+
+    def settle(
+        self, out: Any, on_resolve: OnResolve, caller: InstanceState | None, args: list[Any]
+    ) -> OnCancel:
+        """The host function returned ``out``: resolve the call, or start what settles it."""
+        kind = type(out)
+        if kind is CoroutineType:
+            return self.start_coroutine(out, on_resolve, caller, args)
+        if kind in _PLAIN_RESULTS or not inspect.isawaitable(out):
+            on_resolve([out] if self.has_result else [])
+            return _no_cancel
+        return self.start_awaitable(out, on_resolve, caller, args)
 
     def start_coroutine(
         self,

@@ -53,6 +53,7 @@ from ._async import wait as wait
 from ._callpath import blocking_driver as blocking_driver
 from ._callpath import compiled_path as compiled_path
 from ._callpath import export_kernel as export_kernel
+from ._callpath import int_result_store as int_result_store
 from ._config import Engine as Engine
 from ._config import EngineConfig as EngineConfig
 from ._config import get_engine as get_engine
@@ -126,6 +127,7 @@ __all__ = [
     "compile_module",
     "define_host_func",
     "export_kernel",
+    "int_result_store",
     "get_engine",
     "instantiate",
     "memory_parts",

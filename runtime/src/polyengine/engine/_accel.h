@@ -14,6 +14,10 @@ int accel_export_register(PyObject *module);
  * -1 on error */
 int accel_link_register(PyObject *module);
 
+/* _accel_hostlower.c: add store_int_result (a host import's result stored at
+ * once through the out-pointer); -1 on error */
+int accel_hostlower_register(PyObject *module);
+
 /* _accel_values.c: add the types Lower and LiftSpilled to the module; -1 on error */
 int accel_values_register(PyObject *module);
 

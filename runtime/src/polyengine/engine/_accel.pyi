@@ -1,6 +1,6 @@
 """Types of the compiled call path (``_accel.c``); see ``_accelerator.py``."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ABI: int
@@ -40,6 +40,9 @@ def init_async(
     template: int, size: int, poll: Callable[[int], bool], drop: Callable[[int], None], /
 ) -> None: ...
 def async_addresses() -> tuple[int, int, int]: ...
+def store_int_result(
+    parts: tuple[Any, int], code: int, flat: Sequence[Any], at: int, value: object, /
+) -> bool: ...
 def define_imports(
     define: int,
     linker: int,

@@ -240,5 +240,7 @@ static PyMethodDef link_methods[] = {
 int
 accel_link_register(PyObject *module)
 {
-    return PyModule_AddFunctions(module, link_methods);
+    if (PyModule_AddFunctions(module, link_methods) < 0)
+        return -1;
+    return accel_hostlower_register(module);
 }

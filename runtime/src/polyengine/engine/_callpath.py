@@ -578,6 +578,34 @@ def compiled_store(state: _StoreState) -> bool:
     return _ACCEL is not None and state.compiled
 
 
+def int_result_store(
+    memory: object, size: int, signed: bool
+) -> Callable[[Sequence[Any], int, object], bool] | None:
+    """The compiled store of an integer result through an out-pointer, or ``None``.
+
+    ``store(flat, at, value)`` writes the ``size``-byte integer ``value`` at the
+    address ``flat[at]`` of the 32-bit engine memory ``memory`` and returns
+    ``True``; it writes nothing and returns ``False`` unless ``value`` is an
+    ``int`` in range and the address aligned and in bounds (the caller's codec
+    then stores or raises). ``None`` on the pure path or for another memory.
+    """
+    from functools import partial
+
+    from ._accelerator import memory_parts
+
+    parts = memory_parts(memory)
+    if _ACCEL is None or parts is None or not parts[0].compiled:
+        return None
+    guest: Any = memory  # an engine memory (``memory_parts`` knows its type)
+    if guest.is_64():
+        return None
+    code = size | (16 if signed else 0)
+    store: Callable[[Sequence[Any], int, object], bool] = partial(
+        _ACCEL.store_int_result, parts, code
+    )
+    return store
+
+
 def deferred_body(env: int, build: Callable[[], HostFunction]) -> HostFunction:
     """A body that builds the real one on the first call and puts it in its place."""
 

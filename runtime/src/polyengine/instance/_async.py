@@ -50,6 +50,7 @@ from polyengine.concurrency import (
 from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
+from polyengine.concurrency.hostfunc import host_lower_async
 from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
@@ -60,7 +61,7 @@ from polyengine.instance._features import _has_async_value, needs_task_model
 from polyengine.instance._hostlift import HostLift
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
-from polyengine.types.layout import flatten_functype
+from polyengine.types.layout import contains_borrow, flatten_functype
 from polyengine_protocol import (
     Trap,
     is_future,
@@ -113,6 +114,8 @@ class HostImportLower(Protocol):
     def lower_results(
         self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
     ) -> list[CoreVal]: ...
+
+    def lower_result(self, value: Any, flat: Sequence[CoreVal]) -> None: ...
 
     def host_callable(self) -> Callable[..., Any]: ...
 
@@ -271,6 +274,13 @@ class TaskModel:
         ft = tr.type
         where = steps.where
         mode: CancelMode = "ignore" if defer_cancel else "abort" if abortable else "discard"
+        if (
+            tr.options.is_async
+            and not steps.marked
+            and not contains_borrow(ft)
+            and not any(_has_async_value(t) for t in ft.param_types())
+        ):
+            return self._host_lower_async(tr, steps, mode)
         func_inst = self.driver.host_func_inst(
             steps.host_callable(),
             name=where,
@@ -310,6 +320,20 @@ class TaskModel:
         return self._lower_trampoline(
             ft, tr.options, build, defer=False, never_parks=tr.options.is_async
         )
+
+    def _host_lower_async(
+        self, tr: pln.LowerImport, steps: HostImportLower, mode: CancelMode
+    ) -> engine.CoreFunc:
+        """An async lower of a host import that settles at once without a subtask."""
+        lower = CanonLower(_unused_callee, tr.type, steps.lift_params, steps.lower_results, True)
+        fn = steps.host_callable()
+        body = host_lower_async(
+            self.driver, fn, lower, steps.lower_result, name=steps.where, cancel=mode
+        )
+        core = flatten_functype(
+            tr.type, "lower", is_async=True, ptr_type=self.rt.addrtype(tr.options)
+        )
+        return engine.define_host_func(self.rt.store, list(core.params), list(core.results), body)
 
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
@@ -411,6 +435,10 @@ class _Prelowered:
     def __init__(self, flat: list[CoreVal], scope: _BorrowScope) -> None:
         self.flat = flat
         self.scope = scope
+
+
+def _unused_callee(*_args: Any) -> Any:
+    raise AssertionError("the host function is called by host_lower_async")
 
 
 def _take_prelowered(task: Any, args: list[Any]) -> list[CoreVal]:

@@ -5,23 +5,43 @@ lifting the guest's arguments, calling the host under the error model
 (:func:`wrap_result`), the host-import fault door, lowering the result. The
 synchronous trampoline (``HostLinker.trampoline``) runs them in place; the
 task model (``TaskModel.lower_import``) runs the same steps with the host
-callable as a host function of the store's driver.
+callable as a host function of the store's driver; for an async lower whose
+host function answers at once, :meth:`HostLower.lower_result` writes the
+result through the out-pointer inside the built-in (an integer in C on the
+compiled path: ``engine.int_result_store``).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
 from polyengine.abi.resources import ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
+from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
-from polyengine.types.model import FuncType, Future, Result
+from polyengine.types.model import (
+    F32,
+    F64,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
+    Char,
+    FuncType,
+    Future,
+    Result,
+)
 from polyengine_protocol import is_component_exception, is_wasi_exit
 
 __all__ = ["HostLower", "wrap_result"]
@@ -71,8 +91,11 @@ class HostLower:
         "marked",
         "opts",
         "ro",
+        "scalar_cx",
+        "scalar_out",
         "site",
         "source",
+        "spills",
         "where",
         "wrap",
     )
@@ -81,6 +104,8 @@ class HostLower:
     opts: CanonicalOptions
     ci: ComponentInstance
     lowered: LoweredFunc
+    spills: bool
+    scalar_out: _ScalarOut | None
 
     def __init__(
         self,
@@ -111,16 +136,51 @@ class HostLower:
         self.opts = ro.opts
         self.ci = ro.record.ci
         self.ro = ro
+        #: results written through the out-pointer: the lowering reads the memory's view
+        self.spills = self.lowered.out_ptr_index is not None and ro.opts.memory is not None
+        self.scalar_out = self._scalar_out()
+        #: scalar arguments passed flat lift without their context: one serves every call
+        self.scalar_cx: LiftLowerContext | None = None
+        params = self.lowered.params
+        if params.flat_count <= self.lowered.max_flat_params and all(
+            isinstance(t, _SCALARS) for t in self.ft.param_types()
+        ):
+            self.scalar_cx = LiftLowerContext(self.opts, self.ci, None)
+            self.scalar_cx.where = self.where
+
+    def _scalar_out(self) -> _ScalarOut | None:
+        """How :meth:`lower_result` stores a scalar result through the out-pointer."""
+        lowered = self.lowered
+        memory = self.opts.memory
+        index = lowered.out_ptr_index
+        if not isinstance(self.ft.result, _SCALARS) or index is None or memory is None:
+            return None
+        values = lowered.results
+        compiled = None
+        found = _INTS.get(type(self.ft.result))
+        if found is not None and values.ptr_mask == 0xFFFF_FFFF:
+            compiled = int_result_store(memory, *found)
+        return _ScalarOut(
+            compiled,
+            values.codecs[0].store,
+            index,
+            values.ptr_mask,
+            values.tuple_align - 1,
+            values.tuple_size,
+            memory,
+        )
 
     def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]:
         """The guest's arguments as host values; ``scope`` (the call's lenders, or its
         subtask) counts the borrows they hand out."""
         try:
-            cx = LiftLowerContext(self.opts, self.ci, scope)
+            cx = self.scalar_cx
         except AttributeError:  # the first call
             self.prepare()
+            cx = self.scalar_cx
+        if cx is None:
             cx = LiftLowerContext(self.opts, self.ci, scope)
-        cx.where = self.where
+            cx.where = self.where
         return self.lowered.lift_params(cx, flat)
 
     def lower_results(
@@ -131,10 +191,36 @@ class HostLower:
         (:func:`~polyengine.abi.trap.host_result_error`)."""
         cx = LiftLowerContext(self.opts, self.ci, scope)
         cx.where = self.where
+        if self.spills:
+            memory: Any = self.opts.memory
+            cx.mv = memory.view()  # (not through the context's lazy fetch)
         try:
             return self.lowered.lower_results(cx, result[0] if result else None, flat)
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
+
+    def lower_result(self, value: Any, flat: Sequence[CoreVal]) -> None:
+        """Lower the host's one result ``value`` (ignored without a result) of an async
+        lower through the guest's out-pointer (CanonicalABI.md §``canon lower``), with
+        no subtask to count borrows (the arguments lend none)."""
+        out = self.scalar_out
+        if out is not None:
+            compiled = out.compiled
+            if compiled is not None and compiled(flat, out.at, value):
+                return
+            # a scalar in bounds: its store checks the value before it writes
+            # anything; any doubt takes the general path, which raises its error
+            cx = LiftLowerContext(self.opts, self.ci, None)
+            mv = cx.mv = out.memory.view()
+            ptr = int(flat[out.at]) & out.mask
+            if not ptr & out.align_mask and ptr + out.size <= len(mv):
+                try:
+                    out.store(cx, value, ptr)
+                except LowerError:
+                    pass
+                else:
+                    return
+        self.lower_results(None, [value] if self.ft.result is not None else [], flat)
 
     def call(self, args: Sequence[Any]) -> Any:
         """Call the host in place: its value under the error model, else :meth:`fault`."""
@@ -215,6 +301,29 @@ class HostLower:
             return settle()
 
         return call
+
+
+_SCALARS = (Bool, S8, U8, S16, U16, S32, U32, S64, U64, F32, F64, Char)
+#: the integer types: (size in bytes, signed)
+_INTS: dict[type, tuple[int, bool]] = {
+    U8: (1, False), S8: (1, True), U16: (2, False), S16: (2, True),
+    U32: (4, False), S32: (4, True), U64: (8, False), S64: (8, True),
+}  # fmt: skip
+
+
+class _ScalarOut(NamedTuple):
+    """A scalar result's store through the out-pointer (CanonicalABI.md §"Storing"):
+    the compiled store of an integer (``engine.int_result_store``, or ``None``),
+    the value codec's ``store``, the out-pointer's index among the core
+    arguments, the address mask, the alignment mask, the size and the memory."""
+
+    compiled: Callable[[Sequence[CoreVal], int, object], bool] | None
+    store: Callable[[LiftLowerContext, Any, int], None]
+    at: int
+    mask: int
+    align_mask: int
+    size: int
+    memory: Any
 
 
 def _raiser(exc: BaseException) -> Callable[[], Any]:
