@@ -25,21 +25,22 @@ import ctypes
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NoReturn, TypeAlias
 
 from polyengine.errors import LinkError
 
 from . import _ffi as ffi
 from ._config import Engine
-from ._core import CoreFunc, HostFunction, new_host_func
+from ._core import CoreFunc, HostFunction, host_kind, new_host_func
 from ._errors import EngineError, StoreClosedError
 from ._fiber import instantiate_blocking
 from ._instance import CoreInstance
 from ._module import CoreModule
-from ._store import EngineStore, instantiation_failure
+from ._store import HOST_ENTRIES, EngineStore, _StoreState, instantiation_failure, new_host_env
 from ._values import check_valtypes
 
-__all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking"]
+__all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking", "PlainHosts"]
 
 _EXTERN_SIZE = ctypes.sizeof(ffi.Extern)
 _OF_OFFSET: int = ffi.Extern.of.offset
@@ -90,6 +91,23 @@ class DeferredHost:
 
 
 HostBinding: TypeAlias = "CoreFunc | DeferredHost"
+
+Signature: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class PlainHosts:
+    """Host functions made without asking for a binding one at a time.
+
+    For each index whose ``signatures[index]`` is a core type ``(params,
+    results)``, the linking makes a host function of that type whose body
+    ``build(index)`` makes on its first call (what a :class:`DeferredHost`
+    does, without one per function); the other indices (``None``) are bound
+    through the linking's ``host`` callback.
+    """
+
+    signatures: Sequence[Signature | None]
+    build: Callable[[int], HostFunction]
 
 
 class _Cells:
@@ -158,7 +176,7 @@ class InstancePre:
     not exist or comes from a later instance).
     """
 
-    __slots__ = ("_cells", "engine", "hosts", "modules", "steps")
+    __slots__ = ("_cells", "_kinds", "engine", "hosts", "modules", "steps")
 
     def __init__(
         self,
@@ -170,6 +188,9 @@ class InstancePre:
         self.engine = engine
         self.modules = tuple(modules)
         self.hosts = hosts
+        #: ``(callback, tag, functype address)`` of each checked plain-host signature,
+        #: by (compiled call path, signature)
+        self._kinds: dict[tuple[bool, Signature], tuple[Any, int, int]] = {}
         for module in self.modules:
             if module.engine is not engine:
                 raise ValueError(f"core module {module.name} was compiled for a different engine")
@@ -207,17 +228,39 @@ class InstancePre:
             steps.append(_Step(module, sources, cells))
         self.steps = tuple(steps)
 
-    def link(self, store: EngineStore, host: Callable[[int], HostBinding]) -> Linking:
+    def link(
+        self,
+        store: EngineStore,
+        host: Callable[[int], HostBinding],
+        plain: PlainHosts | None = None,
+    ) -> Linking:
         """Begin instantiating in ``store``; ``host(index)`` supplies host function ``index``.
 
         ``host`` is called once per host function, just before the first
         instance that imports it: a :class:`CoreFunc` of ``store`` is used
         as it is; a :class:`DeferredHost` becomes a host function of the
-        store whose body is built on its first call.
+        store whose body is built on its first call. The indices ``plain``
+        gives a signature are made from it instead, without calling ``host``.
         """
         if store.engine is not self.engine:
             raise ValueError("the store belongs to a different engine than the instance-pre")
-        return Linking(self, store, host)
+        if plain is not None and len(plain.signatures) != self.hosts:
+            raise ValueError(
+                f"plain host signatures for {len(plain.signatures)} host functions, "
+                f"the instance-pre has {self.hosts}"
+            )
+        return Linking(self, store, host, plain)
+
+    def _kind(self, state: _StoreState, sig: Signature, index: int) -> tuple[Any, int, int]:
+        """What a plain host function of type ``sig`` needs in ``state``'s store
+        (the type checked once per instance-pre)."""
+        key = (state.compiled, sig)
+        found = self._kinds.get(key)
+        if found is None:
+            params = check_valtypes(sig[0], f"host function {index} params")
+            results = check_valtypes(sig[1], f"host function {index} results")
+            found = self._kinds[key] = host_kind(state, params, results)
+        return found
 
 
 class Linking:
@@ -229,15 +272,23 @@ class Linking:
         "_host_funcs",
         "_inst_addrs",
         "_instances",
+        "_plain",
         "_pre",
         "_ready",
         "store",
     )
 
-    def __init__(self, pre: InstancePre, store: EngineStore, host: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        pre: InstancePre,
+        store: EngineStore,
+        host: Callable[[int], Any],
+        plain: PlainHosts | None = None,
+    ) -> None:
         self._pre = pre
         self.store = store
         self._host = host
+        self._plain = plain
         self._inst_addrs: list[int] = []
         #: the ``wasmtime_instance_t`` of each instance made so far (kept alive here)
         self._instances: list[Any] = []
@@ -264,9 +315,14 @@ class Linking:
             )
         step = self._pre.steps[index]
         store = self.store
+        ready = self._ready
+        plain = self._plain
         for _, h in step.hosts:
-            if not self._ready[h]:
-                self._materialize(h)
+            if not ready[h]:
+                if plain is not None and plain.signatures[h] is not None:
+                    self._materialize_plain(h, plain)
+                else:
+                    self._materialize(h)
         ctx = store._ctx()  # after the host callback, which may have run anything
         cells = self._pre._cells
         if cells.lock.acquire(blocking=False):
@@ -344,7 +400,11 @@ class Linking:
         if found is not None:
             return found
         if not self._ready[index]:
-            self._materialize(index)
+            plain = self._plain
+            if plain is not None and plain.signatures[index] is not None:
+                self._materialize_plain(index, plain)
+            else:
+                self._materialize(index)
         found = self._host_funcs.get(index)
         if found is None:
             ext = self._host_exts[index]
@@ -362,6 +422,7 @@ class Linking:
         closed store.
         """
         self._host = _closed_host
+        self._plain = None
         self._host_funcs.clear()
 
     def _materialize(self, index: int) -> None:
@@ -394,6 +455,30 @@ class Linking:
                 f"got {type(binding).__name__}"
             )
         self._ready[index] = 1
+
+    def _materialize_plain(self, index: int, plain: PlainHosts) -> None:
+        """Make plain host function ``index`` from its signature (see :class:`PlainHosts`)."""
+        sig = plain.signatures[index]
+        assert sig is not None
+        state = self.store._state
+        ctx = self.store._ctx()
+        cb, tag, ty_addr = self._pre._kind(state, sig, index)
+        slot = ctypes.addressof(self._host_exts) + index * _EXTERN_SIZE
+        ffi.Extern.from_address(slot).kind = ffi.EXTERN_FUNC
+        env = new_host_env(state, None, tag)
+        HOST_ENTRIES[env] = (state, partial(_first_call, env, plain.build, index))
+        ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, slot + _OF_OFFSET)
+        self._ready[index] = 1
+
+
+def _first_call(
+    env: int, build: Callable[[int], HostFunction], index: int, args: Sequence[Any]
+) -> Sequence[Any]:
+    """A plain host function's body until its first call builds the real one."""
+    state, _ = HOST_ENTRIES[env]
+    fn = build(index)
+    HOST_ENTRIES[env] = (state, fn)
+    return fn(args)
 
 
 def _closed_host(_index: int) -> NoReturn:

@@ -201,7 +201,9 @@ class ComponentRuntime:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
         # The store-independent part (compiled modules, import wiring) is made once per plan.
-        self._linking = _instance_pre(artifacts, eng).link(self.store, self._host_binding)
+        self._linking = _instance_pre(artifacts, eng).link(
+            self.store, self._host_binding, self._plain_hosts()
+        )
         for index, core in enumerate(plan.core_instances):
             self.core_instances.append(self._instantiate_core(index, core))
         if self.tasks is not None:
@@ -410,6 +412,45 @@ class ComponentRuntime:
         fn, bparams, bresults = self._builtin(tr)
         return engine.DeferredHost(tuple(bparams), tuple(bresults), lambda: fn)
 
+    def _plain_hosts(self) -> engine.PlainHosts | None:
+        """The lowered imports that are plain host functions in this store, made
+        without a binding each: those the task model does not take (the same
+        decision as :meth:`_task_trampoline`'s)."""
+        sigs: Sequence[tuple[tuple[str, ...], tuple[str, ...]] | None]
+        sigs = self._plain_signatures()
+        if self.tasks is not None and self._task_lowerer is not None:
+            lowered = self._task_lowered
+            if lowered is None:
+                return None  # every import is offered to the task model
+            masked = list(sigs)
+            for i, tr in enumerate(self.plan.trampolines):
+                if masked[i] is not None and isinstance(tr, pln.LowerImport) and lowered(tr):
+                    masked[i] = None
+            sigs = masked
+        return engine.PlainHosts(sigs, self._build_import)
+
+    def _build_import(self, index: int) -> engine.HostFunction:
+        """The body of plain lowered import ``index`` (built on its first call)."""
+        tr = self.plan.trampolines[index]
+        assert isinstance(tr, pln.LowerImport)
+        return self._host_trampolines(self._import_site(tr), tr)
+
+    def _plain_signatures(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]:
+        """The core signature of each trampoline that is a lowered import (``None``
+        for the others), worked out once per plan."""
+        plan = self.plan
+        found = _PLAIN_SIGNATURES.get(id(plan))
+        if found is not None and found[0] is plan:
+            return found[1]
+        sigs = tuple(
+            self._lowered_signature(i, tr) if isinstance(tr, pln.LowerImport) else None
+            for i, tr in enumerate(plan.trampolines)
+        )
+        if len(_PLAIN_SIGNATURES) >= _PRES_LIMIT:
+            _PLAIN_SIGNATURES.pop(next(iter(_PLAIN_SIGNATURES)))
+        _PLAIN_SIGNATURES[id(plan)] = (plan, sigs)
+        return sigs
+
     def _task_trampoline(
         self, tasks: TaskModel, index: int, tr: pln.Trampoline
     ) -> engine.CoreFunc | None:
@@ -603,6 +644,10 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+#: each plan's trampoline signatures for plain host functions (``_plain_signatures``)
+_PLAIN_SIGNATURES: dict[
+    int, tuple[pln.Plan, tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]]
+] = {}
 
 
 #: a plan's canonical options: the distinct values, and the one standing for each
