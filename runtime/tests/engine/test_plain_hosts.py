@@ -8,6 +8,7 @@ import pytest
 
 from polyengine.engine import (
     CoreModule,
+    CoreTrap,
     CoreValue,
     DeferredHost,
     EngineStore,
@@ -18,7 +19,9 @@ from polyengine.engine import (
     StoreClosedError,
     get_engine,
 )
+from polyengine.engine._accelerator import ACCEL
 from polyengine.engine._callpath import pure_stores
+from polyengine.engine._store import HOST_ENTRIES, PLAIN_KEY_BIT, plain_entry
 
 Wat = Callable[..., CoreModule]
 
@@ -99,3 +102,81 @@ def test_a_plain_host_signature_with_a_bad_type_names_it(wat: Wat) -> None:
         linking = _pre(wat).link(store, lambda i: None, PlainHosts(bad, lambda i: list))  # type: ignore[arg-type, return-value]
         with pytest.raises(ValueError, match=r"host function 0 params.*i33"):
             linking.instantiate(0)
+
+
+def test_a_plain_host_entry_is_made_on_first_call_and_goes_with_the_store(
+    wat: Wat, call_path: None
+) -> None:
+    store = EngineStore()
+    linking = _pre(wat).link(
+        store,
+        lambda i: DeferredHost(("i64",), ("i64",), lambda: list),
+        PlainHosts(SIGS, lambda i: lambda args: [int(args[0]) + 1]),
+    )
+    inst = linking.instantiate(0)
+    before = set(HOST_ENTRIES)
+    assert inst.func("call-plain").call_raw([1]) == [2]
+    made = set(HOST_ENTRIES) - before
+    assert len(made) == 1  # the called function's entry, nothing for the others
+    (env,) = made
+    assert env & PLAIN_KEY_BIT
+    call = inst.func("call-plain")
+    store.close()
+    assert not made & set(HOST_ENTRIES)
+    assert plain_entry(env) is None  # its store's builder is gone too
+    with pytest.raises(StoreClosedError):
+        call.call_raw([1])
+
+
+def test_a_plain_body_that_cannot_be_built_traps_with_its_error(wat: Wat, call_path: None) -> None:
+    def build(index: int) -> HostFunction:
+        raise LookupError(f"no body for {index}")
+
+    with EngineStore() as store:
+        linking = _pre(wat).link(
+            store, lambda i: DeferredHost(("i64",), ("i64",), lambda: list), PlainHosts(SIGS, build)
+        )
+        inst = linking.instantiate(0)
+        with pytest.raises(CoreTrap, match="LookupError: no body for 0") as caught:
+            inst.func("call-plain").call_raw([1])
+        assert isinstance(caught.value.__cause__, LookupError)
+
+
+def test_taken_indices_are_bound_through_the_host_callback(wat: Wat) -> None:
+    asked: list[int] = []
+
+    def host(index: int) -> DeferredHost:
+        asked.append(index)
+        if index == 0:
+            return DeferredHost(("i32",), ("i32",), lambda: lambda args: [7])
+        return DeferredHost(("i64",), ("i64",), lambda: list)
+
+    with EngineStore() as store:
+        plain = PlainHosts(SIGS, lambda i: lambda args: [0], taken={0})
+        inst = _pre(wat).link(store, host, plain).instantiate(0)
+        assert sorted(asked) == [0, 1]
+        assert inst.func("call-plain").call_raw([1]) == [7]
+
+
+def test_plain_entry_ignores_other_envs() -> None:
+    assert plain_entry(12345 << 16) is None
+
+
+@pytest.mark.skipif(
+    ACCEL is None or not hasattr(ACCEL, "new_host_funcs"), reason="compiled path not built"
+)
+def test_the_compiled_bulk_creation_refuses_bad_items_before_making_anything() -> None:
+    assert ACCEL is not None
+    make = ACCEL.new_host_funcs
+    ready = bytearray(2)
+    with pytest.raises(ValueError, match="null"):
+        make(0, 1, (), PLAIN_KEY_BIT, ready, 1, 32, 8)
+    with pytest.raises(ValueError, match="key base or extern layout"):
+        make(1, 1, (), PLAIN_KEY_BIT | 5, ready, 1, 32, 8)
+    with pytest.raises(ValueError, match="bad item"):
+        make(1, 1, ((5, 1, 1, 0),), PLAIN_KEY_BIT, ready, 1, 32, 8)  # index past ready
+    with pytest.raises(ValueError, match="bad item"):
+        make(1, 1, ((0, 0, 1, 0),), PLAIN_KEY_BIT, ready, 1, 32, 8)  # no functype
+    with pytest.raises(TypeError, match="4-tuple"):
+        make(1, 1, ((0, 1),), PLAIN_KEY_BIT, ready, 1, 32, 8)
+    assert ready == bytearray(2)

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, NoReturn, TypeAlias
 
 from polyengine.errors import LinkError
@@ -37,7 +36,14 @@ from ._errors import EngineError, StoreClosedError
 from ._fiber import instantiate_blocking
 from ._instance import CoreInstance
 from ._module import CoreModule
-from ._store import HOST_ENTRIES, EngineStore, _StoreState, instantiation_failure, new_host_env
+from ._store import (
+    ENV_TAG_BITS,
+    PLAIN_BUILDER,
+    EngineStore,
+    _StoreState,
+    instantiation_failure,
+    plain_host_base,
+)
 from ._values import check_valtypes
 
 __all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking", "PlainHosts"]
@@ -100,14 +106,21 @@ class PlainHosts:
     """Host functions made without asking for a binding one at a time.
 
     For each index whose ``signatures[index]`` is a core type ``(params,
-    results)``, the linking makes a host function of that type whose body
-    ``build(index)`` makes on its first call (what a :class:`DeferredHost`
-    does, without one per function); the other indices (``None``) are bound
-    through the linking's ``host`` callback.
+    results)`` and that is not in ``taken``, the linking makes a host
+    function of that type whose body ``build(index)`` makes on its first
+    call (what a :class:`DeferredHost` does, with nothing made per function
+    before then); the other indices are bound through the linking's ``host``
+    callback. ``signatures`` is best one object per plan: what is worked out
+    from it is kept while the same object comes back.
     """
 
     signatures: Sequence[Signature | None]
     build: Callable[[int], HostFunction]
+    taken: Collection[int] = ()
+
+
+#: ``(host index, functype address, callback address, tag)`` of a plain host function
+_PlainItem: TypeAlias = tuple[int, int, int, int]
 
 
 class _Cells:
@@ -176,7 +189,7 @@ class InstancePre:
     not exist or comes from a later instance).
     """
 
-    __slots__ = ("_cells", "_kinds", "engine", "hosts", "modules", "steps")
+    __slots__ = ("_cells", "_kinds", "_plain_items", "engine", "hosts", "modules", "steps")
 
     def __init__(
         self,
@@ -191,6 +204,11 @@ class InstancePre:
         #: ``(callback, tag, functype address)`` of each checked plain-host signature,
         #: by (compiled call path, signature)
         self._kinds: dict[tuple[bool, Signature], tuple[Any, int, int]] = {}
+        #: per (core instance, compiled call path): the signatures object they were
+        #: worked out from, each plain host import's item and its callback object
+        self._plain_items: dict[
+            tuple[int, bool], tuple[object, tuple[_PlainItem, ...], tuple[Any, ...]]
+        ] = {}
         for module in self.modules:
             if module.engine is not engine:
                 raise ValueError(f"core module {module.name} was compiled for a different engine")
@@ -249,7 +267,29 @@ class InstancePre:
                 f"plain host signatures for {len(plain.signatures)} host functions, "
                 f"the instance-pre has {self.hosts}"
             )
+        if self.hosts >= PLAIN_BUILDER:
+            plain = None  # more than a plain function's env can number: bound one by one
         return Linking(self, store, host, plain)
+
+    def _items(
+        self, index: int, state: _StoreState, signatures: Sequence[Signature | None]
+    ) -> tuple[tuple[_PlainItem, ...], tuple[Any, ...]]:
+        """The plain host imports of core instance ``index`` (worked out once per
+        signatures object and call path)."""
+        key = (index, state.compiled)
+        found = self._plain_items.get(key)
+        if found is not None and found[0] is signatures:
+            return found[1], found[2]
+        items: list[_PlainItem] = []
+        callbacks: list[Any] = []
+        for _, h in self.steps[index].hosts:
+            sig = signatures[h]
+            if sig is not None:
+                cb, tag, ty_addr = self._kind(state, sig, h)
+                items.append((h, ty_addr, ffi.address(cb), tag))
+                callbacks.append(cb)
+        self._plain_items[key] = (signatures, tuple(items), tuple(callbacks))
+        return tuple(items), tuple(callbacks)
 
     def _kind(self, state: _StoreState, sig: Signature, index: int) -> tuple[Any, int, int]:
         """What a plain host function of type ``sig`` needs in ``state``'s store
@@ -273,6 +313,7 @@ class Linking:
         "_inst_addrs",
         "_instances",
         "_plain",
+        "_plain_base",
         "_pre",
         "_ready",
         "store",
@@ -289,6 +330,8 @@ class Linking:
         self.store = store
         self._host = host
         self._plain = plain
+        #: the ``env`` base of this store's plain host functions (0: none made yet)
+        self._plain_base = 0
         self._inst_addrs: list[int] = []
         #: the ``wasmtime_instance_t`` of each instance made so far (kept alive here)
         self._instances: list[Any] = []
@@ -316,13 +359,11 @@ class Linking:
         step = self._pre.steps[index]
         store = self.store
         ready = self._ready
-        plain = self._plain
+        if self._plain is not None and step.hosts:
+            self._make_plain(index, self._plain)
         for _, h in step.hosts:
             if not ready[h]:
-                if plain is not None and plain.signatures[h] is not None:
-                    self._materialize_plain(h, plain)
-                else:
-                    self._materialize(h)
+                self._materialize(h)
         ctx = store._ctx()  # after the host callback, which may have run anything
         cells = self._pre._cells
         if cells.lock.acquire(blocking=False):
@@ -401,9 +442,13 @@ class Linking:
             return found
         if not self._ready[index]:
             plain = self._plain
-            if plain is not None and plain.signatures[index] is not None:
+            if (
+                plain is not None
+                and plain.signatures[index] is not None
+                and index not in plain.taken
+            ):
                 self._materialize_plain(index, plain)
-            else:
+            if not self._ready[index]:
                 self._materialize(index)
         found = self._host_funcs.get(index)
         if found is None:
@@ -456,6 +501,33 @@ class Linking:
             )
         self._ready[index] = 1
 
+    def _base(self, plain: PlainHosts) -> int:
+        base = self._plain_base
+        if not base:
+            base = self._plain_base = plain_host_base(self.store._state, plain.build)
+        return base
+
+    def _make_plain(self, index: int, plain: PlainHosts) -> None:
+        """Make the plain host functions core instance ``index`` imports (see
+        :class:`PlainHosts`), in one call of the compiled path when it is built."""
+        state = self.store._state
+        items, callbacks = self._pre._items(index, state, plain.signatures)
+        ready, taken = self._ready, plain.taken
+        todo = tuple(it for it in items if not ready[it[0]] and it[0] not in taken)
+        if not todo:
+            return
+        ctx = self.store._ctx()
+        base = self._base(plain)
+        exts = ctypes.addressof(self._host_exts)
+        compiled = _new_host_funcs()
+        if compiled is not None:
+            new_host_funcs, new_address = compiled
+            new_host_funcs(new_address, ctx, todo, base, ready, exts, _EXTERN_SIZE, _OF_OFFSET)
+            return
+        cbs = dict(zip((it[0] for it in items), callbacks, strict=True))
+        for h, ty_addr, _, tag in todo:
+            self._new_plain(ctx, base, h, (ty_addr, cbs[h], tag))
+
     def _materialize_plain(self, index: int, plain: PlainHosts) -> None:
         """Make plain host function ``index`` from its signature (see :class:`PlainHosts`)."""
         sig = plain.signatures[index]
@@ -463,22 +535,30 @@ class Linking:
         state = self.store._state
         ctx = self.store._ctx()
         cb, tag, ty_addr = self._pre._kind(state, sig, index)
+        self._new_plain(ctx, self._base(plain), index, (ty_addr, cb, tag))
+
+    def _new_plain(self, ctx: int, base: int, index: int, kind: tuple[int, Any, int]) -> None:
+        ty_addr, cb, tag = kind
         slot = ctypes.addressof(self._host_exts) + index * _EXTERN_SIZE
         ffi.Extern.from_address(slot).kind = ffi.EXTERN_FUNC
-        env = new_host_env(state, None, tag)
-        HOST_ENTRIES[env] = (state, partial(_first_call, env, plain.build, index))
+        env = base | index << ENV_TAG_BITS | tag
         ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, slot + _OF_OFFSET)
         self._ready[index] = 1
 
 
-def _first_call(
-    env: int, build: Callable[[int], HostFunction], index: int, args: Sequence[Any]
-) -> Sequence[Any]:
-    """A plain host function's body until its first call builds the real one."""
-    state, _ = HOST_ENTRIES[env]
-    fn = build(index)
-    HOST_ENTRIES[env] = (state, fn)
-    return fn(args)
+#: ``[(new_host_funcs, address of wasmtime_func_new_unchecked)]`` of the compiled
+#: call path once looked up (``[None]``: not built or not used)
+_NEW_HOST_FUNCS: list[tuple[Any, int] | None] = []
+
+
+def _new_host_funcs() -> tuple[Any, int] | None:
+    if not _NEW_HOST_FUNCS:
+        from ._accelerator import ACCEL
+
+        found = getattr(ACCEL, "new_host_funcs", None)
+        address = ffi.address(ffi.func_new_unchecked)
+        _NEW_HOST_FUNCS.append((found, address) if found is not None and address else None)
+    return _NEW_HOST_FUNCS[0]
 
 
 def _closed_host(_index: int) -> NoReturn:

@@ -416,18 +416,16 @@ class ComponentRuntime:
         """The lowered imports that are plain host functions in this store, made
         without a binding each: those the task model does not take (the same
         decision as :meth:`_task_trampoline`'s)."""
-        sigs: Sequence[tuple[tuple[str, ...], tuple[str, ...]] | None]
         sigs = self._plain_signatures()
+        taken: set[int] = set()
         if self.tasks is not None and self._task_lowerer is not None:
             lowered = self._task_lowered
             if lowered is None:
                 return None  # every import is offered to the task model
-            masked = list(sigs)
             for i, tr in enumerate(self.plan.trampolines):
-                if masked[i] is not None and isinstance(tr, pln.LowerImport) and lowered(tr):
-                    masked[i] = None
-            sigs = masked
-        return engine.PlainHosts(sigs, self._build_import)
+                if isinstance(tr, pln.LowerImport) and lowered(tr):
+                    taken.add(i)
+        return engine.PlainHosts(sigs, self._build_import, taken)
 
     def _build_import(self, index: int) -> engine.HostFunction:
         """The body of plain lowered import ``index`` (built on its first call)."""
