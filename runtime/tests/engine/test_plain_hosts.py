@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
@@ -180,3 +181,22 @@ def test_the_compiled_bulk_creation_refuses_bad_items_before_making_anything() -
     with pytest.raises(TypeError, match="4-tuple"):
         make(1, 1, ((0, 1),), PLAIN_KEY_BIT, ready, 1, 32, 8)
     assert ready == bytearray(2)
+
+
+@pytest.mark.skipif(
+    ACCEL is None or not hasattr(ACCEL, "copy_hosts"), reason="compiled path not built"
+)
+def test_the_compiled_host_copy_checks_every_entry_before_copying() -> None:
+    assert ACCEL is not None
+    src = (ctypes.c_ubyte * 8)(*range(8))
+    dst = (ctypes.c_ubyte * 8)()
+    a, b = ctypes.addressof(src), ctypes.addressof(dst)
+    with pytest.raises(ValueError, match="null"):
+        ACCEL.copy_hosts(((0, 0),), 0, b, 4)
+    with pytest.raises(ValueError, match="bad host entry"):
+        ACCEL.copy_hosts(((0, 0), (-4, 1)), a, b, 4)
+    with pytest.raises(TypeError, match="2-tuple"):
+        ACCEL.copy_hosts(((0, 0), (4,)), a, b, 4)
+    assert bytes(dst) == bytes(8)  # nothing copied before the bad entry was found
+    ACCEL.copy_hosts(((4, 0), (0, 1)), a, b, 4)
+    assert bytes(dst) == bytes([4, 5, 6, 7, 0, 1, 2, 3])

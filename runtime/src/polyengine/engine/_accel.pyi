@@ -50,6 +50,7 @@ def define_imports(
     stride: int,
     /,
 ) -> tuple[int, int] | None: ...
+def copy_hosts(hosts: tuple[tuple[int, int], ...], src: int, dst: int, size: int, /) -> None: ...
 def new_host_funcs(
     func_new: int,
     ctx: int,

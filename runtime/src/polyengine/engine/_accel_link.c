@@ -5,7 +5,8 @@
  *   there), one ``wasmtime_linker_define`` or ``wasmtime_instance_export_get``
  *   per import, in place of two ctypes calls and one ctypes object each.
  * - ``new_host_funcs``: a core instance's plain host functions, one
- *   ``wasmtime_func_new_unchecked`` each, their bodies made on first call.
+ *   ``wasmtime_func_new_unchecked`` each, their bodies made on first call;
+ *   ``copy_hosts``: its host functions' externs into its import array.
  * - ``async_entry``, ``continuation_poll``, ``continuation_drop``: the three
  *   callbacks of async host functions (``_hostasync.py``) as plain C shims in
  *   place of ctypes callbacks.  The entry copies the continuation template
@@ -290,6 +291,47 @@ accel_new_host_funcs(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* copy_hosts(hosts, src, dst, size) -> None
+ *
+ * A core instance's host imports into its import array: hosts is a tuple of
+ * (slot offset, host index); size bytes go from src + index * size to
+ * dst + offset. Every entry is checked before anything is copied. */
+static PyObject *
+accel_copy_hosts(PyObject *mod, PyObject *args)
+{
+    unsigned long long src, dst, size;
+    PyObject *hosts;
+    if (!PyArg_ParseTuple(args, "O!KKK", &PyTuple_Type, &hosts, &src, &dst, &size))
+        return NULL;
+    if (src == 0 || dst == 0 || size == 0) {
+        PyErr_SetString(PyExc_ValueError, "copy_hosts: a null array or size");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(hosts);
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *entry = PyTuple_GET_ITEM(hosts, i);
+            if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+                PyErr_SetString(PyExc_TypeError, "copy_hosts: each host is a 2-tuple");
+                return NULL;
+            }
+            Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+            Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+            if ((off == -1 || index == -1) && PyErr_Occurred())
+                return NULL;
+            if (off < 0 || index < 0) {
+                PyErr_SetString(PyExc_ValueError, "copy_hosts: a bad host entry");
+                return NULL;
+            }
+            if (pass == 1)
+                memcpy((void *)(uintptr_t)(dst + (unsigned long long)off),
+                       (const void *)(uintptr_t)(src + (unsigned long long)index * size),
+                       (size_t)size);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef link_methods[] = {
     {"init_async", accel_init_async, METH_VARARGS,
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
@@ -297,6 +339,8 @@ static PyMethodDef link_methods[] = {
      "(entry, continuation poll, continuation drop): the async host-function callbacks"},
     {"fill_exports", accel_fill_exports, METH_VARARGS,
      "fill_exports(get, ctx, exports, instances, base) -> -1 | index of a missing export"},
+    {"copy_hosts", accel_copy_hosts, METH_VARARGS,
+     "copy_hosts(hosts, src, dst, size) -> None: host externs into an import array"},
     {"new_host_funcs", accel_new_host_funcs, METH_VARARGS,
      "new_host_funcs(func_new, ctx, items, base, ready, exts, stride, of_offset) -> None"},
     {"define_imports", accel_define_imports, METH_VARARGS,

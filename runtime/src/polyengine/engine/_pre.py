@@ -407,8 +407,12 @@ class Linking:
                     )
         if step.hosts:
             hosts_base = ctypes.addressof(self._host_exts)
-            for off, h in step.hosts:
-                ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
+            copy_hosts = _copy_hosts()
+            if copy_hosts is not None:
+                copy_hosts(step.hosts, hosts_base, base, _EXTERN_SIZE)
+            else:
+                for off, h in step.hosts:
+                    ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
             raw = instantiate_blocking(store, module, arr)
@@ -544,6 +548,19 @@ class Linking:
         env = base | index << ENV_TAG_BITS | tag
         ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, slot + _OF_OFFSET)
         self._ready[index] = 1
+
+
+#: ``[copy_hosts]`` of the compiled call path once looked up (``[None]``: not built)
+_COPY_HOSTS: list[Any] = []
+
+
+def _copy_hosts() -> Any:
+    """The compiled copy of host externs into an import array (``None``: not built)."""
+    if not _COPY_HOSTS:
+        from ._accelerator import ACCEL
+
+        _COPY_HOSTS.append(getattr(ACCEL, "copy_hosts", None))
+    return _COPY_HOSTS[0]
 
 
 #: ``[(new_host_funcs, address of wasmtime_func_new_unchecked)]`` of the compiled
