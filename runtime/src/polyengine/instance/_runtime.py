@@ -425,23 +425,30 @@ class ComponentRuntime:
             for i, tr in enumerate(self.plan.trampolines):
                 if isinstance(tr, pln.LowerImport) and lowered(tr):
                     taken.add(i)
-        return engine.PlainHosts(sigs, self._build_import, taken)
+        return engine.PlainHosts(sigs, self._build_plain, taken)
 
-    def _build_import(self, index: int) -> engine.HostFunction:
-        """The body of plain lowered import ``index`` (built on its first call)."""
+    def _build_plain(self, index: int) -> engine.HostFunction:
+        """The body of plain trampoline ``index`` (built on its first call)."""
         tr = self.plan.trampolines[index]
-        assert isinstance(tr, pln.LowerImport)
-        return self._host_trampolines(self._import_site(tr), tr)
+        if isinstance(tr, pln.LowerImport):
+            return self._host_trampolines(self._import_site(tr), tr)
+        assert isinstance(tr, pln.Builtin)
+        return self._builtin(tr)[0]
 
     def _plain_signatures(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]:
-        """The core signature of each trampoline that is a lowered import (``None``
-        for the others), worked out once per plan."""
+        """The core signature of each trampoline that is a lowered import or a
+        ``resource.new``/``drop``/``rep`` built-in (``None`` for the others),
+        worked out once per plan (CanonicalABI.md §"Flattening")."""
         plan = self.plan
         found = _PLAIN_SIGNATURES.get(id(plan))
         if found is not None and found[0] is plan:
             return found[1]
         sigs = tuple(
-            self._lowered_signature(i, tr) if isinstance(tr, pln.LowerImport) else None
+            self._lowered_signature(i, tr)
+            if isinstance(tr, pln.LowerImport)
+            else _resource_builtin_signature(plan, tr)
+            if isinstance(tr, pln.Builtin)
+            else None
             for i, tr in enumerate(plan.trampolines)
         )
         if len(_PLAIN_SIGNATURES) >= _PRES_LIMIT:
@@ -745,6 +752,19 @@ def _instance_pre(artifacts: Artifacts, eng: engine.Engine) -> engine.InstancePr
         _PRES.pop(next(iter(_PRES)))
     _PRES[key] = (plan, pre)
     return pre
+
+
+def _resource_builtin_signature(
+    plan: pln.Plan, b: pln.Builtin
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The core signature of a ``resource.new``/``drop``/``rep`` built-in, as
+    :meth:`ComponentRuntime._builtin` makes it (``None`` for another built-in)."""
+    if b.resource is None or b.kind not in ("resource.new", "resource.drop", "resource.rep"):
+        return None
+    rep = plan.resources[b.resource].rep
+    if b.kind == "resource.new":
+        return (rep,), ("i32",)
+    return (("i32",), ()) if b.kind == "resource.drop" else (("i32",), (rep,))
 
 
 def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
