@@ -11,8 +11,11 @@ filled straight into a raw ``wasmtime_extern_t`` array (one
 ``wasmtime_instance_export_get`` per import, no Python object per extern),
 host functions are created without a callback of their own (the shared
 trampolines of ``_callpath.py``), and the module is instantiated from the
-array.  Python wrappers (:class:`~polyengine.engine.CoreFunc`, memories...)
-are made only for what the caller asks :class:`CoreInstance.get` for.
+array.  Plain host functions (:class:`PlainHosts`: a signature per plan, a
+body built on first call) cost one compiled call per core instance and no
+Python object until they are first called.  Python wrappers
+(:class:`~polyengine.engine.CoreFunc`, memories...) are made only for what
+the caller asks :class:`CoreInstance.get` for.
 
 Nothing wasmtime could abort on reaches it: every extern of an array comes
 from the linking's own store, and every slot of an array is written before
