@@ -28,7 +28,8 @@ imports": a type import is bound by instantiation).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -290,10 +291,13 @@ class _Checker:
 
 def _is_namespace(obj: object) -> bool:
     """A mapping or a module: something that stands for an instance, not a function."""
-    import types
-    from collections.abc import Mapping
-
+    if type(obj) in _PLAIN_CALLABLES:
+        return False  # the common case, without the abstract class's check
     return isinstance(obj, Mapping | types.ModuleType)
+
+
+#: callables that are never a mapping or a module
+_PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType, types.BuiltinFunctionType})
 
 
 def _member(provider: object, name: str, desc: pln.ExternDesc) -> Any:

@@ -87,6 +87,7 @@ from ._pre import ExportSource as ExportSource
 from ._pre import HostSource as HostSource
 from ._pre import InstancePre as InstancePre
 from ._pre import Linking as Linking
+from ._pre import PlainHosts as PlainHosts
 from ._store import EngineStore as EngineStore
 from ._validate import validate_core_module as validate_core_module
 
@@ -119,6 +120,7 @@ __all__ = [
     "ImportDesc",
     "InstancePre",
     "Linking",
+    "PlainHosts",
     "StoreClosedError",
     "blocking_driver",
     "cached_module_path",

@@ -34,6 +34,7 @@ def init(
     host_depth: object,
     /,
 ) -> None: ...
+def init_plain(plain_entry: Callable[[int], Any], /) -> None: ...
 def register_signature(params: str, results: str, /) -> int: ...
 def trampoline_address() -> int: ...
 def init_async(
@@ -52,6 +53,18 @@ def define_imports(
     stride: int,
     /,
 ) -> tuple[int, int] | None: ...
+def copy_hosts(hosts: tuple[tuple[int, int], ...], src: int, dst: int, size: int, /) -> None: ...
+def new_host_funcs(
+    func_new: int,
+    ctx: int,
+    items: tuple[tuple[int, int, int, int], ...],
+    base: int,
+    ready: bytearray,
+    exts: int,
+    stride: int,
+    of_offset: int,
+    /,
+) -> None: ...
 def fill_exports(
     get: int,
     ctx: int,

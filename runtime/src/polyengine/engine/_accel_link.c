@@ -4,6 +4,9 @@
  *   core instantiation in an async store (wasmtime has no ``instance_new``
  *   there), one ``wasmtime_linker_define`` or ``wasmtime_instance_export_get``
  *   per import, in place of two ctypes calls and one ctypes object each.
+ * - ``new_host_funcs``: a core instance's plain host functions, one
+ *   ``wasmtime_func_new_unchecked`` each, their bodies made on first call;
+ *   ``copy_hosts``: its host functions' externs into its import array.
  * - ``async_entry``, ``continuation_poll``, ``continuation_drop``: the three
  *   callbacks of async host functions (``_hostasync.py``) as plain C shims in
  *   place of ctypes callbacks.  The entry copies the continuation template
@@ -225,6 +228,110 @@ accel_fill_exports(PyObject *mod, PyObject *args)
     return PyLong_FromLong(-1);
 }
 
+/* new_host_funcs(func_new, ctx, items, base, ready, exts, stride, of_offset) -> None
+ *
+ * The plain host functions of one core instance's imports (_pre.py
+ * PlainHosts), one wasmtime_func_new_unchecked each: items is a tuple of
+ * (host index, functype address, callback address, signature tag); the
+ * function's env is base | index << 16 | tag, its extern goes to
+ * exts + index * stride (kind set to a function, the function at of_offset),
+ * and ready[index] is set. Every item is checked before anything is made. */
+typedef void (*func_new_fn)(void *, const void *, const void *, void *, void *, void *);
+
+static PyObject *
+accel_new_host_funcs(PyObject *mod, PyObject *args)
+{
+    unsigned long long new_addr, ctx, base, exts, stride, of_offset;
+    PyObject *items, *ready;
+    if (!PyArg_ParseTuple(args, "KKO!KO!KKK", &new_addr, &ctx, &PyTuple_Type, &items, &base,
+                          &PyByteArray_Type, &ready, &exts, &stride, &of_offset))
+        return NULL;
+    if (new_addr == 0 || ctx == 0 || exts == 0) {
+        PyErr_SetString(PyExc_ValueError, "new_host_funcs: a null function, store or array");
+        return NULL;
+    }
+    if ((base & 0xFFFFFFFFULL) != 0 || of_offset + 16 > stride) {
+        PyErr_SetString(PyExc_ValueError, "new_host_funcs: a bad key base or extern layout");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    Py_ssize_t nready = PyByteArray_GET_SIZE(ready);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        unsigned long long v[4];
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+            PyErr_SetString(PyExc_TypeError, "new_host_funcs: each item is a 4-tuple");
+            return NULL;
+        }
+        for (int k = 0; k < 4; k++) {
+            v[k] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, k));
+            if (v[k] == (unsigned long long)-1 && PyErr_Occurred())
+                return NULL;
+        }
+        if (v[0] >= (unsigned long long)nready || v[0] >= 0xFFFF || v[1] == 0 || v[2] == 0
+            || v[3] > 0xFFFF) {
+            PyErr_SetString(PyExc_ValueError, "new_host_funcs: a bad item");
+            return NULL;
+        }
+    }
+    func_new_fn func_new = (func_new_fn)(uintptr_t)new_addr;
+    char *flags = PyByteArray_AS_STRING(ready);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        unsigned long long index = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 0));
+        unsigned long long ty = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 1));
+        unsigned long long cb = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 2));
+        unsigned long long tag = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 3));
+        unsigned char *slot = (unsigned char *)(uintptr_t)(exts + index * stride);
+        slot[0] = 0; /* WASMTIME_EXTERN_FUNC */
+        func_new((void *)(uintptr_t)ctx, (const void *)(uintptr_t)ty, (const void *)(uintptr_t)cb,
+                 (void *)(uintptr_t)(base | index << 16 | tag), NULL, slot + of_offset);
+        flags[index] = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+/* copy_hosts(hosts, src, dst, size) -> None
+ *
+ * A core instance's host imports into its import array: hosts is a tuple of
+ * (slot offset, host index); size bytes go from src + index * size to
+ * dst + offset. Every entry is checked before anything is copied. */
+static PyObject *
+accel_copy_hosts(PyObject *mod, PyObject *args)
+{
+    unsigned long long src, dst, size;
+    PyObject *hosts;
+    if (!PyArg_ParseTuple(args, "O!KKK", &PyTuple_Type, &hosts, &src, &dst, &size))
+        return NULL;
+    if (src == 0 || dst == 0 || size == 0) {
+        PyErr_SetString(PyExc_ValueError, "copy_hosts: a null array or size");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(hosts);
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *entry = PyTuple_GET_ITEM(hosts, i);
+            if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+                PyErr_SetString(PyExc_TypeError, "copy_hosts: each host is a 2-tuple");
+                return NULL;
+            }
+            Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+            Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+            if ((off == -1 || index == -1) && PyErr_Occurred())
+                return NULL;
+            if (off < 0 || index < 0) {
+                PyErr_SetString(PyExc_ValueError, "copy_hosts: a bad host entry");
+                return NULL;
+            }
+            if (pass == 1)
+                memcpy((void *)(uintptr_t)(dst + (unsigned long long)off),
+                       (const void *)(uintptr_t)(src + (unsigned long long)index * size),
+                       (size_t)size);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef link_methods[] = {
     {"init_async", accel_init_async, METH_VARARGS,
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
@@ -232,6 +339,10 @@ static PyMethodDef link_methods[] = {
      "(entry, continuation poll, continuation drop): the async host-function callbacks"},
     {"fill_exports", accel_fill_exports, METH_VARARGS,
      "fill_exports(get, ctx, exports, instances, base) -> -1 | index of a missing export"},
+    {"copy_hosts", accel_copy_hosts, METH_VARARGS,
+     "copy_hosts(hosts, src, dst, size) -> None: host externs into an import array"},
+    {"new_host_funcs", accel_new_host_funcs, METH_VARARGS,
+     "new_host_funcs(func_new, ctx, items, base, ready, exts, stride, of_offset) -> None"},
     {"define_imports", accel_define_imports, METH_VARARGS,
      "define_imports(define, linker, ctx, names, base, stride) -> None | (index, error)"},
     {NULL, NULL, 0, NULL},

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _ffi as ffi
-from ._store import HOST_ENTRIES, _StoreState
+from ._store import HOST_ENTRIES, _StoreState, plain_entry
 from ._values import normalize, raw_struct
 
 __all__ = ["ACCEL", "call_path", "memory_parts", "value_kernels"]
@@ -55,7 +55,8 @@ def _load() -> tuple[ModuleType | None, str]:
             _StoreState,
             _StoreState.__dict__["host_depth"],
         )
-    except (ImportError, TypeError, ValueError) as exc:  # a build of another version
+        _accel.init_plain(plain_entry)
+    except (AttributeError, ImportError, TypeError, ValueError) as exc:  # another version
         return None, f"pure Python (the compiled call path does not fit: {exc})"
     return _accel, "compiled (polyengine.engine._accel)"
 

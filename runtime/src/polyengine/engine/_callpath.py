@@ -50,7 +50,14 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 from . import _ffi as ffi
 from ._accelerator import ACCEL
 from ._errors import EngineError
-from ._store import COMPILED_STORES, ENV_TAG_BITS, HOST_ENTRIES, _StoreState, raise_call_failure
+from ._store import (
+    COMPILED_STORES,
+    ENV_TAG_BITS,
+    HOST_ENTRIES,
+    _StoreState,
+    plain_entry,
+    raise_call_failure,
+)
 from ._values import CoreValue, normalize, raw_struct
 
 if TYPE_CHECKING:
@@ -528,6 +535,11 @@ def host_trampoline(
     def trampoline(env: int | None, caller: int | None, addr: int | None, n: int) -> int:
         try:
             state, fn = entries[env or 0]
+        except KeyError:
+            found = plain_entry(env or 0)  # a plain host function's first call
+            if found is None:
+                return new_trap("a host function of a closed store was called")
+            state, fn = found
         except BaseException:
             return new_trap("a host function of a closed store was called")
         state.host_depth += 1

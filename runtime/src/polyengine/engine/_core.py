@@ -297,19 +297,27 @@ def new_host_func(
     """
     if not ctx or not out_addr:
         raise EngineError("a host function needs an open store and a place to go")
-    key = (state.engine._ptr, state.compiled, params, results)
-    kind = _HOST_KINDS.get(key)
-    if kind is None:
-        cb, tag = _callpath.host_callback(params, results, state)
-        ty = functype(state.engine._ptr, params, results)
-        kind = _HOST_KINDS[key] = (cb, tag, ffi.address(ty.ptr()))
-    cb, tag, ty_addr = kind
+    cb, tag, ty_addr = host_kind(state, params, results)
     env = new_host_env(state, fn, tag)
     if fn is None:
         if build is None:
             raise EngineError("a host function needs a body or a way to build one")
         HOST_ENTRIES[env] = (state, _callpath.deferred_body(env, build))
     ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, out_addr)
+
+
+def host_kind(
+    state: _StoreState, params: tuple[str, ...], results: tuple[str, ...]
+) -> tuple[Any, int, int]:
+    """``(callback, signature tag, functype address)`` of a host function of
+    ``state``'s store with the checked core type ``params -> results``."""
+    key = (state.engine._ptr, state.compiled, params, results)
+    kind = _HOST_KINDS.get(key)
+    if kind is None:
+        cb, tag = _callpath.host_callback(params, results, state)
+        ty = functype(state.engine._ptr, params, results)
+        kind = _HOST_KINDS[key] = (cb, tag, ffi.address(ty.ptr()))
+    return kind
 
 
 #: what a host function of one signature needs, by (engine, compiled path, params,

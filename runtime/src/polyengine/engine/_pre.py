@@ -11,8 +11,11 @@ filled straight into a raw ``wasmtime_extern_t`` array (one
 ``wasmtime_instance_export_get`` per import, no Python object per extern),
 host functions are created without a callback of their own (the shared
 trampolines of ``_callpath.py``), and the module is instantiated from the
-array.  Python wrappers (:class:`~polyengine.engine.CoreFunc`, memories...)
-are made only for what the caller asks :class:`CoreInstance.get` for.
+array.  Plain host functions (:class:`PlainHosts`: a signature per plan, a
+body built on first call) cost one compiled call per core instance and no
+Python object until they are first called.  Python wrappers
+(:class:`~polyengine.engine.CoreFunc`, memories...) are made only for what
+the caller asks :class:`CoreInstance.get` for.
 
 Nothing wasmtime could abort on reaches it: every extern of an array comes
 from the linking's own store, and every slot of an array is written before
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeAlias
 
@@ -31,15 +34,22 @@ from polyengine.errors import LinkError
 
 from . import _ffi as ffi
 from ._config import Engine
-from ._core import CoreFunc, HostFunction, new_host_func
+from ._core import CoreFunc, HostFunction, host_kind, new_host_func
 from ._errors import EngineError, StoreClosedError
 from ._fiber import instantiate_blocking
 from ._instance import CoreInstance
 from ._module import CoreModule
-from ._store import EngineStore, instantiation_failure
+from ._store import (
+    ENV_TAG_BITS,
+    PLAIN_BUILDER,
+    EngineStore,
+    _StoreState,
+    instantiation_failure,
+    plain_host_base,
+)
 from ._values import check_valtypes
 
-__all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking"]
+__all__ = ["DeferredHost", "ExportSource", "HostSource", "InstancePre", "Linking", "PlainHosts"]
 
 _EXTERN_SIZE = ctypes.sizeof(ffi.Extern)
 _OF_OFFSET: int = ffi.Extern.of.offset
@@ -90,6 +100,30 @@ class DeferredHost:
 
 
 HostBinding: TypeAlias = "CoreFunc | DeferredHost"
+
+Signature: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class PlainHosts:
+    """Host functions made without asking for a binding one at a time.
+
+    For each index whose ``signatures[index]`` is a core type ``(params,
+    results)`` and that is not in ``taken``, the linking makes a host
+    function of that type whose body ``build(index)`` makes on its first
+    call (what a :class:`DeferredHost` does, with nothing made per function
+    before then); the other indices are bound through the linking's ``host``
+    callback. ``signatures`` is best one object per plan: what is worked out
+    from it is kept while the same object comes back.
+    """
+
+    signatures: Sequence[Signature | None]
+    build: Callable[[int], HostFunction]
+    taken: Collection[int] = ()
+
+
+#: ``(host index, functype address, callback address, tag)`` of a plain host function
+_PlainItem: TypeAlias = tuple[int, int, int, int]
 
 
 class _Cells:
@@ -158,7 +192,7 @@ class InstancePre:
     not exist or comes from a later instance).
     """
 
-    __slots__ = ("_cells", "engine", "hosts", "modules", "steps")
+    __slots__ = ("_cells", "_kinds", "_plain_items", "engine", "hosts", "modules", "steps")
 
     def __init__(
         self,
@@ -170,6 +204,14 @@ class InstancePre:
         self.engine = engine
         self.modules = tuple(modules)
         self.hosts = hosts
+        #: ``(callback, tag, functype address)`` of each checked plain-host signature,
+        #: by (compiled call path, signature)
+        self._kinds: dict[tuple[bool, Signature], tuple[Any, int, int]] = {}
+        #: per (core instance, compiled call path): the signatures object they were
+        #: worked out from, each plain host import's item and its callback object
+        self._plain_items: dict[
+            tuple[int, bool], tuple[object, tuple[_PlainItem, ...], tuple[Any, ...]]
+        ] = {}
         for module in self.modules:
             if module.engine is not engine:
                 raise ValueError(f"core module {module.name} was compiled for a different engine")
@@ -207,17 +249,61 @@ class InstancePre:
             steps.append(_Step(module, sources, cells))
         self.steps = tuple(steps)
 
-    def link(self, store: EngineStore, host: Callable[[int], HostBinding]) -> Linking:
+    def link(
+        self,
+        store: EngineStore,
+        host: Callable[[int], HostBinding],
+        plain: PlainHosts | None = None,
+    ) -> Linking:
         """Begin instantiating in ``store``; ``host(index)`` supplies host function ``index``.
 
         ``host`` is called once per host function, just before the first
         instance that imports it: a :class:`CoreFunc` of ``store`` is used
         as it is; a :class:`DeferredHost` becomes a host function of the
-        store whose body is built on its first call.
+        store whose body is built on its first call. The indices ``plain``
+        gives a signature are made from it instead, without calling ``host``.
         """
         if store.engine is not self.engine:
             raise ValueError("the store belongs to a different engine than the instance-pre")
-        return Linking(self, store, host)
+        if plain is not None and len(plain.signatures) != self.hosts:
+            raise ValueError(
+                f"plain host signatures for {len(plain.signatures)} host functions, "
+                f"the instance-pre has {self.hosts}"
+            )
+        if self.hosts >= PLAIN_BUILDER:
+            plain = None  # more than a plain function's env can number: bound one by one
+        return Linking(self, store, host, plain)
+
+    def _items(
+        self, index: int, state: _StoreState, signatures: Sequence[Signature | None]
+    ) -> tuple[tuple[_PlainItem, ...], tuple[Any, ...]]:
+        """The plain host imports of core instance ``index`` (worked out once per
+        signatures object and call path)."""
+        key = (index, state.compiled)
+        found = self._plain_items.get(key)
+        if found is not None and found[0] is signatures:
+            return found[1], found[2]
+        items: list[_PlainItem] = []
+        callbacks: list[Any] = []
+        for _, h in self.steps[index].hosts:
+            sig = signatures[h]
+            if sig is not None:
+                cb, tag, ty_addr = self._kind(state, sig, h)
+                items.append((h, ty_addr, ffi.address(cb), tag))
+                callbacks.append(cb)
+        self._plain_items[key] = (signatures, tuple(items), tuple(callbacks))
+        return tuple(items), tuple(callbacks)
+
+    def _kind(self, state: _StoreState, sig: Signature, index: int) -> tuple[Any, int, int]:
+        """What a plain host function of type ``sig`` needs in ``state``'s store
+        (the type checked once per instance-pre)."""
+        key = (state.compiled, sig)
+        found = self._kinds.get(key)
+        if found is None:
+            params = check_valtypes(sig[0], f"host function {index} params")
+            results = check_valtypes(sig[1], f"host function {index} results")
+            found = self._kinds[key] = host_kind(state, params, results)
+        return found
 
 
 class Linking:
@@ -229,15 +315,26 @@ class Linking:
         "_host_funcs",
         "_inst_addrs",
         "_instances",
+        "_plain",
+        "_plain_base",
         "_pre",
         "_ready",
         "store",
     )
 
-    def __init__(self, pre: InstancePre, store: EngineStore, host: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        pre: InstancePre,
+        store: EngineStore,
+        host: Callable[[int], Any],
+        plain: PlainHosts | None = None,
+    ) -> None:
         self._pre = pre
         self.store = store
         self._host = host
+        self._plain = plain
+        #: the ``env`` base of this store's plain host functions (0: none made yet)
+        self._plain_base = 0
         self._inst_addrs: list[int] = []
         #: the ``wasmtime_instance_t`` of each instance made so far (kept alive here)
         self._instances: list[Any] = []
@@ -264,8 +361,11 @@ class Linking:
             )
         step = self._pre.steps[index]
         store = self.store
+        ready = self._ready
+        if self._plain is not None and step.hosts:
+            self._make_plain(index, self._plain)
         for _, h in step.hosts:
-            if not self._ready[h]:
+            if not ready[h]:
                 self._materialize(h)
         ctx = store._ctx()  # after the host callback, which may have run anything
         cells = self._pre._cells
@@ -310,8 +410,12 @@ class Linking:
                     )
         if step.hosts:
             hosts_base = ctypes.addressof(self._host_exts)
-            for off, h in step.hosts:
-                ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
+            copy_hosts = _copy_hosts()
+            if copy_hosts is not None:
+                copy_hosts(step.hosts, hosts_base, base, _EXTERN_SIZE)
+            else:
+                for off, h in step.hosts:
+                    ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
         if state.async_required:
             raw = instantiate_blocking(store, module, arr)
@@ -344,7 +448,15 @@ class Linking:
         if found is not None:
             return found
         if not self._ready[index]:
-            self._materialize(index)
+            plain = self._plain
+            if (
+                plain is not None
+                and plain.signatures[index] is not None
+                and index not in plain.taken
+            ):
+                self._materialize_plain(index, plain)
+            if not self._ready[index]:
+                self._materialize(index)
         found = self._host_funcs.get(index)
         if found is None:
             ext = self._host_exts[index]
@@ -362,6 +474,7 @@ class Linking:
         closed store.
         """
         self._host = _closed_host
+        self._plain = None
         self._host_funcs.clear()
 
     def _materialize(self, index: int) -> None:
@@ -394,6 +507,78 @@ class Linking:
                 f"got {type(binding).__name__}"
             )
         self._ready[index] = 1
+
+    def _base(self, plain: PlainHosts) -> int:
+        base = self._plain_base
+        if not base:
+            base = self._plain_base = plain_host_base(self.store._state, plain.build)
+        return base
+
+    def _make_plain(self, index: int, plain: PlainHosts) -> None:
+        """Make the plain host functions core instance ``index`` imports (see
+        :class:`PlainHosts`), in one call of the compiled path when it is built."""
+        state = self.store._state
+        items, callbacks = self._pre._items(index, state, plain.signatures)
+        ready, taken = self._ready, plain.taken
+        todo = tuple(it for it in items if not ready[it[0]] and it[0] not in taken)
+        if not todo:
+            return
+        ctx = self.store._ctx()
+        base = self._base(plain)
+        exts = ctypes.addressof(self._host_exts)
+        compiled = _new_host_funcs()
+        if compiled is not None:
+            new_host_funcs, new_address = compiled
+            new_host_funcs(new_address, ctx, todo, base, ready, exts, _EXTERN_SIZE, _OF_OFFSET)
+            return
+        cbs = dict(zip((it[0] for it in items), callbacks, strict=True))
+        for h, ty_addr, _, tag in todo:
+            self._new_plain(ctx, base, h, (ty_addr, cbs[h], tag))
+
+    def _materialize_plain(self, index: int, plain: PlainHosts) -> None:
+        """Make plain host function ``index`` from its signature (see :class:`PlainHosts`)."""
+        sig = plain.signatures[index]
+        assert sig is not None
+        state = self.store._state
+        ctx = self.store._ctx()
+        cb, tag, ty_addr = self._pre._kind(state, sig, index)
+        self._new_plain(ctx, self._base(plain), index, (ty_addr, cb, tag))
+
+    def _new_plain(self, ctx: int, base: int, index: int, kind: tuple[int, Any, int]) -> None:
+        ty_addr, cb, tag = kind
+        slot = ctypes.addressof(self._host_exts) + index * _EXTERN_SIZE
+        ffi.Extern.from_address(slot).kind = ffi.EXTERN_FUNC
+        env = base | index << ENV_TAG_BITS | tag
+        ffi.func_new_unchecked(ctx, ty_addr, cb, env, None, slot + _OF_OFFSET)
+        self._ready[index] = 1
+
+
+#: ``[copy_hosts]`` of the compiled call path once looked up (``[None]``: not built)
+_COPY_HOSTS: list[Any] = []
+
+
+def _copy_hosts() -> Any:
+    """The compiled copy of host externs into an import array (``None``: not built)."""
+    if not _COPY_HOSTS:
+        from ._accelerator import ACCEL
+
+        _COPY_HOSTS.append(getattr(ACCEL, "copy_hosts", None))
+    return _COPY_HOSTS[0]
+
+
+#: ``[(new_host_funcs, address of wasmtime_func_new_unchecked)]`` of the compiled
+#: call path once looked up (``[None]``: not built or not used)
+_NEW_HOST_FUNCS: list[tuple[Any, int] | None] = []
+
+
+def _new_host_funcs() -> tuple[Any, int] | None:
+    if not _NEW_HOST_FUNCS:
+        from ._accelerator import ACCEL
+
+        found = getattr(ACCEL, "new_host_funcs", None)
+        address = ffi.address(ffi.func_new_unchecked)
+        _NEW_HOST_FUNCS.append((found, address) if found is not None and address else None)
+    return _NEW_HOST_FUNCS[0]
 
 
 def _closed_host(_index: int) -> NoReturn:

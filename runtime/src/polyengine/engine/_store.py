@@ -16,6 +16,7 @@ import re
 import threading
 import time
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyengine.errors import LinkError
@@ -63,6 +64,56 @@ def new_host_env(state: _StoreState, body: Any, tag: int = 0) -> int:
     HOST_ENTRIES[env] = (state, body)
     state.host_envs.append(env)
     return env
+
+
+#: Plain host functions (``_pre.py`` ``PlainHosts``) carry an ``env`` made of
+#: this bit, the store's serial (bits 32-62), the host index (bits 16-31) and the
+#: signature tag. Their entries are made on first call from the store's builder
+#: entry (index ``PLAIN_BUILDER``): see :func:`plain_entry`.
+PLAIN_KEY_BIT = 1 << 63
+PLAIN_BUILDER = 0xFFFF
+_PLAIN_SERIAL_MASK = 0x7FFF_FFFF
+_plain_serials = itertools.count(1)
+
+
+def plain_host_base(state: _StoreState, build: Any) -> int:
+    """The ``env`` base of ``state``'s plain host functions; ``build(index)`` makes
+    the body of plain host function ``index`` (its entry goes when the store closes)."""
+    while True:
+        serial = next(_plain_serials) & _PLAIN_SERIAL_MASK
+        base = PLAIN_KEY_BIT | serial << 32
+        key = base | PLAIN_BUILDER << ENV_TAG_BITS
+        if serial and key not in HOST_ENTRIES:  # a serial of a store still open is skipped
+            break
+    HOST_ENTRIES[key] = (state, build)
+    state.host_envs.append(key)
+    return base
+
+
+def plain_entry(env: int) -> tuple[_StoreState, Any] | None:
+    """The entry of plain host function ``env`` on its first call (``None``: its
+    store is closed, or ``env`` is not a plain host function's).
+
+    Its body builds the real one on that first call and puts it in its place.
+    """
+    if not env & PLAIN_KEY_BIT:
+        return None
+    index = (env >> ENV_TAG_BITS) & 0xFFFF
+    found = HOST_ENTRIES.get((env & ~0xFFFF_FFFF) | PLAIN_BUILDER << ENV_TAG_BITS)
+    if found is None or index == PLAIN_BUILDER:
+        return None
+    state, build = found
+    entry = (state, partial(_plain_first_call, env, build, index))
+    HOST_ENTRIES[env] = entry
+    state.host_envs.append(env)
+    return entry
+
+
+def _plain_first_call(env: int, build: Any, index: int, args: Any) -> Any:
+    state, _ = HOST_ENTRIES[env]
+    fn = build(index)
+    HOST_ENTRIES[env] = (state, fn)
+    return fn(args)
 
 
 class _StoreState:

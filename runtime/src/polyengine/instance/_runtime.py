@@ -201,7 +201,9 @@ class ComponentRuntime:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
         # The store-independent part (compiled modules, import wiring) is made once per plan.
-        self._linking = _instance_pre(artifacts, eng).link(self.store, self._host_binding)
+        self._linking = _instance_pre(artifacts, eng).link(
+            self.store, self._host_binding, self._plain_hosts()
+        )
         for index, core in enumerate(plan.core_instances):
             self.core_instances.append(self._instantiate_core(index, core))
         if self.tasks is not None:
@@ -410,6 +412,50 @@ class ComponentRuntime:
         fn, bparams, bresults = self._builtin(tr)
         return engine.DeferredHost(tuple(bparams), tuple(bresults), lambda: fn)
 
+    def _plain_hosts(self) -> engine.PlainHosts | None:
+        """The lowered imports that are plain host functions in this store, made
+        without a binding each: those the task model does not take (the same
+        decision as :meth:`_task_trampoline`'s)."""
+        sigs = self._plain_signatures()
+        taken: set[int] = set()
+        if self.tasks is not None and self._task_lowerer is not None:
+            lowered = self._task_lowered
+            if lowered is None:
+                return None  # every import is offered to the task model
+            for i, tr in enumerate(self.plan.trampolines):
+                if isinstance(tr, pln.LowerImport) and lowered(tr):
+                    taken.add(i)
+        return engine.PlainHosts(sigs, self._build_plain, taken)
+
+    def _build_plain(self, index: int) -> engine.HostFunction:
+        """The body of plain trampoline ``index`` (built on its first call)."""
+        tr = self.plan.trampolines[index]
+        if isinstance(tr, pln.LowerImport):
+            return self._host_trampolines(self._import_site(tr), tr)
+        assert isinstance(tr, pln.Builtin)
+        return self._builtin(tr)[0]
+
+    def _plain_signatures(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]:
+        """The core signature of each trampoline that is a lowered import or a
+        ``resource.new``/``drop``/``rep`` built-in (``None`` for the others),
+        worked out once per plan (CanonicalABI.md §"Flattening")."""
+        plan = self.plan
+        found = _PLAIN_SIGNATURES.get(id(plan))
+        if found is not None and found[0] is plan:
+            return found[1]
+        sigs = tuple(
+            self._lowered_signature(i, tr)
+            if isinstance(tr, pln.LowerImport)
+            else _resource_builtin_signature(plan, tr)
+            if isinstance(tr, pln.Builtin)
+            else None
+            for i, tr in enumerate(plan.trampolines)
+        )
+        if len(_PLAIN_SIGNATURES) >= _PRES_LIMIT:
+            _PLAIN_SIGNATURES.pop(next(iter(_PLAIN_SIGNATURES)))
+        _PLAIN_SIGNATURES[id(plan)] = (plan, sigs)
+        return sigs
+
     def _task_trampoline(
         self, tasks: TaskModel, index: int, tr: pln.Trampoline
     ) -> engine.CoreFunc | None:
@@ -603,6 +649,10 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+#: each plan's trampoline signatures for plain host functions (``_plain_signatures``)
+_PLAIN_SIGNATURES: dict[
+    int, tuple[pln.Plan, tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]]
+] = {}
 
 
 #: a plan's canonical options: the distinct values, and the one standing for each
@@ -700,6 +750,19 @@ def _instance_pre(artifacts: Artifacts, eng: engine.Engine) -> engine.InstancePr
         _PRES.pop(next(iter(_PRES)))
     _PRES[key] = (plan, pre)
     return pre
+
+
+def _resource_builtin_signature(
+    plan: pln.Plan, b: pln.Builtin
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The core signature of a ``resource.new``/``drop``/``rep`` built-in, as
+    :meth:`ComponentRuntime._builtin` makes it (``None`` for another built-in)."""
+    if b.resource is None or b.kind not in ("resource.new", "resource.drop", "resource.rep"):
+        return None
+    rep = plan.resources[b.resource].rep
+    if b.kind == "resource.new":
+        return (rep,), ("i32",)
+    return (("i32",), ()) if b.kind == "resource.drop" else (("i32",), (rep,))
 
 
 def _realloc_of(func: engine.CoreFunc) -> Callable[[int, int, int, int], int]:
