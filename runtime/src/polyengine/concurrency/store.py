@@ -207,7 +207,7 @@ class InstanceState:
             if not ci.may_enter:
                 return False
             st = states.get(ci)
-            if st is not None and st.poisoned is not None:
+            if st is not None and st.record.poisoned is not None:
                 return False
         return True
 
@@ -225,7 +225,7 @@ class InstanceState:
 
     def check_may_leave(self) -> None:
         """``trap_if(not inst.may_leave)`` at the top of every built-in."""
-        if self.ci.may_leave and self.poisoned is None:
+        if self.ci.may_leave and self.record.poisoned is None:
             return
         ctrap_if(not self.ci.may_leave, TrapCode.CANNOT_LEAVE)
         ctrap_if(self.poisoned is not None, TrapCode.POISONED, "component instance is poisoned")

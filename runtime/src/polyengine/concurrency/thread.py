@@ -315,7 +315,7 @@ class Thread:
             cancelled = Cancelled.FALSE
 
     def _step(self, cancelled: Cancelled) -> Thread | None:
-        store = self.store
+        store = self.task.inst.store
         prev = store.current
         store.current = self
         self._running = True
