@@ -187,7 +187,7 @@ def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
                 )
             assert isinstance(wset, WaitableSet)
             event = yield from wset.wait_for_event_and(thread, inst.lock_free, True, Gate.EXCLUSIVE)
-        assert inst._exclusive_thread is None
+        assert inst.exclusive_thread is None
         inst.exclusive_thread = thread
         code_, p1, p2 = event
         packed = yield from run_activation(lf.callback(thread, [int(code_), p1, p2]))
