@@ -179,7 +179,7 @@ def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
             )
             event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
         else:
-            wset = inst.handles.get(si)
+            wset = inst.ci.handles.get(si)
             if not isinstance(wset, WaitableSet):
                 ctrap(
                     TrapCode.HANDLE_TYPE_MISMATCH,
