@@ -236,6 +236,36 @@ def test_task_return_with_other_options_traps() -> None:
         run_to_completion(stackful(inst, body), [])
 
 
+def test_task_return_type_check_remembers_only_equal_pairs() -> None:
+    """An equal result type of another definition passes every time; an unequal one traps
+    every time, before and after an equal pair was remembered."""
+    from polyengine.concurrency.builtins import same_type
+
+    a, b = m.List(m.Option(m.U8())), m.List(m.Option(m.U8()))
+    other = m.List(m.Option(m.U16()))
+    assert a is not b
+    assert not same_type(a, other)
+    assert same_type(a, b) and same_type(a, b) and same_type(a, a)
+    assert not same_type(a, other) and not same_type(other, b)
+    assert same_type(None, None) and not same_type(None, a) and not same_type(a, None)
+
+    inst = InstanceState(fifo_store())
+    resolved: list[Any] = []
+    for result_type, ok in ((b, True), (b, True), (other, False), (b, True)):
+        task = Task(m.FuncType((), a, True), inst, list, resolved.append, async_=True,
+                    return_key="opts")
+        task.state = Task.State.STARTED
+        thread = Thread(task, lambda _t: iter(()))
+        task.implicit_thread = thread
+        task.register_thread(thread)
+        if ok:
+            assert canon_task_return(thread, result_type, "opts", lambda _t, f: ["v"], []) == []
+        else:
+            with pytest.raises(Trap, match="result type is not the lifted function's"):
+                canon_task_return(thread, result_type, "opts", lambda _t, f: ["v"], [])
+    assert resolved == [["v"]] * 3
+
+
 def test_thread_ending_without_return_traps() -> None:
     inst = InstanceState(fifo_store())
 

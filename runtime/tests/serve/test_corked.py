@@ -178,3 +178,55 @@ def test_the_serve_process_collects_young_garbage_in_larger_batches() -> None:
         assert gc.get_threshold() == (_GC_YOUNG * 2, 7, 9)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_the_served_scope_ignores_forwarded_headers() -> None:
+    """The serve command's uvicorn passes the connection's client and scheme through:
+    ``X-Forwarded-For``/``-Proto`` from a loopback client change neither (as with
+    ``wasmtime serve``), and the response has no ``server`` header."""
+    import socket
+
+    import uvicorn
+
+    from polyengine.cli._serve import _uvicorn_config
+
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                kind = message["type"].rsplit(".", 1)[1]
+                await send({"type": f"lifespan.{kind}.complete"})
+                if kind == "shutdown":
+                    return
+        seen.append({"scheme": scope["scheme"], "client": scope["client"][0]})
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def scenario() -> bytes:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        port = sock.getsockname()[1]
+        server = uvicorn.Server(_uvicorn_config(app, None))
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        try:
+            while not server.started:
+                await asyncio.sleep(0.01)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                b"GET / HTTP/1.1\r\nHost: t\r\nX-Forwarded-Proto: https\r\n"
+                b"X-Forwarded-For: 203.0.113.9\r\nConnection: close\r\n\r\n"
+            )
+            answer = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            return answer
+        finally:
+            server.should_exit = True
+            await asyncio.wait_for(serving, 10)
+
+    answer = asyncio.run(scenario())
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\nok\r\n0\r\n\r\n")
+    assert b"\r\nserver:" not in answer.lower()
+    assert seen == [{"scheme": "http", "client": "127.0.0.1"}]

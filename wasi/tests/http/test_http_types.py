@@ -88,6 +88,22 @@ def test_from_list_refuses_bad_and_forbidden_fields(
     assert payload(exc) == {"kind": kind}
 
 
+def test_field_name_and_value_syntax_byte_by_byte() -> None:
+    """A name is an RFC 9110 token; a value holds no control byte but tab (each byte)."""
+    from polyengine_wasi._http._fields import valid_name, valid_value
+
+    tchar = set(b"!#$%&'*+-.^_`|~") | set(range(0x30, 0x3A)) | set(range(0x41, 0x5B))
+    tchar |= set(range(0x61, 0x7B))
+    for b in range(256):
+        assert valid_value(bytes([b])) is (b == 0x09 or (b >= 0x20 and b != 0x7F)), b
+        assert valid_value(b"ok " + bytes([b]) + b" ok") is valid_value(bytes([b])), b
+        assert valid_name(chr(b)) is (b in tchar), b
+        assert valid_name("x-" + chr(b) + "-y") is (b in tchar), b
+    assert valid_value(b"") and valid_value(bytearray(b"a\tb")) and valid_value(memoryview(b"v"))
+    assert not valid_name("") and not valid_name("caf\u00e9") and not valid_name(b"x")
+    assert not valid_value("text") and not valid_value(b"a\r\nb")
+
+
 def test_invalid_name_reads_as_absent() -> None:
     f = Fields.from_list([("a", b"1")])
     assert f.get("bad name") == []

@@ -398,8 +398,6 @@ async def _controlled(server: Any, control: socket.socket) -> None:
 def _serve(
     options: dict[str, Any], sock: socket.socket, control: socket.socket | None = None
 ) -> int:
-    import uvicorn
-
     from polyengine.asgi import App, default_imports
     from polyengine.http_transport import AiohttpTransport
 
@@ -435,18 +433,7 @@ def _serve(
         headers=options["headers"],
         max_concurrent_requests=options["max_requests"],
     )
-    config = uvicorn.Config(
-        app,
-        lifespan="on",
-        log_level="warning",
-        access_log=False,
-        limit_concurrency=options["max_connections"],
-        timeout_graceful_shutdown=None,
-        server_header=False,
-        date_header=True,
-        http=_corked_protocol(),
-    )
-    server = _Server(config)
+    server = _Server(_uvicorn_config(app, options["max_connections"]))
 
     async def main() -> None:
         watcher = None
@@ -468,6 +455,30 @@ def _serve(
     ):
         runner.run(main())
     return 0
+
+
+def _uvicorn_config(app: Any, max_connections: int | None) -> Any:
+    """uvicorn's configuration of the serve command (http-serve.md §4, §6).
+
+    No access log (uvicorn formats a line per request otherwise), no
+    ``server`` header, and no ``X-Forwarded-*`` rewriting: like ``wasmtime
+    serve``, the guest sees the connection's own client and the ``http``
+    scheme whatever a client claims (and no middleware runs per request).
+    """
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+        limit_concurrency=max_connections,
+        timeout_graceful_shutdown=None,
+        server_header=False,
+        date_header=True,
+        http=_corked_protocol(),
+    )
 
 
 #: objects the cyclic collector lets accumulate before a young collection (Python's

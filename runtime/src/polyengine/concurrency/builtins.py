@@ -57,6 +57,7 @@ __all__ = [
     "canon_waitable_set_poll",
     "canon_waitable_set_wait",
     "get_handle",
+    "same_type",
     "unpack_event",
 ]
 
@@ -85,6 +86,32 @@ BLOCKING_BUILTINS = frozenset(
     }
 )
 """Names of the built-ins that return a :data:`~.thread.Suspends` generator."""
+
+
+#: pairs of distinct but equal types already compared, by identity (each pair is held,
+#: so the identities stay theirs; cleared when full)
+_EQUAL_TYPES: dict[tuple[int, int], tuple[object, object]] = {}
+_EQUAL_TYPES_MAX = 4096
+
+
+def same_type(a: object, b: object) -> bool:
+    """``a == b`` for types (immutable): identical, or once compared equal.
+
+    The checks of ``task.return`` and of a lifted stream or future compare a
+    built-in's type with one the lift or the end was made with: equal
+    objects of two definitions, compared structurally on every call otherwise.
+    """
+    if a is b:
+        return True
+    key = (id(a), id(b))
+    if key in _EQUAL_TYPES:
+        return True
+    if a != b:
+        return False
+    if len(_EQUAL_TYPES) >= _EQUAL_TYPES_MAX:
+        _EQUAL_TYPES.clear()
+    _EQUAL_TYPES[key] = (a, b)
+    return True
 
 
 def get_handle(thread: Thread, i: int, kind: type[Any], what: str) -> Any:
@@ -150,14 +177,14 @@ def canon_task_return(
     """
     task = thread.task
     task.inst.check_may_leave()
-    ctrap_if(
-        not task.async_, TrapCode.TASK_STATE, "task.return called by a synchronously lifted task"
-    )
-    ctrap_if(
-        result_type != task.ft.result,
-        TrapCode.TASK_STATE,
-        "invalid task.return signature or options: its result type is not the lifted function's",
-    )
+    if not task.async_:
+        ctrap(TrapCode.TASK_STATE, "task.return called by a synchronously lifted task")
+    if not same_type(result_type, task.ft.result):
+        ctrap(
+            TrapCode.TASK_STATE,
+            "invalid task.return signature or options: its result type is not the lifted "
+            "function's",
+        )
     ctrap_if(
         return_key != task.return_key,
         TrapCode.TASK_STATE,
@@ -235,12 +262,10 @@ def canon_waitable_set_drop(thread: Thread, i: int) -> list[CoreVal]:
 
 def canon_waitable_join(thread: Thread, wi: int, si: int) -> list[CoreVal]:
     """``waitable.join``: move waitable ``wi`` into set ``si`` (0: out of any set)."""
-    inst = thread.inst
-    inst.check_may_leave()
+    thread.task.inst.check_may_leave()
     w: Waitable = get_handle(thread, wi, Waitable, "waitable")
-    ctrap_if(
-        w.has_sync_waiter, TrapCode.WAITABLE_SET, "cannot join a waitable that a thread waits on"
-    )
+    if w.has_sync_waiter:
+        ctrap(TrapCode.WAITABLE_SET, "cannot join a waitable that a thread waits on")
     if si == 0:
         w.join(None)
     else:

@@ -54,7 +54,9 @@ class Driver:
     def __init__(self, store: Store, *, batch: int = 64) -> None:
         self.store = store
         self.batch = batch
-        self._event = asyncio.Event()
+        #: while the runner sleeps, the future the first wake resolves (what an
+        #: ``asyncio.Event`` does, without its method calls on every wake)
+        self._wake_fut: asyncio.Future[None] | None = None
         self._runner: asyncio.Task[None] | None = None
         #: the unsettled calls (each leaves when it settles)
         self._calls: dict[HostCall, asyncio.Future[list[Any] | None]] = {}
@@ -256,7 +258,11 @@ class Driver:
         store.wake()
 
     def _on_wake(self) -> None:
-        self._event.set()
+        fut = self._wake_fut
+        if fut is not None:
+            self._wake_fut = None
+            if not fut.done():
+                fut.set_result(None)
         if self._runner is None:
             try:
                 asyncio.get_running_loop()
@@ -283,10 +289,14 @@ class Driver:
                         deadlock(store, call)
                     self._calls.clear()
                     return
-                self._event.clear()
                 if store.has_ready():
                     continue
-                await self._event.wait()
+                fut = asyncio.get_running_loop().create_future()
+                self._wake_fut = fut
+                try:
+                    await fut
+                finally:
+                    self._wake_fut = None
         finally:
             if self._runner is me:
                 self._runner = None

@@ -52,12 +52,17 @@ class CallbackCode(IntEnum):
     MAX = 2
 
 
+#: the codes by value (a tuple index, not an enum look-up, per callback result)
+_CODES = (CallbackCode.EXIT, CallbackCode.YIELD, CallbackCode.WAIT)
+
+
 def unpack_callback_result(packed: int) -> tuple[CallbackCode, int]:
     """Split the ``i32`` a callback returned into (code, waitable-set index)."""
     code = packed & 0xF
-    ctrap_if(code > CallbackCode.MAX, TrapCode.CALLBACK_CODE, "unsupported callback code")
+    if code > CallbackCode.MAX:
+        ctrap(TrapCode.CALLBACK_CODE, "unsupported callback code")
     assert 0 <= packed < 2**32
-    return CallbackCode(code), packed >> 4
+    return _CODES[code], packed >> 4
 
 
 @dataclass(slots=True)
@@ -162,7 +167,7 @@ def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
     packed = yield from run_activation(lf.callee(thread, flat_args))
     code, si = unpack_callback_result(_single_i32(packed))
     while code is not CallbackCode.EXIT:
-        assert inst.exclusive_thread is thread
+        assert inst._exclusive_thread is thread
         inst.exclusive_thread = None
         event: EventTuple
         if code is CallbackCode.YIELD:
@@ -174,7 +179,7 @@ def _lift_body(lf: CanonLift, task: Task, thread: Thread) -> Suspends[None]:
             )
             event = (EventCode.TASK_CANCELLED if cancelled else EventCode.NONE, 0, 0)
         else:
-            wset = inst.handles.get(si)
+            wset = inst.ci.handles.get(si)
             if not isinstance(wset, WaitableSet):
                 ctrap(
                     TrapCode.HANDLE_TYPE_MISMATCH,

@@ -78,12 +78,13 @@ class Gate:
 
 
 def gate_open(inst: InstanceState, gate: int) -> bool:
+    # the instance's fields, not its properties: called for every gated wait
     if gate == Gate.EXCLUSIVE:
-        return inst.exclusive_thread is None
+        return inst._exclusive_thread is None
     if gate == Gate.BACKPRESSURE:
-        return inst.backpressure == 0
+        return inst._backpressure == 0
     assert gate == Gate.ENTER_EXCLUSIVE
-    return inst.backpressure == 0 and inst.exclusive_thread is None
+    return inst._backpressure == 0 and inst._exclusive_thread is None
 
 
 class ReadyQueue:

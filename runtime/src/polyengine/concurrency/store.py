@@ -203,29 +203,29 @@ class InstanceState:
 
     def may_enter_from(self, caller: InstanceState | None) -> bool:
         states = self.store.states
-        for ci in self._entering(caller):
+        for ci in self._entering_from.get(caller) or self._entering(caller):
             if not ci.may_enter:
                 return False
             st = states.get(ci)
-            if st is not None and st.poisoned is not None:
+            if st is not None and st.record.poisoned is not None:
                 return False
         return True
 
     def enter_from(self, caller: InstanceState | None) -> None:
         """``ComponentInstance.enter_from`` over the cached entering set."""
-        for ci in self._entering(caller):
+        for ci in self._entering_from.get(caller) or self._entering(caller):
             assert ci.may_enter
             ci.may_enter = False
 
     def leave_to(self, caller: InstanceState | None) -> None:
         """``ComponentInstance.leave_to`` over the cached entering set."""
-        for ci in self._entering(caller):
+        for ci in self._entering_from.get(caller) or self._entering(caller):
             assert not ci.may_enter
             ci.may_enter = True
 
     def check_may_leave(self) -> None:
         """``trap_if(not inst.may_leave)`` at the top of every built-in."""
-        if self.ci.may_leave and self.poisoned is None:
+        if self.ci.may_leave and self.record.poisoned is None:
             return
         ctrap_if(not self.ci.may_leave, TrapCode.CANNOT_LEAVE)
         ctrap_if(self.poisoned is not None, TrapCode.POISONED, "component instance is poisoned")
@@ -310,6 +310,9 @@ class Store:
         cap = self.max_stackful
         if cap is None or not thread.task.may_block():
             self.fibers += 1
+            return True
+        if not self.fiber_waiters and self.fibers < cap:
+            self.fibers += 1  # room, and nobody queued to go first or to wake
             return True
         waiters = self.fiber_waiters
         if self.fibers < cap:

@@ -194,10 +194,12 @@ class Thread:
         "cancellable",
         "gate",
         "index",
+        "inst",
         "keep_alive",
         "notified",
         "ready_func",
         "storage",
+        "store",
         "task",
         "wait_gen",
         "wake",
@@ -206,6 +208,10 @@ class Thread:
 
     def __init__(self, task: Task, body: ThreadBody, *, keep_alive: bool = True) -> None:
         self.task = task
+        #: the task's instance and its store (neither changes): attributes, not
+        #: properties, as the built-ins read them on every call
+        self.inst: InstanceState = task.inst
+        self.store: Store = task.inst.store
         self._body = body
         self._gen: Suspends[None] | None = None
         self._running = False
@@ -227,14 +233,6 @@ class Thread:
         return f"<Thread {self.index} of {self.task!r} {self.status}>"
 
     # -- state predicates -------------------------------------------------
-
-    @property
-    def inst(self) -> InstanceState:
-        return self.task.inst
-
-    @property
-    def store(self) -> Store:
-        return self.task.inst.store
 
     @property
     def status(self) -> str:
@@ -307,7 +305,7 @@ class Thread:
         """Run this thread (and any thread it switches to) until it blocks or ends."""
         assert not self._running and not self._done
         assert self.cancellable or not cancelled
-        if self.waiting():
+        if self.ready_func is not None:  # waiting (not running: asserted above)
             self.stop_waiting_internal(cancelled)
         thread: Thread | None = self
         while thread is not None:

@@ -16,7 +16,7 @@ from polyengine.abi.errors import LowerTypeError
 from polyengine.abi.options import LiftLowerContext
 from polyengine.types.model import Future, Stream
 
-from .builtins import ErrorContext
+from .builtins import ErrorContext, same_type
 from .streams import (
     CopyEnd,
     CopyState,
@@ -25,7 +25,7 @@ from .streams import (
     SharedFutureImpl,
     SharedStreamImpl,
 )
-from .traps import TrapCode, ctrap, ctrap_if
+from .traps import TrapCode, ctrap
 
 __all__ = ["TaskModelHooks"]
 
@@ -37,11 +37,12 @@ def _lift_async_value(
     if not isinstance(e, end_t):
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
     assert isinstance(e, CopyEnd)
-    if e.shared.t != t.t:
+    if not same_type(e.shared.t, t.t):
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
     if e.copying():
         ctrap(TrapCode.BUSY, f"cannot remove busy {e.kind}")
-    ctrap_if(e.state is CopyState.DONE, TrapCode.COPY_STATE, _lift_done_message(e))
+    if e.state is CopyState.DONE:
+        ctrap(TrapCode.COPY_STATE, _lift_done_message(e))
     if e.in_waitable_set():
         ctrap(TrapCode.WAITABLE_SET, f"cannot lift {e.kind} while it's in a waitable set")
     return e.shared

@@ -13,7 +13,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, TypeAlias
 
 from .thread import Suspends
-from .traps import TrapCode, ctrap_if
+from .traps import TrapCode, ctrap
 
 if TYPE_CHECKING:
     from .thread import Thread
@@ -179,14 +179,10 @@ class WaitableSet:
         return self.get_pending_event(thread)
 
     def drop(self) -> None:
-        ctrap_if(
-            len(self.elems) > 0, TrapCode.WAITABLE_SET, "cannot drop waitable set with members"
-        )
-        ctrap_if(
-            self.num_waiting > 0,
-            TrapCode.WAITABLE_SET,
-            "cannot drop waitable set with waiters",
-        )
+        if self.elems:
+            ctrap(TrapCode.WAITABLE_SET, "cannot drop waitable set with members")
+        if self.waiters:
+            ctrap(TrapCode.WAITABLE_SET, "cannot drop waitable set with waiters")
 
 
 class _Both:

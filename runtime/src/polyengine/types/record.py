@@ -170,6 +170,8 @@ def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
 
 def _eq(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
     def eq_method(self: Any, other: object) -> Any:
+        if other is self:
+            return True
         if other.__class__ is self.__class__:
             return _values(self, names) == _values(other, names)
         return NotImplemented

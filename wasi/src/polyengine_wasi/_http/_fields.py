@@ -32,6 +32,10 @@ FORBIDDEN_HEADERS = frozenset(
 )
 
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+#: the bytes of a token, and those a field value may hold (``bytes.translate`` deletes
+#: them: what is left is what is not allowed)
+_TOKEN_BYTES = bytes(sorted(_TOKEN))
+_VALUE_BYTES = bytes([0x09, *range(0x20, 0x7F), *range(0x80, 0x100)])
 
 
 def valid_name(name: object) -> bool:
@@ -42,14 +46,14 @@ def valid_name(name: object) -> bool:
         raw = name.encode("ascii")
     except UnicodeEncodeError:
         return False
-    return all(b in _TOKEN for b in raw)
+    return not raw.translate(None, _TOKEN_BYTES)
 
 
 def valid_value(value: object) -> bool:
     """A field value has no control bytes other than horizontal tab."""
     if not isinstance(value, bytes | bytearray | memoryview):
         return False
-    return all(b == 0x09 or (0x20 <= b != 0x7F) for b in bytes(value))
+    return not bytes(value).translate(None, _VALUE_BYTES)
 
 
 def header_error(kind: str) -> ComponentException[dict[str, object]]:
