@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from polyengine.types import model as m
 
@@ -222,6 +222,10 @@ class HostStreamReader(_HostEnd):
             result = c.outcome
             if result is None:
                 result = await c.wait(self.store, shared.cancel)
+        except asyncio.CancelledError:
+            if stash is not None and buf.values:
+                self.stash = cast(bytearray, buf.values)  # the writer was told: keep them
+            raise
         finally:
             self._busy = False
         values = buf.values

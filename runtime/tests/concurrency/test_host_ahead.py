@@ -1,5 +1,9 @@
-"""A host producer's chunks offered ahead of a guest reader (CanonicalABI.md
-§"stream.read", §Stream State; embedder-api.md A5, A8).
+"""Host ends of ``stream<u8>`` that read and offer ahead (CanonicalABI.md
+§"stream.read", §"stream.write", §Stream State; embedder-api.md A5, A8).
+
+A host read that waits takes ahead from a guest writer (not from a host
+writer, which is told exactly what the read took); what it took stays with
+the reader even when the read is cancelled before it returns.
 
 The pump of a host producer keeps up to ``WRITE_AHEAD`` bytes offered as one
 growing offer (``QueuedBytes``): a reader takes bytes across its chunks; a
@@ -16,9 +20,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from polyengine.concurrency import Store
-from polyengine.concurrency.buffers import HostWritableBuffer, QueuedBytes, transfer
-from polyengine.concurrency.host_ends import WRITE_AHEAD
+from polyengine.concurrency import CopyResult, SharedStreamImpl, Store
+from polyengine.concurrency.buffers import (
+    HostReadableBuffer,
+    HostWritableBuffer,
+    QueuedBytes,
+    ReadAheadBuffer,
+    transfer,
+)
+from polyengine.concurrency.host_ends import READ_AHEAD, WRITE_AHEAD, HostStreamReader
 from polyengine.concurrency.pipe import HostFedStream, Pipe
 from polyengine.concurrency.pumps import pump_stream
 from polyengine.concurrency.sched import SchedulePolicy
@@ -169,3 +179,70 @@ def test_one_chunk_of_any_size_is_offered_whole(size: int) -> None:
         return n
 
     assert asyncio.run(main()) == size
+
+
+def test_a_waiting_read_takes_ahead_from_a_guest_writer_only() -> None:
+    async def main() -> tuple[int, int, bytes, bytes]:
+        store = Store(SchedulePolicy(None))
+        shared = SharedStreamImpl(m.U8())
+        reader = HostStreamReader(store, shared)
+        reading = asyncio.ensure_future(reader.read(3))
+        await asyncio.sleep(0)
+        assert isinstance(shared.pending_buffer, ReadAheadBuffer)
+        guest = object()  # a writer with an instance: a guest
+        src = HostReadableBuffer(m.U8(), b"hello world")
+        done: list[CopyResult] = []
+        shared.write(guest, src, lambda reclaim: None, done.append)  # type: ignore[arg-type]
+        assert done == [CopyResult.COMPLETED]
+        first = await reading
+        rest = await reader.read(100)
+        reader.drop()
+        return src.progress, reader.stashed, first, rest
+
+    progress, stashed, first, rest = asyncio.run(main())
+    assert (progress, stashed) == (11, 0)
+    assert (first, rest) == (b"hel", b"lo world")
+
+
+def test_a_cancelled_read_keeps_what_it_took_ahead() -> None:
+    async def main() -> bytes:
+        store = Store(SchedulePolicy(None))
+        shared = SharedStreamImpl(m.U8())
+        reader = HostStreamReader(store, shared)
+        reading = asyncio.ensure_future(reader.read(3))
+        await asyncio.sleep(0)
+        src = HostReadableBuffer(m.U8(), b"hello world")
+        shared.write(object(), src, lambda reclaim: None, lambda result: None)  # type: ignore[arg-type]
+        reading.cancel()  # before the read resumed with what it took
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        out = await asyncio.wait_for(reader.read(100), 5)  # no writer left: it must not wait
+        reader.drop()
+        return out
+
+    assert asyncio.run(main()) == b"hello world"
+
+
+def test_read_ahead_is_the_larger_of_the_bound_and_the_count() -> None:
+    async def main() -> tuple[int, int]:
+        store = Store(SchedulePolicy(None))
+        shared = SharedStreamImpl(m.U8())
+        reader = HostStreamReader(store, shared)
+        small = asyncio.ensure_future(reader.read(10))
+        await asyncio.sleep(0)
+        src = HostReadableBuffer(m.U8(), bytes(3 * READ_AHEAD))
+        shared.write(object(), src, lambda reclaim: None, lambda result: None)  # type: ignore[arg-type]
+        await small
+        taken_small = src.progress
+        while reader.stashed:
+            await reader.read(READ_AHEAD)
+        shared.reset_pending()
+        big = asyncio.ensure_future(reader.read(2 * READ_AHEAD))
+        await asyncio.sleep(0)
+        src2 = HostReadableBuffer(m.U8(), bytes(3 * READ_AHEAD))
+        shared.write(object(), src2, lambda reclaim: None, lambda result: None)  # type: ignore[arg-type]
+        await big
+        reader.drop()
+        return taken_small, src2.progress
+
+    assert asyncio.run(main()) == (READ_AHEAD, 2 * READ_AHEAD)
