@@ -607,7 +607,9 @@ _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[st
 
 #: a plan's canonical options: the distinct values, and the one standing for each
 #: options object (by its identity): (plan, distinct values, representatives)
-_OPTION_KINDS: dict[int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]] = {}
+_OPTION_KINDS: dict[
+    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
+] = {}
 
 
 def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
