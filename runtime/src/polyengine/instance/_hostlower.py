@@ -25,23 +25,7 @@ from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
-from polyengine.types.model import (
-    F32,
-    F64,
-    S8,
-    S16,
-    S32,
-    S64,
-    U8,
-    U16,
-    U32,
-    U64,
-    Bool,
-    Char,
-    FuncType,
-    Future,
-    Result,
-)
+from polyengine.types.model import PRIMITIVES, FuncType, Future, Result
 from polyengine_protocol import is_component_exception, is_wasi_exit
 
 __all__ = ["HostLower", "wrap_result"]
@@ -303,12 +287,12 @@ class HostLower:
         return call
 
 
-_SCALARS = (Bool, S8, U8, S16, U16, S32, U32, S64, U64, F32, F64, Char)
 #: the integer types: (size in bytes, signed)
 _INTS: dict[type, tuple[int, bool]] = {
-    U8: (1, False), S8: (1, True), U16: (2, False), S16: (2, True),
-    U32: (4, False), S32: (4, True), U64: (8, False), S64: (8, True),
-}  # fmt: skip
+    PRIMITIVES[f"{sign}{8 * size}"]: (size, sign == "s") for size in (1, 2, 4, 8) for sign in "us"
+}
+#: the types whose values are one number: bool, the integers, floats and char
+_SCALARS = tuple(t for name, t in PRIMITIVES.items() if name not in {"string", "error-context"})
 
 
 class _ScalarOut(NamedTuple):

@@ -657,7 +657,9 @@ _PLAIN_SIGNATURES: dict[
 
 #: a plan's canonical options: the distinct values, and the one standing for each
 #: options object (by its identity): (plan, distinct values, representatives)
-_OPTION_KINDS: dict[int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]] = {}
+_OPTION_KINDS: dict[
+    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
+] = {}
 
 
 def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
