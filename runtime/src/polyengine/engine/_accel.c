@@ -61,7 +61,6 @@ static call_unchecked_t call_unchecked = NULL;
 static trap_new_t trap_new = NULL;
 static PyObject *host_entries = NULL;   /* HOST_ENTRIES (a dict) */
 static PyObject *pack_slow = NULL;      /* _callpath._pack_results_slow */
-static PyObject *plain_entry = NULL;    /* _store.plain_entry(env) -> entry | None */
 #define PLAIN_KEY_BIT (1ULL << 63)      /* _store.PLAIN_KEY_BIT */
 static PyTypeObject *state_type = NULL; /* _StoreState */
 static Py_ssize_t host_depth_offset = -1;
@@ -610,9 +609,9 @@ trampoline(void *env, void *caller, val_raw_t *slots, size_t nslots)
         entry = PyDict_GetItemWithError(host_entries, pykey);
         if (entry != NULL)
             Py_INCREF(entry);
-        else if (!PyErr_Occurred() && (key & PLAIN_KEY_BIT) && plain_entry != NULL) {
+        else if (!PyErr_Occurred() && (key & PLAIN_KEY_BIT) && accel_plain_entry != NULL) {
             /* a plain host function's first call: its store's builder makes the entry */
-            entry = PyObject_CallOneArg(plain_entry, pykey);
+            entry = PyObject_CallOneArg(accel_plain_entry, pykey);
             if (entry == Py_None)
                 Py_CLEAR(entry);
         }
@@ -738,19 +737,6 @@ accel_register_signature(PyObject *mod, PyObject *args)
     return PyLong_FromSsize_t(nsigs++);
 }
 
-/* init_plain(plain_entry): what the trampoline asks on a plain host function's first call */
-static PyObject *
-accel_init_plain(PyObject *mod, PyObject *fn)
-{
-    if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "init_plain: plain_entry must be callable");
-        return NULL;
-    }
-    Py_INCREF(fn);
-    Py_XSETREF(plain_entry, fn);
-    Py_RETURN_NONE;
-}
-
 static PyObject *
 accel_trampoline_address(PyObject *mod, PyObject *unused)
 {
@@ -762,8 +748,6 @@ static PyMethodDef accel_methods[] = {
      "init(abi, call_unchecked, trap_new, host_entries, pack_slow, state_type, host_depth)"},
     {"register_signature", accel_register_signature, METH_VARARGS,
      "register_signature(params, results) -> index carried in a host function's env"},
-    {"init_plain", accel_init_plain, METH_O,
-     "init_plain(plain_entry): the entry of a plain host function on its first call"},
     {"trampoline_address", accel_trampoline_address, METH_NOARGS,
      "the address of the shared host-function callback"},
     {NULL, NULL, 0, NULL},

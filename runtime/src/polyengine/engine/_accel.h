@@ -10,9 +10,12 @@
 /* _accel_export.c: add the types Export and Drive to the module; -1 on error */
 int accel_export_register(PyObject *module);
 
-/* _accel_link.c: add define_imports, fill_exports, init_async and async_addresses;
- * -1 on error */
+/* _accel_link.c: add define_imports, fill_exports, init_async, async_addresses,
+ * new_host_funcs, copy_hosts and init_plain; -1 on error */
 int accel_link_register(PyObject *module);
+/* _accel_link.c: _store.plain_entry(env) -> entry | None, set by init_plain: what
+ * the trampoline asks on a plain host function's first call (NULL: not set) */
+extern PyObject *accel_plain_entry;
 
 /* _accel_hostlower.c: add store_int_result (a host import's result stored at
  * once through the out-pointer); -1 on error */

@@ -332,6 +332,21 @@ accel_copy_hosts(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyObject *accel_plain_entry = NULL;
+
+/* init_plain(plain_entry): what the trampoline asks on a plain host function's first call */
+static PyObject *
+accel_init_plain(PyObject *mod, PyObject *fn)
+{
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "init_plain: plain_entry must be callable");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_XSETREF(accel_plain_entry, fn);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef link_methods[] = {
     {"init_async", accel_init_async, METH_VARARGS,
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
@@ -339,6 +354,8 @@ static PyMethodDef link_methods[] = {
      "(entry, continuation poll, continuation drop): the async host-function callbacks"},
     {"fill_exports", accel_fill_exports, METH_VARARGS,
      "fill_exports(get, ctx, exports, instances, base) -> -1 | index of a missing export"},
+    {"init_plain", accel_init_plain, METH_O,
+     "init_plain(plain_entry): the entry of a plain host function on its first call"},
     {"copy_hosts", accel_copy_hosts, METH_VARARGS,
      "copy_hosts(hosts, src, dst, size) -> None: host externs into an import array"},
     {"new_host_funcs", accel_new_host_funcs, METH_VARARGS,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from polyengine import engine
 from polyengine.abi.compile import AsyncValueHooks, Compiler
@@ -417,6 +417,8 @@ class ComponentRuntime:
         without a binding each: those the task model does not take (the same
         decision as :meth:`_task_trampoline`'s)."""
         sigs = self._plain_signatures()
+        if sigs is None:
+            return None
         taken: set[int] = set()
         if self.tasks is not None and self._task_lowerer is not None:
             lowered = self._task_lowered
@@ -435,16 +437,22 @@ class ComponentRuntime:
         assert isinstance(tr, pln.Builtin)
         return self._builtin(tr)[0]
 
-    def _plain_signatures(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]:
+    def _plain_signatures(self) -> _PlainSigs | None:
         """The core signature of each trampoline that is a lowered import or a
-        ``resource.new``/``drop``/``rep`` built-in (``None`` for the others),
-        worked out once per plan (CanonicalABI.md §"Flattening")."""
+        ``resource.new``/``drop``/``rep`` built-in (``None``: another), per plan
+        (CanonicalABI.md §"Flattening"). A lowered import's is the one an earlier
+        instance worked out binding it (:meth:`_lowered_signature`, with live
+        memories: no module is read); the first instance binds one by one."""
         plan = self.plan
+        known = _SIGNATURES.get(id(plan))
+        if known is None or known[0] is not plan:
+            return None
+        lowered = known[1]
         found = _PLAIN_SIGNATURES.get(id(plan))
-        if found is not None and found[0] is plan:
-            return found[1]
+        if found is not None and found[0] is plan and found[1] == len(lowered):
+            return found[2]
         sigs = tuple(
-            self._lowered_signature(i, tr)
+            lowered.get(i)
             if isinstance(tr, pln.LowerImport)
             else _resource_builtin_signature(plan, tr)
             if isinstance(tr, pln.Builtin)
@@ -453,7 +461,7 @@ class ComponentRuntime:
         )
         if len(_PLAIN_SIGNATURES) >= _PRES_LIMIT:
             _PLAIN_SIGNATURES.pop(next(iter(_PLAIN_SIGNATURES)))
-        _PLAIN_SIGNATURES[id(plan)] = (plan, sigs)
+        _PLAIN_SIGNATURES[id(plan)] = (plan, len(lowered), sigs)
         return sigs
 
     def _task_trampoline(
@@ -649,10 +657,9 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
-#: each plan's trampoline signatures for plain host functions (``_plain_signatures``)
-_PLAIN_SIGNATURES: dict[
-    int, tuple[pln.Plan, tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]]
-] = {}
+#: each plan's plain host signatures, with how many lowered ones they were made from
+_PlainSigs: TypeAlias = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
+_PLAIN_SIGNATURES: dict[int, tuple[pln.Plan, int, _PlainSigs]] = {}
 
 
 #: a plan's canonical options: the distinct values, and the one standing for each
