@@ -26,8 +26,11 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
+
 import polyengine
 from polyengine.concurrency.host_ends import READ_AHEAD, WRITE_AHEAD
+from polyengine_protocol import PeerTrappedError
 
 from . import stream_components as sc
 from .components import MEM, component
@@ -112,6 +115,19 @@ DRIP = component(
         (br_if $more (i32.eqz (i32.and (local.get $ret) (i32.const 15)))))
       (call $stream.drop-r (local.get $s))
       (call $ret-u32 (i32.add (i32.mul (local.get $count) (i32.const 1000)) (local.get $sum))))
+    (func (export "drip-trap") (param $n i32)
+      (local $w i32) (local $k i32)
+      (local.set $w (call $open))
+      (block $done
+        (loop $more
+          (br_if $done (i32.ge_u (local.get $k) (local.get $n)))
+          (br_if $done (i32.ne (call $stream.write
+            (local.get $w) (i32.add (i32.const 16) (local.get $k)) (i32.const 1)) (i32.const 16)))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (global.set $written (local.get $k))
+          (br $more)))
+      unreachable)
+    (func (export "echo") (param $s i32) (call $ret-bs (local.get $s)))
     (func (export "written") (call $ret-u32 (global.get $written)))
     (func (export "last-code") (call $ret-u32 (global.get $last))))
   (core instance $i (instantiate $m
@@ -127,6 +143,10 @@ DRIP = component(
     (canon lift (core func $i "burst") async))
   (func (export "drain") async (param "s" $bs) (result u32)
     (canon lift (core func $i "drain") async))
+  (func (export "drip-trap") async (param "n" u32) (result $bs)
+    (canon lift (core func $i "drip-trap") async))
+  (func (export "echo") async (param "s" $bs) (result $bs)
+    (canon lift (core func $i "echo") async))
   (func (export "written") async (result u32)
     (canon lift (core func $i "written") async))
   (func (export "last-code") async (result u32)
@@ -189,6 +209,54 @@ async def test_bytes_read_ahead_go_first_when_the_stream_is_passed_on(wat: Wat) 
         assert await stream.read(1) == b"e"
         # "llo world" waits on the host side; the consumer gets it all
         assert await inst.exports.drain(stream) == 9 * 1000 + sum(b"llo world")
+
+
+@aio
+async def test_bytes_read_ahead_come_before_the_writers_trap(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(DRIP))
+    stream = await inst.exports.drip_trap(11)
+    assert await stream.read(1) == b"h"
+    assert await stream.read(1) == b"e"  # waited: the guest wrote the rest ahead, then trapped
+    # the guest was told these were taken: the host gets them before the trap (A7)
+    assert await stream.read(100) == b"llo world"
+    with pytest.raises(PeerTrappedError):
+        await stream.read(100)
+
+
+@aio
+async def test_read_direct_takes_the_bytes_read_ahead_before_the_writers_trap(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(DRIP))
+    stream = await inst.exports.drip_trap(11)
+    assert await stream.read(1) == b"h"
+    assert await stream.read(1) == b"e"
+    taken = bytearray()
+
+    def consume(source: Any) -> str:
+        view = source.remaining()
+        taken.extend(view)
+        source.mark_read(len(view))
+        return "more"
+
+    with pytest.raises(PeerTrappedError) as info:
+        await stream.read_direct(consume)
+    assert bytes(taken) == b"llo world"
+    assert info.value.progress == 9
+
+
+@aio
+@pytest.mark.xfail(
+    strict=True,
+    reason="a stream<u8> holding bytes read ahead is pumped into the guest it is passed to, "
+    "so the round trip hands back a new handle (A5 holds when nothing waits read ahead)",
+)
+async def test_a5_round_trip_of_a_stream_holding_bytes_read_ahead(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(DRIP))
+    with inst:
+        stream = await inst.exports.drip(11)
+        assert await stream.read(1) == b"h"
+        assert await stream.read(1) == b"e"
+        back = await inst.exports.echo(stream)
+        assert back is stream
 
 
 @aio

@@ -211,7 +211,8 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         src = self._usable(internal)
         if max_count < 1:
             raise ValueError("read needs a positive element count")
-        self._check_peer(None)
+        if not (isinstance(src, HostStreamReader) and src.stashed):
+            self._check_peer(None)  # bytes the writer was told were taken come first
         self._busy = True
         try:
             chunk = await src.read(max_count)
@@ -241,7 +242,9 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         src = self._usable()
         if not (self._bytes or isinstance(self.elem, m.U8)):
             raise TypeError("read_direct needs a stream<u8>")
-        self._check_peer(None)
+        stashed = isinstance(src, HostStreamReader) and src.stashed > 0
+        if not stashed:
+            self._check_peer(None)  # else the bytes read ahead come first
         session = DirectReadSession(consume)
         self._busy = True
         self._session = session
@@ -249,6 +252,8 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             if isinstance(src, HostStreamReader):
                 _run_on_stash(src, session)
                 if not session.finished:
+                    if stashed:
+                        self._check_peer(session.progress)
                     result = await run_on_shared(src.store, src.shared, session)
                     if result is CopyResult.DROPPED and session.failure is None:
                         self._check_peer(session.progress)
