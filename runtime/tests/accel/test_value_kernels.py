@@ -226,6 +226,8 @@ def test_lower_realloc_faults_match_python() -> None:
     _allocating_both(failing)  # may_leave restored, the same error
     _allocating_both(lambda mem: lambda *a: 62)  # a block past the end of memory
     _allocating_both(lambda mem: lambda *a: -1 + 2**33)  # masked to 32 bits
+    _allocating_both(lambda mem: lambda *a: -4)  # negative: masked to 32 bits
+    _allocating_both(lambda mem: lambda *a: True)  # an int subclass: masked to 1
     _allocating_both(lambda mem: mem.realloc)
 
 
