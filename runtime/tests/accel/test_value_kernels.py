@@ -27,6 +27,7 @@ from polyengine.abi.functions import ValuesCodec
 from polyengine.abi.kernels import lift_kernel, lower_kernel, program
 from polyengine.abi.memory import BytearrayMemory
 from polyengine.abi.options import LiftLowerContext
+from polyengine.abi.resources import ComponentInstance
 from polyengine.types.model import (
     S8,
     S16,
@@ -226,7 +227,58 @@ def test_lower_realloc_faults_match_python() -> None:
     _allocating_both(failing)  # may_leave restored, the same error
     _allocating_both(lambda mem: lambda *a: 62)  # a block past the end of memory
     _allocating_both(lambda mem: lambda *a: -1 + 2**33)  # masked to 32 bits
+    _allocating_both(lambda mem: lambda *a: -4)  # negative: masked to 32 bits
+    _allocating_both(lambda mem: lambda *a: True)  # an int subclass: masked to 1
     _allocating_both(lambda mem: mem.realloc)
+
+
+class _WatchedLeave(ComponentInstance):
+    """``may_leave`` behind a property: every read and write is logged."""
+
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+        self._leave = True
+        super().__init__()
+
+    @property
+    def may_leave(self) -> bool:
+        self.log.append("get")
+        return self._leave
+
+    @may_leave.setter
+    def may_leave(self, value: bool) -> None:
+        self.log.append(value)
+        self._leave = value
+
+
+class _SetattrLeave(ComponentInstance):
+    """``may_leave`` a plain attribute, but every attribute write goes through ``__setattr__``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "may_leave":
+            self.__dict__.setdefault("log", []).append(value)
+        object.__setattr__(self, name, value)
+
+
+@pytest.mark.parametrize("kind", [_WatchedLeave, _SetattrLeave])
+def test_lower_realloc_honours_instance_attribute_protocol(kind: type[ComponentInstance]) -> None:
+    """An instance type with its own ``may_leave`` access sees the same reads and writes."""
+    t = Record((Field("x", S32()), Field("label", Option(String()))))
+    names = ["parameter `p`"]
+    py = ValuesCodec(_compiler(False), [t], names)
+    comp = _compiler(True)
+    kc = ValuesCodec(comp, [t], names)
+    kernel = lower_kernel(comp, kc, kc._lower_direct)
+    assert kernel is not None
+    got = []
+    for fn in (py._lower_direct, kernel):
+        inst = kind()
+        cx, mem = make_cx("utf8", size=64, inst=inst)
+        cx.opts.realloc = mem.realloc
+        out = _outcome(fn, cx, [{"x": 1, "label": "abc"}])
+        got.append((out, inst.__dict__.get("log"), mem.calls, bytes(mem.buf)))
+    assert False in got[0][1] and True in got[0][1], got[0][1]
+    assert got[1] == got[0]
 
 
 def test_compiled_codecs_do_not_keep_their_function_alive() -> None:

@@ -229,6 +229,14 @@ accel_allocate(AccelValueCx *v, Py_ssize_t n)
             goto done;
         r = as_int;
     }
+    if (PyLong_CheckExact(r)) { /* a pointer already in range is its own mask */
+        unsigned long long u = PyLong_AsUnsignedLongLong(r);
+        if (u <= 0xFFFFFFFFULL && !(u == (unsigned long long)-1 && PyErr_Occurred())) {
+            ptr = r;
+            goto done;
+        }
+        PyErr_Clear(); /* negative or wide: the mask below */
+    }
     ptr = PyNumber_And(r, mask32);
     Py_DECREF(r);
 done:
