@@ -299,33 +299,7 @@ class ExportCall:
         integer: those whose guard is ``type(v) is int`` and whose result needs
         no conversion, so the kernel's steps are the statements' exactly.
         """
-        rec, ci, name, check_enter = env["rec"], env["ci"], env["name"], env["check_enter"]
-        core, general = env["core"], env["general"]
-
-        def make(
-            general: Callable[[Sequence[Any]], Any],
-            arity: Callable[[tuple[Any, ...]], Any] | None,
-            sequence: bool = False,
-        ) -> Callable[..., Any] | None:
-            return engine.export_kernel(
-                callee,
-                core,
-                n,
-                sequence=sequence,
-                rec=rec,
-                ci=ci,
-                name=name,
-                check_enter=check_enter,
-                general=general,
-                failed=steps.caught,
-                arity=arity,
-                owner=env["owner"],
-            )
-
-        run = make(general, None, True)
-        if run is None:
-            return None
-        return run, make
+        return self._compiled(steps, callee, env["core"], n, env["general"], None)
 
     def _values(
         self,
@@ -350,10 +324,25 @@ class ExportCall:
         plan = export_plan(ro.compiler, steps.values, ro.opts, ro.record.ci, realloc)
         if plan is None:
             return None
-        rec = ro.record
-        failed = steps.caught
-        core = callee.flat_call()
         n = len(self.lift.type.params)
+        return self._compiled(steps, callee, callee.flat_call(), n, general, plan)
+
+    def _compiled(  # noqa: PLR0917 - the kernel's inputs
+        self,
+        steps: HostLift,
+        callee: engine.CoreFunc,
+        core: Callable[..., Any],
+        n: int,
+        general: Callable[[Sequence[Any]], Any],
+        plan: tuple[Any, ...] | None,
+    ) -> tuple[Callable[[Sequence[Any]], Any], Any] | None:
+        """``(run, make)`` of :func:`engine.export_kernel` over ``core``, or ``None``.
+
+        ``plan``: the value programs of :meth:`_values`, ``None`` for the
+        scalar statements of :meth:`_kernel`.
+        """
+        rec, name, failed = steps.rec, self.name, steps.caught
+        check_enter, owner = self._rt.check_enter, self._rt.owner_thread
 
         def make(
             general: Callable[[Sequence[Any]], Any],
@@ -367,12 +356,12 @@ class ExportCall:
                 sequence=sequence,
                 rec=rec,
                 ci=rec.ci,
-                name=self.name,
-                check_enter=self._rt.check_enter,
+                name=name,
+                check_enter=check_enter,
                 general=general,
                 failed=failed,
                 arity=arity,
-                owner=self._rt.owner_thread,
+                owner=owner,
                 values=plan,
             )
 
