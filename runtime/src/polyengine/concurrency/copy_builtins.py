@@ -137,21 +137,26 @@ def _done_message(e: CopyEnd, verb: str) -> str:
 
 def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
     thread: Thread,
-    end_t: type[ReadableStreamEnd] | type[WritableStreamEnd],
-    event_code: EventCode,
+    reading: bool,
     stream_t: Stream,
     opts: CopyOptions,
     i: int,
     ptr: int,
     n: int,
-) -> list[CoreVal] | CopyEnd:
-    """A stream copy up to where it would block: its results, or the end to wait on."""
-    what = "readable stream end" if end_t is ReadableStreamEnd else "writable stream end"
+) -> list[CoreVal] | Suspends[list[CoreVal]]:
+    """``stream.read`` (``reading``) or ``stream.write`` up to where it would block.
+
+    Its results when the copy completes at once (or the built-in is
+    ``async``), and only otherwise the generator that waits for the copy's
+    event: a copy that completes at once costs no generator.
+    """
+    end_t = ReadableStreamEnd if reading else WritableStreamEnd
+    event_code = EventCode.STREAM_READ if reading else EventCode.STREAM_WRITE
+    what = "readable stream end" if reading else "writable stream end"
     async_ = opts.async_
     e = _copy_prologue(thread, end_t, what, stream_t, async_, i)
     inst = thread.task.inst
     cx = LiftLowerContext(opts.opts, inst.ci, None)
-    reading = end_t is ReadableStreamEnd
     buffer: ReadableGuestBuffer | WritableGuestBuffer
     if reading:
         buffer = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
@@ -170,7 +175,7 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
         shared.write(inst, cast(ReadableGuestBuffer, buffer), on_copy, on_copy_done)
     if e.pending_event is None:
         if not async_:
-            return e
+            return _copy_wait(thread, e, event_code, i)
         inst.store.wake()
         return [BLOCKED]
     code, index, payload = e.get_pending_event()
@@ -191,19 +196,13 @@ def _copy_wait(
 
 
 def _stream_copy(  # noqa: PLR0917 - the spec's parameter list
-    thread: Thread,
-    end_t: type[ReadableStreamEnd] | type[WritableStreamEnd],
-    event_code: EventCode,
-    stream_t: Stream,
-    opts: CopyOptions,
-    i: int,
-    ptr: int,
-    n: int,
+    thread: Thread, reading: bool, stream_t: Stream, opts: CopyOptions, i: int, ptr: int, n: int
 ) -> Suspends[list[CoreVal]]:
-    out = _stream_copy_now(thread, end_t, event_code, stream_t, opts, i, ptr, n)
+    """:func:`_stream_copy_now` as a generator throughout."""
+    out = _stream_copy_now(thread, reading, stream_t, opts, i, ptr, n)
     if isinstance(out, list):
         return out
-    return (yield from _copy_wait(thread, out, event_code, i))
+    return (yield from out)
 
 
 def stream_copy_builtin(
@@ -211,21 +210,14 @@ def stream_copy_builtin(
 ) -> Callable[[Thread, list[CoreVal]], list[CoreVal] | Suspends[list[CoreVal]]]:
     """``stream.read``/``stream.write`` with its immediates bound, as the engine calls it.
 
-    ``fn(thread, [i, ptr, n])`` returns the results when the copy completes
-    at once (or the built-in is ``async``), and only otherwise the generator
-    that waits for the copy's event: a copy that completes at once costs no
-    generator (same behaviour as :func:`canon_stream_read` and
-    :func:`canon_stream_write`).
+    ``fn(thread, [i, ptr, n])`` is :func:`_stream_copy_now`: the results
+    when the copy completes at once, else the generator that waits (same
+    behaviour as :func:`canon_stream_read` and :func:`canon_stream_write`).
     """
-    end_t = ReadableStreamEnd if reading else WritableStreamEnd
-    event_code = EventCode.STREAM_READ if reading else EventCode.STREAM_WRITE
 
     def call(thread: Thread, args: list[CoreVal]) -> list[CoreVal] | Suspends[list[CoreVal]]:
         i, ptr, n = args
-        out = _stream_copy_now(thread, end_t, event_code, stream_t, opts, int(i), int(ptr), int(n))
-        if isinstance(out, list):
-            return out
-        return _copy_wait(thread, out, event_code, int(i))
+        return _stream_copy_now(thread, reading, stream_t, opts, int(i), int(ptr), int(n))
 
     return call
 
@@ -283,22 +275,14 @@ def canon_stream_read(  # noqa: PLR0917 - the spec's parameter list
     thread: Thread, stream_t: Stream, opts: CopyOptions, i: int, ptr: int, n: int
 ) -> Suspends[list[CoreVal]]:
     """``stream.read``: read up to ``n`` elements into ``ptr``."""
-    return (
-        yield from _stream_copy(
-            thread, ReadableStreamEnd, EventCode.STREAM_READ, stream_t, opts, i, ptr, n
-        )
-    )
+    return (yield from _stream_copy(thread, True, stream_t, opts, i, ptr, n))
 
 
 def canon_stream_write(  # noqa: PLR0917 - the spec's parameter list
     thread: Thread, stream_t: Stream, opts: CopyOptions, i: int, ptr: int, n: int
 ) -> Suspends[list[CoreVal]]:
     """``stream.write``: write up to ``n`` elements from ``ptr``."""
-    return (
-        yield from _stream_copy(
-            thread, WritableStreamEnd, EventCode.STREAM_WRITE, stream_t, opts, i, ptr, n
-        )
-    )
+    return (yield from _stream_copy(thread, False, stream_t, opts, i, ptr, n))
 
 
 def _future_copy(  # noqa: PLR0917 - the spec's parameter list
