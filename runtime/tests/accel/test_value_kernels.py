@@ -199,8 +199,8 @@ def test_programs_only_for_fixed_shapes() -> None:
     assert program(Variant((Case("a", F64()), Case("b", None)))) is None
 
 
-def _allocating_both(realloc: Any) -> None:
-    """The record lowered with ``realloc`` standing in for the guest's, on both codecs."""
+def _record_lowers() -> tuple[Any, Any]:
+    """The Python codec's and the kernel's lower of ``{x: s32, label: option<string>}``."""
     t = Record((Field("x", S32()), Field("label", Option(String()))))
     names = ["parameter `p`"]
     py = ValuesCodec(_compiler(False), [t], names)
@@ -208,8 +208,13 @@ def _allocating_both(realloc: Any) -> None:
     kc = ValuesCodec(comp, [t], names)
     kernel = lower_kernel(comp, kc, kc._lower_direct)
     assert kernel is not None
+    return py._lower_direct, kernel
+
+
+def _allocating_both(realloc: Any) -> None:
+    """The record lowered with ``realloc`` standing in for the guest's, on both codecs."""
     got = []
-    for fn in (py._lower_direct, kernel):
+    for fn in _record_lowers():
         cx, mem = _context(64)
         cx.opts.realloc = None if realloc is None else realloc(mem)
         got.append((_outcome(fn, cx, [{"x": 1, "label": "abc"}]), cx.inst.may_leave))
@@ -263,15 +268,8 @@ class _SetattrLeave(ComponentInstance):
 @pytest.mark.parametrize("kind", [_WatchedLeave, _SetattrLeave])
 def test_lower_realloc_honours_instance_attribute_protocol(kind: type[ComponentInstance]) -> None:
     """An instance type with its own ``may_leave`` access sees the same reads and writes."""
-    t = Record((Field("x", S32()), Field("label", Option(String()))))
-    names = ["parameter `p`"]
-    py = ValuesCodec(_compiler(False), [t], names)
-    comp = _compiler(True)
-    kc = ValuesCodec(comp, [t], names)
-    kernel = lower_kernel(comp, kc, kc._lower_direct)
-    assert kernel is not None
     got = []
-    for fn in (py._lower_direct, kernel):
+    for fn in _record_lowers():
         inst = kind()
         cx, mem = make_cx("utf8", size=64, inst=inst)
         cx.opts.realloc = mem.realloc
