@@ -393,3 +393,113 @@ def test_stream_between_two_wasm_instances_with_blocking_copies() -> None:
         assert side_mems["r"].read(64, 5) == b"fiber"
     finally:
         estore.close()
+
+
+def test_never_parks_names_the_built_ins_that_complete_at_once() -> None:
+    from polyengine.concurrency.engine_seam import NONBLOCKING_KINDS, never_parks
+
+    for kind in NONBLOCKING_KINDS | {"waitable-set.poll"}:
+        assert never_parks(kind, False) and never_parks(kind, True)
+    for op in ("read", "write", "cancel-read", "cancel-write"):
+        for kind in (f"stream.{op}", f"future.{op}"):
+            assert never_parks(kind, True)
+            assert not never_parks(kind, False)  # a synchronous copy or cancel waits
+    for kind in ("waitable-set.wait", "thread.yield", "subtask.cancel", "canon_lower"):
+        assert not never_parks(kind, True)
+
+
+def _async_copies(plain: bool, *, bad_handle: bool = False) -> dict[str, Any]:
+    """An async ``future.write`` before any reader (``BLOCKED``), then an async
+    ``future.read`` that completes it; the copy built-ins are plain host
+    functions (``plain``) or parking ones. ``bad_handle``: the writer names the
+    readable end instead (a trap). Returns what each side saw."""
+    from polyengine.abi.compile import Compiler
+    from polyengine.abi.options import CanonicalOptions
+    from polyengine.concurrency import ReadableFutureEnd, SharedFutureImpl, WritableFutureEnd
+    from polyengine.concurrency import start_host_call as start
+    from polyengine.concurrency.copy_builtins import (
+        CopyOptions,
+        canon_future_read,
+        canon_future_write,
+    )
+
+    u32f = m.Future(U32)
+    estore = EngineStore()
+    try:
+        store = Store(SchedulePolicy(None))
+        r, w = InstanceState(store, name="r"), InstanceState(store, name="w")
+        shared = SharedFutureImpl(U32)
+        ri = r.handles.add(ReadableFutureEnd(shared))
+        wi = w.handles.add(WritableFutureEnd(shared))
+        if bad_handle:
+            wi = w.handles.add(ReadableFutureEnd(SharedFutureImpl(U32)))
+        seen: dict[str, Any] = {}
+        mems: dict[str, Any] = {}
+
+        def side(name: str, inst: InstanceState, op: Any, i: int, what: str) -> CanonLift:
+            mem = instantiate(
+                estore, compile_module(wasmtime.wat2wasm(MEM_WAT), f"m{name}"), []
+            ).memory("mem")
+            if name == "w":
+                mem.write(64, (0xC0FFEE).to_bytes(4, "little"))
+            opts = CopyOptions(CanonicalOptions(memory=mem, is_async=True), Compiler().codec(U32))
+
+            def record(th: Any, args: list[CoreVal]) -> list[CoreVal]:
+                seen[name] = list(args)
+                th.task.return_([])
+                return []
+
+            wat = f"""(module
+              (import "" "mem" (memory 1))
+              (import "" "copy" (func $copy (param i32 i32) (result i32)))
+              (import "" "done" (func $done (param i32)))
+              (func (export "go")
+                (call $done (call $copy (i32.const {i}) (i32.const 64)))))"""
+            how: dict[str, Any] = {"kind": what, "is_async": True} if plain else {}
+            imports = [
+                mem,
+                builtin_host_func(
+                    estore, store, ["i32"] * 2, ["i32"], lambda th, a_: op(th, u32f, opts, *a_),
+                    **how,
+                ),
+                builtin_host_func(estore, store, ["i32"], [], record),
+            ]
+            core = instantiate(estore, compile_module(wasmtime.wat2wasm(wat), name), imports)
+            mems[name] = mem
+            return CanonLift(
+                ft=m.FuncType((), None, True),
+                inst=inst,
+                callee=engine_core(core.func("go")),
+                lower_args=no_args,
+                async_=True,
+            )
+
+        writer = start(side("w", w, canon_future_write, wi, "future.write"), [])
+        seen["writer settled"] = writer.settled
+        if writer.trap is not None:
+            seen["trap"] = (type(writer.trap).__name__, str(writer.trap))
+            return seen
+        assert run_to_completion(side("r", r, canon_future_read, ri, "future.read"), []) == []
+        while store.tick():
+            pass
+        seen["value"] = mems["r"].read(64, 4)
+        seen["writer end"] = w.handles.get(wi).pending_event is not None
+        return seen
+    finally:
+        estore.close()
+
+
+def test_async_copies_as_plain_host_functions_behave_as_parking_ones() -> None:
+    plain, parking = _async_copies(True), _async_copies(False)
+    assert plain == parking
+    assert plain["w"] == [0xFFFF_FFFF]  # BLOCKED: no reader yet, and the writer went on
+    assert plain["writer settled"]
+    assert plain["r"] == [0]  # COMPLETED at once: the writer's value was waiting
+    assert plain["value"] == (0xC0FFEE).to_bytes(4, "little")
+    assert plain["writer end"]  # the writer's FUTURE_WRITE event is pending for it
+
+
+def test_a_trap_in_an_async_copy_is_the_same_on_a_plain_host_function() -> None:
+    plain, parking = _async_copies(True, bad_handle=True), _async_copies(False, bad_handle=True)
+    assert plain == parking
+    assert "is not a writable future end" in plain["trap"][1]

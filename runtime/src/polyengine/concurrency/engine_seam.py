@@ -45,12 +45,14 @@ from .thread import Block, Cancelled, CoreVal, Suspends, Thread
 from .traps import TrapCode, ctrap
 
 __all__ = [
+    "ASYNC_NONBLOCKING_KINDS",
     "DEFERRED_BUILTINS",
     "NONBLOCKING_KINDS",
     "BuiltinFn",
     "EngineActivation",
     "builtin_host_func",
     "engine_core",
+    "never_parks",
 ]
 
 DEFERRED_BUILTINS = frozenset({"canon_lower", "canon_subtask_cancel"})
@@ -84,6 +86,35 @@ NONBLOCKING_KINDS = frozenset(
 They become plain core host functions: a call costs one crossing instead of
 the parking function's entry and continuation poll.
 """
+
+ASYNC_NONBLOCKING_KINDS = frozenset(
+    {
+        "stream.read",
+        "stream.write",
+        "future.read",
+        "future.write",
+        "stream.cancel-read",
+        "stream.cancel-write",
+        "future.cancel-read",
+        "future.cancel-write",
+    }
+)
+"""Built-in kinds that never park when their ``async`` option or immediate is given.
+
+An ``async`` copy (or cancel) that cannot complete at once returns ``BLOCKED``
+(CanonicalABI.md §``stream.read``/``stream.write``, §``future.read``/``future.write``,
+§``stream.cancel-read`` and the others): such a built-in is a plain core host
+function too. ``waitable-set.poll`` never waits (§``waitable-set.poll``).
+"""
+
+
+def never_parks(kind: str, is_async: bool) -> bool:
+    """Whether built-in ``kind`` (``is_async``: its ``async`` option or immediate)
+    always completes at once, so that a plain host function can run it."""
+    if kind in NONBLOCKING_KINDS or kind == "waitable-set.poll":
+        return True
+    return is_async and kind in ASYNC_NONBLOCKING_KINDS
+
 
 BuiltinFn = Callable[[Thread, list[CoreVal]], "list[CoreVal] | Suspends[list[CoreVal]]"]
 """A built-in with its immediates bound: ``fn(current_thread, flat_args)``."""
@@ -381,12 +412,32 @@ def builtin_host_func(
     *,
     defer: bool = False,
     kind: str | None = None,
+    is_async: bool = False,
 ) -> CoreFunc:
     """A core host function running the built-in ``fn`` on the current thread.
 
     ``defer`` is required for the names in :data:`DEFERRED_BUILTINS`. A
-    ``kind`` in :data:`NONBLOCKING_KINDS` gets a plain host function.
+    ``kind`` in :data:`NONBLOCKING_KINDS` gets a plain host function, as does
+    one of :data:`ASYNC_NONBLOCKING_KINDS` with ``is_async`` (its ``async``
+    option or immediate) and ``waitable-set.poll``: a generator such a
+    built-in returns (a future copy is written as one) ends at its first step.
     """
+    if kind is not None and not defer and kind not in NONBLOCKING_KINDS and (
+        never_parks(kind, is_async)
+    ):
+        step_kind = kind
+
+        def plain_step_entry(args: Sequence[CoreValue]) -> Any:
+            thread = store.current
+            if thread is None:
+                no_current_task(step_kind)
+            out: Any = fn(thread, list(args))
+            if isinstance(out, GeneratorType):
+                return _complete_or_trap(out)  # returns at its first step: it never waits
+            return out
+
+        return define_host_func(estore, params, results, plain_step_entry)
+
     if kind in NONBLOCKING_KINDS and not defer:
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:

@@ -338,8 +338,11 @@ class TaskModel:
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
         params, results = builtin_signature(b)
+        # a copy's async is its option, a cancel's its immediate
+        is_async = b.is_async or (b.options is not None and b.options.is_async)
         return builtin_host_func(
-            self.rt.store, self.store, params, results, fn, defer=defer, kind=b.kind
+            self.rt.store, self.store, params, results, fn, defer=defer, kind=b.kind,
+            is_async=is_async,
         )
 
     def guest_dtor(self, ref: pln.CoreDef, instance: int) -> Callable[[int], None]:
