@@ -55,6 +55,15 @@ class _Aborted(Exception):
     """The response had started when the guest failed: the connection is cut."""
 
 
+class _P3Answer:
+    """Whether a 0.3 response has started (its head was sent)."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = False
+
+
 class App:
     """An ASGI 3 application serving a wasi:http 0.2 proxy or 0.3 service component.
 
@@ -379,7 +388,6 @@ class App:
 
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
-        from polyengine_protocol import is_component_exception
         from polyengine_wasi.hosthttp import Request
 
         incoming = _Incoming(receive, scope)
@@ -391,72 +399,89 @@ class App:
             headers=self._request_headers(scope),
             body=incoming.body(),
         )
-        started = False
+        answer = _P3Answer()
         try:
-            async with asyncio.timeout(self.request_timeout):
-                try:
-                    response = await slot.handler.handle(request)
-                except Exception as exc:
-                    if not is_component_exception(exc):
-                        slot.broken = True
-                    self._log(f"error: {exc}")
-                    await _error_page(send)
-                    return
-                trailers_ok = "http.response.trailers" in (scope.get("extensions") or {})
-                start: dict[str, Any] = {
-                    "type": "http.response.start",
-                    "status": response.get_status_code(),
-                    "headers": [(k.encode(), v) for k, v in response.host_headers()],
-                }
-                if trailers_ok:
-                    start["trailers"] = True
-                await send(start)
-                started = True
-                contents, trailers = _consume_response(response)
-                try:
-                    if contents is not None:
-                        async for chunk in contents:
-                            if chunk:
-                                if incoming.gone():
-                                    raise OSError("http.disconnect")
-                                await send(
-                                    {"type": "http.response.body", "body": bytes(chunk),
-                                     "more_body": True}
-                                )
-                    sent = await trailers
-                except OSError as exc:
-                    # The guest's stream loses its reader; its transmission future fails.
-                    drop = getattr(contents, "drop", None)
-                    if drop is not None:
-                        drop()
-                    response.finished({"kind": "err", "value": {"kind": "connection-terminated"}})
-                    self._log(f"error: the client disconnected: {exc}")
-                    return
-                except Exception as exc:
-                    response.finished(
-                        {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
-                    )
-                    raise _Aborted(str(exc)) from exc
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                fields = sent.get("value") if isinstance(sent, dict) else None
-                if trailers_ok:
-                    items = fields.items() if fields is not None else []
-                    await send(
-                        {
-                            "type": "http.response.trailers",
-                            "headers": [(k.encode(), v) for k, v in items],
-                            "more_trailers": False,
-                        }
-                    )
-                response.finished({"kind": "ok"})
+            if self.request_timeout is None:  # no timer to arm and disarm per request
+                await self._answer_p3(slot, scope, send, incoming, request, answer)
+            else:
+                async with asyncio.timeout(self.request_timeout):
+                    await self._answer_p3(slot, scope, send, incoming, request, answer)
         except TimeoutError:
             slot.broken = True
             self._log("error: request timed out")
-            if started:
+            if answer.started:
                 raise _Aborted("the request timed out") from None
             await _error_page(send)
         finally:
             incoming.close()
+
+    async def _answer_p3(  # noqa: PLR0917 (the request's parts, passed along once)
+        self,
+        slot: _Slot,
+        scope: Scope,
+        send: Send,
+        incoming: _Incoming,
+        request: Any,
+        answer: _P3Answer,
+    ) -> None:
+        """:meth:`_http_p3` inside its timeout: call the guest, send its response."""
+        from polyengine_protocol import is_component_exception
+
+        try:
+            response = await slot.handler.handle(request)
+        except Exception as exc:
+            if not is_component_exception(exc):
+                slot.broken = True
+            self._log(f"error: {exc}")
+            await _error_page(send)
+            return
+        trailers_ok = "http.response.trailers" in (scope.get("extensions") or {})
+        start: dict[str, Any] = {
+            "type": "http.response.start",
+            "status": response.get_status_code(),
+            "headers": [(k.encode(), v) for k, v in response.host_headers()],
+        }
+        if trailers_ok:
+            start["trailers"] = True
+        await send(start)
+        answer.started = True
+        contents, trailers = _consume_response(response)
+        try:
+            if contents is not None:
+                async for chunk in contents:
+                    if chunk:
+                        if incoming.gone():
+                            raise OSError("http.disconnect")
+                        await send(
+                            {"type": "http.response.body", "body": bytes(chunk),
+                             "more_body": True}
+                        )
+            sent = await trailers
+        except OSError as exc:
+            # The guest's stream loses its reader; its transmission future fails.
+            drop = getattr(contents, "drop", None)
+            if drop is not None:
+                drop()
+            response.finished({"kind": "err", "value": {"kind": "connection-terminated"}})
+            self._log(f"error: the client disconnected: {exc}")
+            return
+        except Exception as exc:
+            response.finished(
+                {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
+            )
+            raise _Aborted(str(exc)) from exc
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        fields = sent.get("value") if isinstance(sent, dict) else None
+        if trailers_ok:
+            items = fields.items() if fields is not None else []
+            await send(
+                {
+                    "type": "http.response.trailers",
+                    "headers": [(k.encode(), v) for k, v in items],
+                    "more_trailers": False,
+                }
+            )
+        response.finished({"kind": "ok"})
 
     def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
         """The request's fields without the hop-by-hop ones (``host`` is the authority).
