@@ -12,10 +12,14 @@ per row and prints req/s, p50, p99 and the server's CPU time per request
 row over both cores, polyengine runs one event loop) side by side, with
 the ratio of req/s; with
 ``--runs K`` each row is measured K times (servers alternating) and the
-min and median of the ratios are printed too.
+min and median of the ratios are printed too. ``--workers N`` adds, under
+each policy, rows of ``polyengine serve --workers N`` against the same
+``wasmtime serve`` (labelled ``--workers N, same policy``): an extra comparison, the
+default rows stay one polyengine process against wasmtime serve.
 
     .venv/bin/python bench/serve.py [--requests 400] [--concurrency 1,8,32]
         [--guest hello|py-http-proxy|py-http-service|js-http|FILE] [--runs 1] [--policy all]
+        [--workers N]
     .venv/bin/python bench/serve.py --guest py-http-proxy --in-process 60 [--profile]
 
 ``--in-process N`` calls the ASGI app directly instead (no server, no
@@ -266,6 +270,8 @@ def main() -> int:
     parser.add_argument("--in-process", type=int, default=0, metavar="N",
                         help="instead: N requests to the ASGI app called directly (CPU ms each)")
     parser.add_argument("--profile", action="store_true", help="with --in-process: cProfile")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="also rows of polyengine serve --workers N (N > 1), labelled")
     args = parser.parse_args()
     if args.in_process:
         with tempfile.TemporaryDirectory() as tmp:
@@ -289,35 +295,45 @@ def main() -> int:
         print(f"{'policy':26} {'c':>3} | {'polyengine req/s':>16} {'p50 ms':>7} {'p99 ms':>7} "
               f"{'cpu ms':>6} | {'wasmtime req/s':>14} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>6} "
               f"| ratio (min/median)")
+        workers = [1] + ([args.workers] if args.workers > 1 else [])
         for label, flags in policies:
-            ours = Server([sys.executable, "-m", "polyengine", "serve", "--addr", "127.0.0.1:0",
-                           *flags, str(guest)])
-            theirs = (
-                Server([wasmtime, "serve", "-Scli", *extra, "--addr", "127.0.0.1:0", *flags,
-                        str(guest)])
-                if wasmtime else None
-            )
-            try:
-                for c in levels:
-                    a_rows, b_rows, ratios = [], [], []
-                    for _ in range(args.runs):
-                        a = _row(ours, c, args.requests)
-                        b = _row(theirs, c, args.requests) if theirs else None
-                        a_rows.append(a)
-                        if b is not None:
-                            b_rows.append(b)
-                            ratios.append(a[0] / b[0])
-                    a = max(a_rows, key=lambda r: r[0])
-                    b = max(b_rows, key=lambda r: r[0]) if b_rows else None
-                    ratio = (f"{min(ratios):.2f}/{statistics.median(ratios):.2f}"
-                             if ratios else "-")
-                    print(f"{label:26} {c:3d} | {_cell(a, 16)} | {_cell(b, 14)} | {ratio}",
-                          flush=True)
-            finally:
-                ours.stop()
-                if theirs:
-                    theirs.stop()
+            for n in workers:
+                _pair(label if n == 1 else f"--workers {n}, same policy", flags, guest,
+                      workers=n, wasmtime=wasmtime, extra=extra, levels=levels, args=args)
     return 0
+
+
+def _pair(label: str, flags: list[str], guest: Path, *, workers: int, wasmtime: str | None,
+          extra: list[str], levels: list[int], args: argparse.Namespace) -> None:
+    """The rows of one polyengine server (``workers`` processes) against wasmtime serve."""
+    more = ["--workers", str(workers)] if workers > 1 else []
+    ours = Server([sys.executable, "-m", "polyengine", "serve", "--addr", "127.0.0.1:0",
+                   *more, *flags, str(guest)])
+    theirs = (
+        Server([wasmtime, "serve", "-Scli", *extra, "--addr", "127.0.0.1:0", *flags,
+                str(guest)])
+        if wasmtime else None
+    )
+    try:
+        for c in levels:
+            a_rows, b_rows, ratios = [], [], []
+            for _ in range(args.runs):
+                a = _row(ours, c, args.requests)
+                b = _row(theirs, c, args.requests) if theirs else None
+                a_rows.append(a)
+                if b is not None:
+                    b_rows.append(b)
+                    ratios.append(a[0] / b[0])
+            a = max(a_rows, key=lambda r: r[0])
+            b = max(b_rows, key=lambda r: r[0]) if b_rows else None
+            ratio = (f"{min(ratios):.2f}/{statistics.median(ratios):.2f}"
+                     if ratios else "-")
+            print(f"{label:26} {c:3d} | {_cell(a, 16)} | {_cell(b, 14)} | {ratio}",
+                  flush=True)
+    finally:
+        ours.stop()
+        if theirs:
+            theirs.stop()
 
 
 if __name__ == "__main__":
