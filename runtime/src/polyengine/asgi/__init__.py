@@ -48,6 +48,7 @@ from polyengine.asgi._io import (
 from polyengine.asgi._pool import _FRESH_AT_ONCE, P2_HANDLER, P3_HANDLER, _Pool, _Slot, _Turn
 from polyengine.limits import Limits
 from polyengine.translate import Artifacts, translate
+from polyengine_protocol import is_component_exception
 
 __all__ = ["App", "ERROR_PAGE", "ImportsFactory", "P2_HANDLER", "P3_HANDLER", "default_imports"]
 
@@ -108,10 +109,12 @@ class App:
         self.prewarm = prewarm
         self.request_timeout = request_timeout
         self.headers = [(k.strip().lower().encode(), v.encode()) for k, v in headers]
-        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS
+        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS, Request
 
         #: Request fields a guest never sees (hop-by-hop; ``host`` is the authority).
         self._forbidden = FORBIDDEN_FIELDS
+        #: the 0.3 request class (imported once, not per request)
+        self._p3_request = Request
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
@@ -222,8 +225,6 @@ class App:
             turn.give_back()
 
     async def _http_on(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
-        from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
-
         assert self._pool is not None
         if slot.p3:
             try:
@@ -234,6 +235,8 @@ class App:
             finally:
                 self._pool.release(slot)
             return
+        from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
+
         started = False
         incoming = _Incoming(receive, scope)
         try:
@@ -388,10 +391,8 @@ class App:
 
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
-        from polyengine_wasi.hosthttp import Request
-
         incoming = _Incoming(receive, scope)
-        request = Request.incoming(
+        request = self._p3_request.incoming(
             scope["method"],
             _path_with_query(scope),
             scheme=scope.get("scheme", "http"),
@@ -425,8 +426,6 @@ class App:
         answer: _P3Answer,
     ) -> None:
         """:meth:`_http_p3` inside its timeout: call the guest, send its response."""
-        from polyengine_protocol import is_component_exception
-
         try:
             response = await slot.handler.handle(request)
         except Exception as exc:
