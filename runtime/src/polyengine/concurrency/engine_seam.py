@@ -271,8 +271,8 @@ class EngineActivation:
             self.thread.store.fiber_done()
 
     def _start(self) -> None:
-        self._call = start(self.func, self.args)
-        self._call.set_waker(_no_wake)
+        call = self._call = start(self.func, self.args)
+        call._waker = _no_wake  # (set_waker, without the call)
 
     def _call_plain(self) -> list[CoreVal]:
         saved = EngineActivation._active[:]

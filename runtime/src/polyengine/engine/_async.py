@@ -129,7 +129,8 @@ class ParkableCall:
             self._result = fc.outcome(state)
         except BaseException as exc:
             self._exc = exc
-        self._run_callbacks()
+        if self._callbacks:
+            self._run_callbacks()
         failure = self._exc
         if isinstance(failure, (KeyboardInterrupt, SystemExit)):
             raise failure

@@ -102,7 +102,10 @@ class _FutureCall:
     __slots__ = ("buf", "fut", "layout", "token")
 
     def __init__(self, func: CoreFunc, args: Sequence[CoreValue]) -> None:
-        layout = _layout(func)
+        layout = func._call_layout
+        if layout is None:
+            layout = _layout(func)
+        assert isinstance(layout, _CallLayout)
         self.layout = layout
         buf = self.buf = ffi.byte_array(layout.size)
         layout.pack_args(buf, func, args)
