@@ -12,14 +12,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import cast
+from typing import Any, NoReturn, cast
 
 from polyengine.abi.compile import Codec
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.types.model import Future, Stream
+from polyengine.engine import memory_parts
+from polyengine.types.model import U8, Future, Stream
 
-from .buffers import MAX_LENGTH, ReadableGuestBuffer, WritableGuestBuffer
+from .buffers import (
+    MAX_LENGTH,
+    HostReadableBuffer,
+    HostWritableBuffer,
+    QueuedBytes,
+    ReadableGuestBuffer,
+    ReadAheadBuffer,
+    WritableGuestBuffer,
+)
 from .builtins import BLOCKED, get_handle
+from .store import Store
 from .streams import (
     CopyEnd,
     CopyResult,
@@ -38,6 +48,7 @@ from .waitable import EventCode, EventTuple
 
 __all__ = [
     "CopyOptions",
+    "arm_stream_copy",
     "canon_future_cancel_read",
     "canon_future_cancel_write",
     "canon_future_drop_readable",
@@ -214,12 +225,68 @@ def stream_copy_builtin(
     when the copy completes at once, else the generator that waits (same
     behaviour as :func:`canon_stream_read` and :func:`canon_stream_write`).
     """
+    return _StreamCopyBuiltin(reading, stream_t, opts)
 
-    def call(thread: Thread, args: list[CoreVal]) -> list[CoreVal] | Suspends[list[CoreVal]]:
+
+class _StreamCopyBuiltin:
+    """What :func:`stream_copy_builtin` returns: the call, and its immediates to arm with."""
+
+    __slots__ = ("opts", "reading", "stream_t")
+
+    def __init__(self, reading: bool, stream_t: Stream, opts: CopyOptions) -> None:
+        self.reading = reading
+        self.stream_t = stream_t
+        self.opts = opts
+
+    def __call__(
+        self, thread: Thread, args: list[CoreVal]
+    ) -> list[CoreVal] | Suspends[list[CoreVal]]:
         i, ptr, n = args
-        return _stream_copy_now(thread, reading, stream_t, opts, int(i), int(ptr), int(n))
+        return _stream_copy_now(
+            thread, self.reading, self.stream_t, self.opts, int(i), int(ptr), int(n)
+        )
 
-    return call
+
+#: what the compiled copy compares against: the idle state and the host buffer types
+_ARM_CONSTANTS = (
+    CopyState.IDLE,
+    ReadAheadBuffer,
+    HostWritableBuffer,
+    QueuedBytes,
+    HostReadableBuffer,
+)
+
+
+def _no_context() -> NoReturn:
+    raise RuntimeError("the compiled stream copy reads engine memories only")
+
+
+def arm_stream_copy(env: Any, store: Store, fn: Callable[..., object]) -> None:
+    """Arm the compiled path's env of a ``stream<u8>`` copy built-in (``_accel_streams.c``).
+
+    ``env.arm`` gets what the copy needs to complete a guest's ``stream.read``
+    or ``stream.write`` against a ready host end in C (CanonicalABI.md
+    §"stream.read", §"stream.write": the host's pending operation meets the
+    guest's at once); any other built-in, element type or memory leaves it
+    unarmed, and every call goes to ``fn``.
+    """
+    if not isinstance(fn, _StreamCopyBuiltin) or not isinstance(fn.stream_t.t, U8):
+        return
+    memory = memory_parts(fn.opts.opts.memory)
+    if memory is None:
+        return
+    end_t = ReadableStreamEnd if fn.reading else WritableStreamEnd
+    env.arm(
+        store,
+        fn.reading,
+        fn.opts.async_,
+        end_t,
+        fn.stream_t.t,
+        fn.opts.opts,
+        memory,
+        _no_context,
+        _ARM_CONSTANTS,
+    )
 
 
 class _StreamCopy:

@@ -198,6 +198,8 @@ def task_model_builtin(rt: ComponentRuntime, b: pln.Builtin) -> tuple[BuiltinFn,
     if kind in _CANCELS:
         assert b.type is not None
         return _positional(_CANCELS[kind], b.type, b.is_async), False
+    if kind in ("stream.read", "stream.write"):
+        return _LazyStreamCopy(rt, b), False
     if kind in _COPIES:
         assert b.type is not None and b.options is not None
         return _lazy(lambda: _copy(rt, b)), False
@@ -209,6 +211,33 @@ def _positional(fn: Callable[..., Any], *immediates: Any) -> BuiltinFn:
         return fn(thread, *immediates, *args)
 
     return call
+
+
+class _LazyStreamCopy:
+    """``stream.read``/``stream.write``, built on its first call (as :func:`_lazy`).
+
+    ``attach`` takes the compiled path's env of its host function, armed
+    once the options are resolved (:func:`~.copy_builtins.arm_stream_copy`).
+    """
+
+    __slots__ = ("b", "envs", "fn", "rt")
+
+    def __init__(self, rt: ComponentRuntime, b: pln.Builtin) -> None:
+        self.rt = rt
+        self.b = b
+        self.fn: BuiltinFn | None = None
+        self.envs: list[Any] = []
+
+    def attach(self, env: Any) -> None:
+        self.envs.append(env)
+
+    def __call__(self, thread: Thread, args: list[CoreVal]) -> Any:
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = _copy(self.rt, self.b)
+            for env in self.envs:
+                cc.arm_stream_copy(env, thread.store, fn)
+        return fn(thread, args)
 
 
 def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
