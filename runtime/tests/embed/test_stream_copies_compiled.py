@@ -221,13 +221,16 @@ async def test_a_guest_write_out_of_bounds_traps_alike(wat: Wat, bad: tuple[int,
 CHUNKS = [b"hello", b" ", b"world, ", bytes(range(256)) * 3, b"!", b"tail bytes"]
 
 
+@pytest.mark.parametrize("kind", [bytes, bytearray])
 @aio
-async def test_guest_reads_take_the_host_offer_alike(wat: Wat) -> None:
+async def test_guest_reads_take_the_host_offer_alike(wat: Wat, kind: type) -> None:
+    """Reads inside one chunk, up to its end and across chunks (``QueuedBytes``)."""
     wasm = wat(copies(READS))
+    chunks = [kind(c) for c in CHUNKS]
     before = fast_copies()
-    fast = await guest_reads(wasm, False, len(READS), CHUNKS)
+    fast = await guest_reads(wasm, False, len(READS), chunks)
     done = fast_copies() - before
-    pure = await guest_reads(wasm, True, len(READS), CHUNKS)
+    pure = await guest_reads(wasm, True, len(READS), chunks)
     assert fast == pure
     payload = b"".join(CHUNKS)
     counts = [code >> 4 for code in fast[1]]

@@ -205,6 +205,15 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
 
     async def read(self, max_count: int = _CHUNK, /) -> bytes | bytearray | list[Any]:
         """At most ``max_count`` elements; an empty chunk at the end of the stream."""
+        src = self._source
+        if (
+            src.__class__ is HostStreamReader
+            and not (self._passed or self._busy)
+            and max_count >= 1
+            and src.ready_stash()
+        ):
+            # bytes read ahead: what :meth:`_read` returns first, without its frames
+            return src.take_stash(max_count)
         return await self._read(max_count, False)
 
     async def _read(self, max_count: int, internal: bool) -> bytes | bytearray | list[Any]:

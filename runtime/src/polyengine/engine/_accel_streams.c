@@ -14,8 +14,9 @@
  *   as ``SharedStreamImpl.write`` does, or ``HostWritableBuffer``) with room:
  *   the bytes are appended to the read's ``bytearray`` with one memmove;
  * - ``stream.read`` against a host offer (``QueuedBytes`` or a bytes-like
- *   ``HostReadableBuffer``) holding bytes: ``read_bytes`` gives them, one
- *   memmove puts them in guest memory.
+ *   ``HostReadableBuffer``) holding bytes: one memmove from the queue's first
+ *   chunk when it holds them all (``QueuedBytes.read_bytes`` step by step),
+ *   else ``read_bytes`` gives them and one memmove puts them in guest memory.
  *
  * Then, as the Python built-in does, the host's ``on_copy`` is told (with the
  * stream's ``reset_pending``), the store is woken and the status word is
@@ -44,7 +45,7 @@ static PyObject *s_current, *s_task, *s_inst, *s_ci, *s_may_leave, *s_record, *s
     *s_ft, *s_is_async, *s_handles, *s_array, *s_shared, *s_t, *s_state, *s_wset,
     *s_pending_event, *s_waiter, *s_has_sync_waiter, *s_dropped, *s_pending_buffer,
     *s_pending_inst, *s_values, *s_capacity, *s_progress, *s_ahead, *s_queued,
-    *s_read_bytes, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
+    *s_read_bytes, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
 
 static unsigned long long fast_copies = 0; /* copies completed here (tests read it) */
 
@@ -90,6 +91,18 @@ attr_size(PyObject *o, PyObject *name)
     Py_DECREF(v);
     if (r == -1 && PyErr_Occurred())
         PyErr_Clear(), r = -2;
+    return r;
+}
+
+/* ``o.name = v``; -1 on error. */
+static int
+set_size(PyObject *o, PyObject *name, Py_ssize_t v)
+{
+    PyObject *x = PyLong_FromSsize_t(v);
+    if (x == NULL)
+        return -1;
+    int r = PyObject_SetAttr(o, name, x);
+    Py_DECREF(x);
     return r;
 }
 
@@ -147,6 +160,51 @@ notify_host(StreamCopy *sc, PyObject *shared)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* ``QueuedBytes.read_bytes(k)`` into ``at`` when the first chunk holds the
+ * ``k`` bytes (a ``bytes`` or ``bytearray``): 1 done, 0 not (nothing changed:
+ * the method runs), -1 error. */
+static int
+take_head(PyObject *queue, uint32_t k, unsigned char *at)
+{
+    PyObject *chunks = PyObject_GetAttr(queue, s_chunks);
+    if (chunks == NULL)
+        return -1;
+    PyObject *head = PySequence_Size(chunks) > 0 ? PySequence_GetItem(chunks, 0) : NULL;
+    Py_ssize_t offset = attr_size(queue, s_offset);
+    Py_ssize_t queued = attr_size(queue, s_queued);
+    Py_ssize_t progress = attr_size(queue, s_progress);
+    int r = 0;
+    const char *data = NULL;
+    Py_ssize_t len = 0;
+    if (head != NULL && PyBytes_CheckExact(head))
+        data = PyBytes_AS_STRING(head), len = PyBytes_GET_SIZE(head);
+    else if (head != NULL && PyByteArray_CheckExact(head))
+        data = PyByteArray_AS_STRING(head), len = PyByteArray_GET_SIZE(head);
+    if (data == NULL || offset < 0 || queued < (Py_ssize_t)k || progress < 0
+        || len - offset < (Py_ssize_t)k) {
+        PyErr_Clear();
+        goto done;
+    }
+    memmove(at, data + offset, k);
+    r = -1;
+    Py_ssize_t next = offset + k;
+    if (next == len) {
+        PyObject *gone = PyObject_CallMethodNoArgs(chunks, s_popleft);
+        if (gone == NULL)
+            goto done;
+        Py_DECREF(gone);
+        next = 0;
+    }
+    if (set_size(queue, s_offset, next) < 0 || set_size(queue, s_queued, queued - k) < 0
+        || set_size(queue, s_progress, progress + k) < 0)
+        goto done;
+    r = 1;
+done:
+    Py_XDECREF(head);
+    Py_DECREF(chunks);
+    return r;
 }
 
 /* The copy ``(i, ptr, n)`` done here: 1 with *payload set, 0 for the Python
@@ -213,24 +271,14 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         k = room < (Py_ssize_t)n ? (uint32_t)room : n;
         /* from here on the copy happens: errors become traps */
         rc = -1;
-        if (opened != capacity) {
-            PyObject *c = PyLong_FromSsize_t(opened);
-            if (c == NULL || PyObject_SetAttr(pending, s_capacity, c) < 0) {
-                Py_XDECREF(c);
-                goto out;
-            }
-            Py_DECREF(c);
-        }
+        if (opened != capacity && set_size(pending, s_capacity, opened) < 0)
+            goto out;
         Py_ssize_t have = PyByteArray_GET_SIZE(values);
         if (PyByteArray_Resize(values, have + k) < 0)
             goto out;
         memmove(PyByteArray_AS_STRING(values) + have, at, k);
-        PyObject *p = PyLong_FromSsize_t(progress + k);
-        if (p == NULL || PyObject_SetAttr(pending, s_progress, p) < 0) {
-            Py_XDECREF(p);
+        if (set_size(pending, s_progress, progress + k) < 0)
             goto out;
-        }
-        Py_DECREF(p);
     }
     else {
         /* a guest read meets a host offer: take its next bytes */
@@ -253,6 +301,13 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         CHECK(guest_range(sc, inst, ptr, n, &at) > 0);
         k = offered < (Py_ssize_t)n ? (uint32_t)offered : n;
         rc = -1;
+        if (ptype == sc->queued_type) {
+            int took = take_head(pending, k, at);
+            if (took < 0)
+                goto out;
+            if (took)
+                goto taken;
+        }
         PyObject *count = PyLong_FromUnsignedLong(k);
         if (count == NULL)
             goto out;
@@ -274,6 +329,7 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         memmove(at, view.buf, k);
         PyBuffer_Release(&view);
     }
+taken:
     if (notify_host(sc, shared) < 0)
         goto out;
     *payload = k << 4; /* CopyResult.COMPLETED | progress << 4 */
@@ -530,6 +586,7 @@ accel_streams_register(PyObject *module)
         {&s_pending_buffer, "pending_buffer"}, {&s_pending_inst, "pending_inst"},
         {&s_values, "values"}, {&s_capacity, "capacity"}, {&s_progress, "progress"},
         {&s_ahead, "ahead"}, {&s_queued, "queued"}, {&s_read_bytes, "read_bytes"},
+        {&s_chunks, "chunks"}, {&s_offset, "offset"}, {&s_popleft, "popleft"},
         {&s_pending_on_copy, "pending_on_copy"}, {&s_reset_pending, "reset_pending"},
         {&s_wake, "wake"}, {&s_record_host_error, "record_host_error"},
     };
