@@ -329,6 +329,22 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             return src
         return None
 
+    def _relay(self) -> Stream:
+        """A handle of its own over this one's reader, for a pump to relay from (A5).
+
+        This handle is passed from here on (A15); a guest handing the pumped
+        stream back revives it over the pump's pipe, so it reads the bytes
+        read ahead and the rest of the stream in order.
+        """
+        src = self._source
+        assert src is not None
+        inner = Stream(self.elem, src, self._store)
+        inner._lift = self._lift
+        inner._peer_trap = self._peer_trap
+        self._source = None
+        self._passed = True
+        return inner
+
     def _revive(self, pipe: Pipe, elem: m.ValType | None) -> None:
         """The guest handed the stream back (A5): this handle reads it again."""
         self._source = pipe
