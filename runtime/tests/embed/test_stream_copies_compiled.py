@@ -250,3 +250,31 @@ async def test_a_guest_read_out_of_bounds_traps_alike(wat: Wat, bad: tuple[int, 
     pure = await guest_reads(wasm, True, len(ops), CHUNKS)
     assert fast == pure
     assert len(fast) == 2 and isinstance(fast[0], str)  # a trap, named alike
+
+
+async def guest_reads_failing(wasm: bytes, pure: bool, n_ops: int) -> tuple[Any, ...]:
+    """``read-ops`` reads a stream whose producer fails after two chunks."""
+    inst = await _instance(wasm, pure)
+
+    async def source() -> AsyncIterator[bytes]:
+        yield b"first chunk"
+        yield b"second"
+        raise RuntimeError("the producer failed")
+
+    with inst:
+        try:
+            hash_ = await inst.exports.read_ops(source())
+        except Exception as exc:
+            return type(exc).__name__, str(exc)
+        return hash_, await _codes(inst, n_ops)
+
+
+@aio
+async def test_a_failed_producer_traps_the_reader_alike(wat: Wat) -> None:
+    """The bytes queued before the failure are not read past it (``HostFedStream``)."""
+    ops = [(8192, 4)] * 8
+    wasm = wat(copies(ops))
+    fast = await guest_reads_failing(wasm, False, len(ops))
+    pure = await guest_reads_failing(wasm, True, len(ops))
+    assert fast == pure
+    assert len(fast) == 2 and fast[0] != "RuntimeError" and "the producer failed" in fast[1]

@@ -29,6 +29,7 @@ from .buffers import (
     WritableGuestBuffer,
 )
 from .builtins import BLOCKED, get_handle
+from .pipe import HostFedStream
 from .store import Store
 from .streams import (
     CopyEnd,
@@ -247,13 +248,16 @@ class _StreamCopyBuiltin:
         )
 
 
-#: what the compiled copy compares against: the idle state and the host buffer types
+#: what the compiled copy compares against: the idle state, the host buffer types and
+#: the shared stream types whose read and write it does
 _ARM_CONSTANTS = (
     CopyState.IDLE,
     ReadAheadBuffer,
     HostWritableBuffer,
     QueuedBytes,
     HostReadableBuffer,
+    SharedStreamImpl,
+    HostFedStream,
 )
 
 

@@ -23,7 +23,8 @@
  * ``COMPLETED | count << 4``; the guest end stays idle.  Anything else (no
  * current thread, an instance that may not leave, a synchronous task that may
  * not block, a bad handle, another element type, an end not idle or in a
- * waitable set, a dropped stream, nothing pending or pending from a guest, no
+ * waitable set, a shared stream of another class or a host pipe's whose
+ * producer failed, a dropped stream, nothing pending or pending from a guest, no
  * room or nothing offered, a zero count, a range out of bounds) goes to the
  * Python entry unchanged, before anything was changed: its traps and waits are
  * the pure path's.  An error raised by the host's callbacks becomes a trap
@@ -45,7 +46,7 @@ static PyObject *s_current, *s_task, *s_inst, *s_ci, *s_may_leave, *s_record, *s
     *s_ft, *s_is_async, *s_handles, *s_array, *s_shared, *s_t, *s_state, *s_wset,
     *s_pending_event, *s_waiter, *s_has_sync_waiter, *s_dropped, *s_pending_buffer,
     *s_pending_inst, *s_values, *s_capacity, *s_progress, *s_ahead, *s_queued,
-    *s_read_bytes, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
+    *s_read_bytes, *s_failure, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
 
 static unsigned long long fast_copies = 0; /* copies completed here (tests read it) */
 
@@ -64,6 +65,8 @@ typedef struct {
     PyObject *sink_type;   /* HostWritableBuffer */
     PyObject *queued_type; /* QueuedBytes */
     PyObject *source_type; /* HostReadableBuffer */
+    PyObject *shared_type; /* SharedStreamImpl */
+    PyObject *fed_type;    /* HostFedStream */
     int reading;
     int async_;
 } StreamCopy;
@@ -162,6 +165,27 @@ notify_host(StreamCopy *sc, PyObject *shared)
     return 0;
 }
 
+/* ``shared`` is of a class whose read and write are the ones done here: the
+ * shared stream itself, or a host pipe's (``HostFedStream``) whose producer
+ * has not failed (its read traps then); 1 yes, 0 no. */
+static int
+shared_known(StreamCopy *sc, PyObject *shared)
+{
+    PyObject *type = (PyObject *)Py_TYPE(shared);
+    if (type == sc->shared_type)
+        return 1;
+    if (type != sc->fed_type)
+        return 0;
+    PyObject *failure = PyObject_GetAttr(shared, s_failure);
+    if (failure == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = failure == Py_None;
+    Py_DECREF(failure);
+    return ok;
+}
+
 /* ``QueuedBytes.read_bytes(k)`` into ``at`` when the first chunk holds the
  * ``k`` bytes (a ``bytes`` or ``bytearray``): 1 done, 0 not (nothing changed:
  * the method runs), -1 error. */
@@ -244,6 +268,7 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
     CHECK(attr_is(e, s_waiter, Py_None));
     CHECK(attr_is(e, s_has_sync_waiter, Py_False));
     /* SharedStreamImpl.read/write: a host operation pending, the stream open */
+    CHECK(shared_known(sc, shared));
     CHECK(attr_is(shared, s_dropped, Py_False));
     CHECK(attr_is(shared, s_pending_inst, Py_None));
     GET(pending, shared, s_pending_buffer);
@@ -449,7 +474,8 @@ sc_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 }
 
 /* arm(store, reading, async, end_type, elem, opts, (state, address), make_cx,
- *     (idle, ReadAheadBuffer, HostWritableBuffer, QueuedBytes, HostReadableBuffer)):
+ *     (idle, ReadAheadBuffer, HostWritableBuffer, QueuedBytes, HostReadableBuffer,
+ *      SharedStreamImpl, HostFedStream)):
  * what the copies done here need; until then every call goes to the entry */
 static PyObject *
 sc_arm(StreamCopy *sc, PyObject *args)
@@ -460,14 +486,14 @@ sc_arm(StreamCopy *sc, PyObject *args)
                           &opts, &PyTuple_Type, &memory, &make_cx, &PyTuple_Type, &consts))
         return NULL;
     int ok = PyType_Check(end_type) && PyTuple_GET_SIZE(memory) == 2
-             && PyCallable_Check(make_cx) && PyTuple_GET_SIZE(consts) == 5;
-    for (Py_ssize_t k = 1; ok && k < 5; k++)
+             && PyCallable_Check(make_cx) && PyTuple_GET_SIZE(consts) == 7;
+    for (Py_ssize_t k = 1; ok && k < 7; k++)
         ok = PyType_Check(PyTuple_GET_ITEM(consts, k));
     if (!ok) {
         PyErr_SetString(PyExc_TypeError,
                         "arm(store, reading, async, end_type, elem, opts, (state, address), "
                         "make_cx, (idle, ReadAheadBuffer, HostWritableBuffer, QueuedBytes, "
-                        "HostReadableBuffer))");
+                        "HostReadableBuffer, SharedStreamImpl, HostFedStream))");
         return NULL;
     }
     Py_XSETREF(sc->store, Py_NewRef(store));
@@ -481,6 +507,8 @@ sc_arm(StreamCopy *sc, PyObject *args)
     Py_XSETREF(sc->sink_type, Py_NewRef(PyTuple_GET_ITEM(consts, 2)));
     Py_XSETREF(sc->queued_type, Py_NewRef(PyTuple_GET_ITEM(consts, 3)));
     Py_XSETREF(sc->source_type, Py_NewRef(PyTuple_GET_ITEM(consts, 4)));
+    Py_XSETREF(sc->shared_type, Py_NewRef(PyTuple_GET_ITEM(consts, 5)));
+    Py_XSETREF(sc->fed_type, Py_NewRef(PyTuple_GET_ITEM(consts, 6)));
     sc->reading = reading;
     sc->async_ = async_;
     Py_RETURN_NONE;
@@ -507,6 +535,8 @@ sc_traverse(StreamCopy *sc, visitproc visit, void *arg)
     Py_VISIT(sc->sink_type);
     Py_VISIT(sc->queued_type);
     Py_VISIT(sc->source_type);
+    Py_VISIT(sc->shared_type);
+    Py_VISIT(sc->fed_type);
     return 0;
 }
 
@@ -526,6 +556,8 @@ sc_clear(StreamCopy *sc)
     Py_CLEAR(sc->sink_type);
     Py_CLEAR(sc->queued_type);
     Py_CLEAR(sc->source_type);
+    Py_CLEAR(sc->shared_type);
+    Py_CLEAR(sc->fed_type);
     return 0;
 }
 
@@ -585,7 +617,7 @@ accel_streams_register(PyObject *module)
         {&s_has_sync_waiter, "has_sync_waiter"}, {&s_dropped, "dropped"},
         {&s_pending_buffer, "pending_buffer"}, {&s_pending_inst, "pending_inst"},
         {&s_values, "values"}, {&s_capacity, "capacity"}, {&s_progress, "progress"},
-        {&s_ahead, "ahead"}, {&s_queued, "queued"}, {&s_read_bytes, "read_bytes"},
+        {&s_ahead, "ahead"}, {&s_queued, "queued"}, {&s_read_bytes, "read_bytes"}, {&s_failure, "failure"},
         {&s_chunks, "chunks"}, {&s_offset, "offset"}, {&s_popleft, "popleft"},
         {&s_pending_on_copy, "pending_on_copy"}, {&s_reset_pending, "reset_pending"},
         {&s_wake, "wake"}, {&s_record_host_error, "record_host_error"},
