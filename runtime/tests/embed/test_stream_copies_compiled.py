@@ -12,6 +12,8 @@ compiled path the C copy must have completed some of the copies.
 
 from __future__ import annotations
 
+import array
+import asyncio
 import struct
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -278,3 +280,52 @@ async def test_a_failed_producer_traps_the_reader_alike(wat: Wat) -> None:
     pure = await guest_reads_failing(wasm, True, len(ops))
     assert fast == pure
     assert len(fast) == 2 and fast[0] != "RuntimeError" and "the producer failed" in fast[1]
+
+
+async def guest_reads_writer(
+    wasm: bytes, pure: bool, n_ops: int, chunks: list[Any]
+) -> tuple[Any, ...]:
+    """``read-ops`` reads a ``create_stream`` stream a host task writes ``chunks`` to."""
+    inst = await _instance(wasm, pure)
+    stream, writer = polyengine.create_stream()
+
+    async def produce() -> list[int]:
+        taken = []
+        try:
+            for chunk in chunks:
+                taken.append(await writer.write(chunk))
+        finally:
+            writer.close()
+        return taken
+
+    with inst:
+        producing = asyncio.ensure_future(produce())
+        try:
+            hash_ = await inst.exports.read_ops(stream)
+        except Exception as exc:
+            producing.cancel()
+            return type(exc).__name__, str(exc)
+        taken = await asyncio.wait_for(producing, 10)
+        return hash_, await _codes(inst, n_ops), taken
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"hello", bytearray(b" wide "), memoryview(b"world"), b"!"],
+        [b"ab", memoryview(array.array("H", [1, 2, 3])), b"cd"],
+    ],
+    ids=["bytes-like", "wide-items"],
+)
+@aio
+async def test_guest_reads_of_host_writes_alike(wat: Wat, chunks: list[Any]) -> None:
+    """Each write is offered as it is (``HostReadableBuffer``); a view of wider items as
+    its bytes, as ``write_all`` takes it."""
+    ops = [(8192, 3)] * 8
+    wasm = wat(copies(ops))
+    fast = await guest_reads_writer(wasm, False, len(ops), chunks)
+    pure = await guest_reads_writer(wasm, True, len(ops), chunks)
+    assert fast == pure
+    _, codes, taken = fast
+    assert sum(code >> 4 for code in codes) == sum(taken) > 0  # each byte taken was read
+    assert codes[codes.index(1) - 1] & 15 == 0  # reads completed, then the end (DROPPED)

@@ -371,6 +371,8 @@ class HostStreamWriter(_HostEnd):
             if isinstance(self.shared.t, m.U8) and not isinstance(values, list)
             else list(values)
         )
+        if isinstance(vals, memoryview) and (vals.format != "B" or not vals.c_contiguous):
+            vals = vals.tobytes()  # its bytes, as write_all takes them: one per element
         shared = self.shared
         buf = HostReadableBuffer(shared.t, vals)
         self._busy = True

@@ -13,8 +13,8 @@
  * - ``stream.write`` against a host read (``ReadAheadBuffer``, opened ahead
  *   as ``SharedStreamImpl.write`` does, or ``HostWritableBuffer``) with room:
  *   the bytes are appended to the read's ``bytearray`` with one memmove;
- * - ``stream.read`` against a host offer (``QueuedBytes`` or a bytes-like
- *   ``HostReadableBuffer``) holding bytes: one memmove from the queue's first
+ * - ``stream.read`` against a host offer (``QueuedBytes`` of ``bytes`` and
+ *   ``bytearray`` chunks, or a ``HostReadableBuffer`` of one) holding bytes: one memmove from the queue's first
  *   chunk when it holds them all (``QueuedBytes.read_bytes`` step by step),
  *   else ``read_bytes`` gives them and one memmove puts them in guest memory.
  *
@@ -186,6 +186,32 @@ shared_known(StreamCopy *sc, PyObject *shared)
     return ok;
 }
 
+/* Every chunk of the queue is a ``bytes`` or ``bytearray`` (what ``read_bytes``
+ * then returns is one byte per element); 1 yes, 0 no. */
+static int
+plain_chunks(PyObject *queue)
+{
+    PyObject *chunks = PyObject_GetAttr(queue, s_chunks);
+    PyObject *it = chunks == NULL ? NULL : PyObject_GetIter(chunks);
+    Py_XDECREF(chunks);
+    if (it == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 1;
+    PyObject *c;
+    while (ok && (c = PyIter_Next(it)) != NULL) {
+        ok = PyBytes_CheckExact(c) || PyByteArray_CheckExact(c);
+        Py_DECREF(c);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        ok = 0;
+    }
+    return ok;
+}
+
 /* ``QueuedBytes.read_bytes(k)`` into ``at`` when the first chunk holds the
  * ``k`` bytes (a ``bytes`` or ``bytearray``): 1 done, 0 not (nothing changed:
  * the method runs), -1 error. */
@@ -310,12 +336,12 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         Py_ssize_t offered;
         if (ptype == sc->queued_type) {
             offered = attr_size(pending, s_queued);
+            CHECK(plain_chunks(pending));
         }
         else {
             CHECK(ptype == sc->source_type);
             GET(values, pending, s_values);
-            CHECK(PyBytes_CheckExact(values) || PyByteArray_CheckExact(values)
-                  || PyMemoryView_Check(values));
+            CHECK(PyBytes_CheckExact(values) || PyByteArray_CheckExact(values));
             Py_ssize_t len = PyObject_Length(values);
             Py_ssize_t progress = attr_size(pending, s_progress);
             if (len < 0)
