@@ -226,26 +226,12 @@ def stream_copy_builtin(
     when the copy completes at once, else the generator that waits (same
     behaviour as :func:`canon_stream_read` and :func:`canon_stream_write`).
     """
-    return _StreamCopyBuiltin(reading, stream_t, opts)
 
-
-class _StreamCopyBuiltin:
-    """What :func:`stream_copy_builtin` returns: the call, and its immediates to arm with."""
-
-    __slots__ = ("opts", "reading", "stream_t")
-
-    def __init__(self, reading: bool, stream_t: Stream, opts: CopyOptions) -> None:
-        self.reading = reading
-        self.stream_t = stream_t
-        self.opts = opts
-
-    def __call__(
-        self, thread: Thread, args: list[CoreVal]
-    ) -> list[CoreVal] | Suspends[list[CoreVal]]:
+    def call(thread: Thread, args: list[CoreVal]) -> list[CoreVal] | Suspends[list[CoreVal]]:
         i, ptr, n = args
-        return _stream_copy_now(
-            thread, self.reading, self.stream_t, self.opts, int(i), int(ptr), int(n)
-        )
+        return _stream_copy_now(thread, reading, stream_t, opts, int(i), int(ptr), int(n))
+
+    return call
 
 
 #: what the compiled copy compares against: the idle state, the host buffer types and
@@ -265,28 +251,30 @@ def _no_context() -> NoReturn:
     raise RuntimeError("the compiled stream copy reads engine memories only")
 
 
-def arm_stream_copy(env: Any, store: Store, fn: Callable[..., object]) -> None:
+def arm_stream_copy(
+    env: Any, store: Store, reading: bool, stream_t: Stream, opts: CopyOptions
+) -> None:
     """Arm the compiled path's env of a ``stream<u8>`` copy built-in (``_accel_streams.c``).
 
     ``env.arm`` gets what the copy needs to complete a guest's ``stream.read``
     or ``stream.write`` against a ready host end in C (CanonicalABI.md
     §"stream.read", §"stream.write": the host's pending operation meets the
-    guest's at once); any other built-in, element type or memory leaves it
-    unarmed, and every call goes to ``fn``.
+    guest's at once); another element type or memory leaves it unarmed, and
+    every call goes to the Python built-in.
     """
-    if not isinstance(fn, _StreamCopyBuiltin) or not isinstance(fn.stream_t.t, U8):
+    if not isinstance(stream_t.t, U8):
         return
-    memory = memory_parts(fn.opts.opts.memory)
+    memory = memory_parts(opts.opts.memory)
     if memory is None:
         return
-    end_t = ReadableStreamEnd if fn.reading else WritableStreamEnd
+    end_t = ReadableStreamEnd if reading else WritableStreamEnd
     env.arm(
         store,
-        fn.reading,
-        fn.opts.async_,
+        reading,
+        opts.async_,
         end_t,
-        fn.stream_t.t,
-        fn.opts.opts,
+        stream_t.t,
+        opts.opts,
         memory,
         _no_context,
         _ARM_CONSTANTS,
