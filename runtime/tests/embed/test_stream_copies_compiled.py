@@ -162,20 +162,29 @@ async def guest_writes(wasm: bytes, pure: bool, n_ops: int, read_size: int) -> t
         return bytes(got), await _codes(inst, n_ops)
 
 
-async def guest_reads(wasm: bytes, pure: bool, n_ops: int, chunks: list[bytes]) -> tuple[Any, ...]:
-    """``read-ops`` reads a stream the host feeds from ``chunks``."""
+async def guest_reads(
+    wasm: bytes, pure: bool, n_ops: int, source: Callable[[], object]
+) -> tuple[Any, ...]:
+    """``read-ops`` reads the stream ``source()`` makes: the hash and status words, or the trap."""
     inst = await _instance(wasm, pure)
-
-    async def source() -> AsyncIterator[bytes]:
-        for chunk in chunks:
-            yield chunk
-
     with inst:
         try:
             hash_ = await inst.exports.read_ops(source())
         except Exception as exc:
             return type(exc).__name__, str(exc)
         return hash_, await _codes(inst, n_ops)
+
+
+def fed(chunks: list[Any], failure: Exception | None = None) -> Callable[[], object]:
+    """A host producer of ``chunks`` (an async generator), failing with ``failure`` after."""
+
+    async def source() -> AsyncIterator[Any]:
+        for chunk in chunks:
+            yield chunk
+        if failure is not None:
+            raise failure
+
+    return source
 
 
 def compiled() -> bool:
@@ -230,9 +239,9 @@ async def test_guest_reads_take_the_host_offer_alike(wat: Wat, kind: type) -> No
     wasm = wat(copies(READS))
     chunks = [kind(c) for c in CHUNKS]
     before = fast_copies()
-    fast = await guest_reads(wasm, False, len(READS), chunks)
+    fast = await guest_reads(wasm, False, len(READS), fed(chunks))
     done = fast_copies() - before
-    pure = await guest_reads(wasm, True, len(READS), chunks)
+    pure = await guest_reads(wasm, True, len(READS), fed(chunks))
     assert fast == pure
     payload = b"".join(CHUNKS)
     counts = [code >> 4 for code in fast[1]]
@@ -248,27 +257,10 @@ async def test_guest_reads_take_the_host_offer_alike(wat: Wat, kind: type) -> No
 async def test_a_guest_read_out_of_bounds_traps_alike(wat: Wat, bad: tuple[int, int]) -> None:
     ops = [(8192, 3), bad, (8192, 3)]
     wasm = wat(copies(ops))
-    fast = await guest_reads(wasm, False, len(ops), CHUNKS)
-    pure = await guest_reads(wasm, True, len(ops), CHUNKS)
+    fast = await guest_reads(wasm, False, len(ops), fed(CHUNKS))
+    pure = await guest_reads(wasm, True, len(ops), fed(CHUNKS))
     assert fast == pure
     assert len(fast) == 2 and isinstance(fast[0], str)  # a trap, named alike
-
-
-async def guest_reads_failing(wasm: bytes, pure: bool, n_ops: int) -> tuple[Any, ...]:
-    """``read-ops`` reads a stream whose producer fails after two chunks."""
-    inst = await _instance(wasm, pure)
-
-    async def source() -> AsyncIterator[bytes]:
-        yield b"first chunk"
-        yield b"second"
-        raise RuntimeError("the producer failed")
-
-    with inst:
-        try:
-            hash_ = await inst.exports.read_ops(source())
-        except Exception as exc:
-            return type(exc).__name__, str(exc)
-        return hash_, await _codes(inst, n_ops)
 
 
 @aio
@@ -276,8 +268,10 @@ async def test_a_failed_producer_traps_the_reader_alike(wat: Wat) -> None:
     """The bytes queued before the failure are not read past it (``HostFedStream``)."""
     ops = [(8192, 4)] * 8
     wasm = wat(copies(ops))
-    fast = await guest_reads_failing(wasm, False, len(ops))
-    pure = await guest_reads_failing(wasm, True, len(ops))
+    chunks = [b"first chunk", b"second"]
+    failure = RuntimeError("the producer failed")
+    fast = await guest_reads(wasm, False, len(ops), fed(chunks, failure))
+    pure = await guest_reads(wasm, True, len(ops), fed(chunks, failure))
     assert fast == pure
     assert len(fast) == 2 and fast[0] != "RuntimeError" and "the producer failed" in fast[1]
 
