@@ -12,14 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import cast
+from typing import Any, NoReturn, cast
 
 from polyengine.abi.compile import Codec
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.types.model import Future, Stream
+from polyengine.engine import memory_parts
+from polyengine.types.model import U8, Future, Stream
 
-from .buffers import MAX_LENGTH, ReadableGuestBuffer, WritableGuestBuffer
+from .buffers import (
+    MAX_LENGTH,
+    HostReadableBuffer,
+    HostWritableBuffer,
+    QueuedBytes,
+    ReadableGuestBuffer,
+    ReadAheadBuffer,
+    WritableGuestBuffer,
+)
 from .builtins import BLOCKED, get_handle
+from .pipe import HostFedStream
+from .store import Store
 from .streams import (
     CopyEnd,
     CopyResult,
@@ -38,6 +49,7 @@ from .waitable import EventCode, EventTuple
 
 __all__ = [
     "CopyOptions",
+    "arm_stream_copy",
     "canon_future_cancel_read",
     "canon_future_cancel_write",
     "canon_future_drop_readable",
@@ -220,6 +232,53 @@ def stream_copy_builtin(
         return _stream_copy_now(thread, reading, stream_t, opts, int(i), int(ptr), int(n))
 
     return call
+
+
+#: what the compiled copy compares against: the idle state, the host buffer types and
+#: the shared stream types whose read and write it does
+_ARM_CONSTANTS = (
+    CopyState.IDLE,
+    ReadAheadBuffer,
+    HostWritableBuffer,
+    QueuedBytes,
+    HostReadableBuffer,
+    SharedStreamImpl,
+    HostFedStream,
+)
+
+
+def _no_context() -> NoReturn:
+    raise RuntimeError("the compiled stream copy reads engine memories only")
+
+
+def arm_stream_copy(
+    env: Any, store: Store, reading: bool, stream_t: Stream, opts: CopyOptions
+) -> None:
+    """Arm the compiled path's env of a ``stream<u8>`` copy built-in (``_accel_streams.c``).
+
+    ``env.arm`` gets what the copy needs to complete a guest's ``stream.read``
+    or ``stream.write`` against a ready host end in C (CanonicalABI.md
+    §"stream.read", §"stream.write": the host's pending operation meets the
+    guest's at once); another element type or memory leaves it unarmed, and
+    every call goes to the Python built-in.
+    """
+    if not isinstance(stream_t.t, U8):
+        return
+    memory = memory_parts(opts.opts.memory)
+    if memory is None:
+        return
+    end_t = ReadableStreamEnd if reading else WritableStreamEnd
+    env.arm(
+        store,
+        reading,
+        opts.async_,
+        end_t,
+        stream_t.t,
+        opts.opts,
+        memory,
+        _no_context,
+        _ARM_CONSTANTS,
+    )
 
 
 class _StreamCopy:

@@ -462,4 +462,6 @@ def builtin_host_func(
             return _complete_or_trap(out)
         return EngineActivation._active[-1].park_on(out, defer=defer)
 
-    return define_async_host_func(estore, params, results, entry)
+    # a stream copy may be completed by the compiled path (``_accel_streams.c``)
+    attach = getattr(fn, "attach", None) if kind in ("stream.read", "stream.write") else None
+    return define_async_host_func(estore, params, results, entry, stream_copy=attach)

@@ -178,6 +178,10 @@ class HostStreamReader(_HostEnd):
         stash = self.stash
         return 0 if stash is None else len(stash)
 
+    def ready_stash(self) -> bool:
+        """Whether a read would return stashed bytes at once (open, idle, bytes stashed)."""
+        return bool(self.stash) and self._open and not self._busy
+
     def take_stash(self, max_count: int) -> bytes:
         """Up to ``max_count`` of the stashed bytes (never waits)."""
         stash = self.stash
@@ -327,7 +331,8 @@ class HostStreamWriter(_HostEnd):
             buf = QueuedBytes(self.shared.t)
             buf.push(data)
             a = self._offer(buf)
-        await a.wait(self.store, self.shared)
+        if a.outcome is None and a.buf.queued >= a.limit:
+            await a.wait(self.store, self.shared)  # (it returns at once otherwise)
         return None if a.outcome is None or a.outcome is CopyResult.COMPLETED else a.outcome
 
     def _offer(self, buf: QueuedBytes) -> _Ahead:
@@ -366,6 +371,8 @@ class HostStreamWriter(_HostEnd):
             if isinstance(self.shared.t, m.U8) and not isinstance(values, list)
             else list(values)
         )
+        if isinstance(vals, memoryview) and (vals.format != "B" or not vals.c_contiguous):
+            vals = vals.tobytes()  # its bytes, as write_all takes them: one per element
         shared = self.shared
         buf = HostReadableBuffer(shared.t, vals)
         self._busy = True

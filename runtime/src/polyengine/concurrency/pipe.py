@@ -448,6 +448,9 @@ class Pipe:
             return bool(await self.write_all(chunk) == len(chunk))
         self.check(0)
         result = await bound.write_ahead(chunk)
+        if result is None:  # :meth:`_after_ahead`'s common case, without its frame
+            self.check(0)
+            return True
         return await self._after_ahead(bound, result)
 
     async def flush_ahead(self) -> bool:

@@ -205,6 +205,15 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
 
     async def read(self, max_count: int = _CHUNK, /) -> bytes | bytearray | list[Any]:
         """At most ``max_count`` elements; an empty chunk at the end of the stream."""
+        src = self._source
+        if (
+            src.__class__ is HostStreamReader
+            and not (self._passed or self._busy)
+            and max_count >= 1
+            and src.ready_stash()
+        ):
+            # bytes read ahead: what :meth:`_read` returns first, without its frames
+            return src.take_stash(max_count)
         return await self._read(max_count, False)
 
     async def _read(self, max_count: int, internal: bool) -> bytes | bytearray | list[Any]:
@@ -319,6 +328,22 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             self._passed = True
             return src
         return None
+
+    def _relay(self) -> Stream:
+        """A handle of its own over this one's reader, for a pump to relay from (A5).
+
+        This handle is passed from here on (A15); a guest handing the pumped
+        stream back revives it over the pump's pipe, so it reads the bytes
+        read ahead and the rest of the stream in order.
+        """
+        src = self._source
+        assert src is not None
+        inner = Stream(self.elem, src, self._store)
+        inner._lift = self._lift
+        inner._peer_trap = self._peer_trap
+        self._source = None
+        self._passed = True
+        return inner
 
     def _revive(self, pipe: Pipe, elem: m.ValType | None) -> None:
         """The guest handed the stream back (A5): this handle reads it again."""

@@ -782,7 +782,8 @@ PyInit__accel(void)
         || PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0
         || accel_export_register(m) < 0
         || accel_link_register(m) < 0
-        || accel_values_register(m) < 0) {
+        || accel_values_register(m) < 0
+        || accel_streams_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -16,6 +16,11 @@ int accel_link_register(PyObject *module);
 /* _accel_link.c: _store.plain_entry(env) -> entry | None, set by init_plain: what
  * the trampoline asks on a plain host function's first call (NULL: not set) */
 extern PyObject *accel_plain_entry;
+/* _accel_link.c: the async host-function callback whose env is the Python entry */
+void accel_async_entry(void *env, void *caller, void *params, size_t nparams, void *results,
+                       size_t nresults, void *trap_ret, void *cont);
+/* _accel_streams.c: add StreamCopy, stream_entry_address and stream_fast_copies; -1 on error */
+int accel_streams_register(PyObject *module);
 
 /* _accel_hostlower.c: add store_int_result (a host import's result stored at
  * once through the out-pointer); -1 on error */

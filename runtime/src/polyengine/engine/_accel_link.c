@@ -40,8 +40,8 @@ addr_or_zero(const void *p)
 }
 
 /* env: the Python entry of the function (a borrowed reference its store keeps) */
-static void
-async_entry(void *env, void *caller, void *params, size_t nparams, void *results,
+void
+accel_async_entry(void *env, void *caller, void *params, size_t nparams, void *results,
             size_t nresults, void *trap_ret, void *cont)
 {
     if (cont != NULL && cont_template != NULL)
@@ -129,7 +129,7 @@ accel_init_async(PyObject *mod, PyObject *args)
 static PyObject *
 accel_async_addresses(PyObject *mod, PyObject *unused)
 {
-    return Py_BuildValue("KKK", (unsigned long long)(uintptr_t)&async_entry,
+    return Py_BuildValue("KKK", (unsigned long long)(uintptr_t)&accel_async_entry,
                          (unsigned long long)(uintptr_t)&continuation_poll,
                          (unsigned long long)(uintptr_t)&continuation_drop);
 }

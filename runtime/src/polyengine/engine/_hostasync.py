@@ -183,9 +183,11 @@ _ENV_OFFSET: int = ffi.Continuation.env.offset
 # the two functions above.
 _compiled_entry: Any = None
 _compiled_template: Any = None
+_stream_entry: Any = None  # the same with a StreamCopy env (``_accel_streams.c``)
 if _callpath._ACCEL is not None:
     _entry_addr, _poll_addr, _drop_addr = _callpath._ACCEL.async_addresses()
     _compiled_entry = ffi.ASYNC_CALLBACK(_entry_addr)
+    _stream_entry = ffi.ASYNC_CALLBACK(_callpath._ACCEL.stream_entry_address())
     _compiled_template = ffi.Continuation()
     _compiled_template.callback = ffi.CONTINUATION_CALLBACK(_poll_addr)
     _compiled_template.env = None
@@ -298,6 +300,8 @@ def define_async_host_func(
     params: Sequence[str],
     results: Sequence[str],
     fn: AsyncHostFunction,
+    *,
+    stream_copy: Callable[[Any], None] | None = None,
 ) -> CoreFunc:
     """A host function that may park the calling guest.
 
@@ -330,6 +334,11 @@ def define_async_host_func(
         entry = _make_entry(state, sig, fn, ctypes.addressof(_compiled_template))
         state.keepalive.append(entry)
         cb, env = _compiled_entry, id(entry)
+        if stream_copy is not None and _stream_entry is not None:
+            sc = _callpath._ACCEL.StreamCopy(entry, state)
+            state.keepalive.append(sc)
+            cb, env = _stream_entry, id(sc)
+            stream_copy(sc)
     else:
         cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn, _TEMPLATE_ADDR))
         state.keepalive.append(cb)

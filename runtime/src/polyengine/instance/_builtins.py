@@ -198,6 +198,8 @@ def task_model_builtin(rt: ComponentRuntime, b: pln.Builtin) -> tuple[BuiltinFn,
     if kind in _CANCELS:
         assert b.type is not None
         return _positional(_CANCELS[kind], b.type, b.is_async), False
+    if kind in ("stream.read", "stream.write"):
+        return _lazy_stream_copy(rt, b), False
     if kind in _COPIES:
         assert b.type is not None and b.options is not None
         return _lazy(lambda: _copy(rt, b)), False
@@ -211,15 +213,44 @@ def _positional(fn: Callable[..., Any], *immediates: Any) -> BuiltinFn:
     return call
 
 
-def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
-    assert b.type is not None and b.options is not None
-    assert isinstance(b.type, m.Stream | m.Future)
+def _lazy_stream_copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
+    """``stream.read``/``stream.write``, built on its first call (as :func:`_lazy`).
+
+    Its ``attach`` takes the compiled path's env of its host function, armed
+    once the options are resolved (:func:`~.copy_builtins.arm_stream_copy`).
+    """
+    assert isinstance(b.type, m.Stream)
+    stream_t = b.type
+    reading = b.kind == "stream.read"
+    cell: list[BuiltinFn] = []
+    envs: list[Any] = []
+
+    def call(thread: Thread, args: list[CoreVal]) -> Any:
+        if not cell:
+            opts = _copy_options(rt, b)
+            cell.append(cc.stream_copy_builtin(reading, stream_t, opts))
+            for env in envs:
+                cc.arm_stream_copy(env, thread.store, reading, stream_t, opts)
+        return cell[0](thread, args)
+
+    setattr(call, "attach", envs.append)  # noqa: B010 (a function attribute mypy allows)
+    return call
+
+
+def _copy_options(rt: ComponentRuntime, b: pln.Builtin) -> CopyOptions:
+    assert isinstance(b.type, m.Stream | m.Future) and b.options is not None
     ro = rt.resolve_options(b.options, side="copy")
     elem = b.type.t
     codec = None if elem is None else ro.compiler.codec(elem)
+    return CopyOptions(ro.opts, codec)
+
+
+def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
+    assert isinstance(b.type, m.Stream | m.Future)
+    opts = _copy_options(rt, b)
     if isinstance(b.type, m.Stream):
-        return cc.stream_copy_builtin(b.kind == "stream.read", b.type, CopyOptions(ro.opts, codec))
-    return _positional(_COPIES[b.kind], b.type, CopyOptions(ro.opts, codec))
+        return cc.stream_copy_builtin(b.kind == "stream.read", b.type, opts)
+    return _positional(_COPIES[b.kind], b.type, opts)
 
 
 @dataclass(frozen=True, slots=True)

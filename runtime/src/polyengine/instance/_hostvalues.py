@@ -114,6 +114,10 @@ class StreamHandle(_Handle, Protocol):
         """A guest handed the stream back (A5): it reads ``pipe`` again."""
         ...
 
+    def _relay(self) -> StreamHandle:
+        """A handle of its own over its reader, for a pump; it is passed from then on."""
+        ...
+
     async def _read(self, max_count: int, internal: bool) -> Chunk: ...
 
 
@@ -315,6 +319,17 @@ class HostValues:
             u8 = isinstance(t.t, m.U8)
             if handle is None:
                 self._spawn(pump_stream(v, u8, pipe, own, site))
+            elif isinstance(handle._source, HostStreamReader) and handle._source.stashed:
+                # bytes read ahead go first: relayed from a handle of the pump's own,
+                # while the guest may hand this one back (A5, ``_hand_back``)
+                inner = handle._relay()
+                self.held.add(inner)
+                pipe.stream = weakref.ref(handle)
+                self._spawn(
+                    pump_stream(
+                        v, u8, pipe, own, site, chunks=_RelayChunks(inner, handle), done=inner.drop
+                    )
+                )
             else:
                 read = handle._read
                 self._spawn(
@@ -496,6 +511,23 @@ def _path_to(node: object, v: object, budget: list[int]) -> str | None:
 
 #: how many value nodes the search for a producer inside its value visits
 _SITE_NODES = 10_000
+
+
+class _RelayChunks:
+    """The chunks a pump relays from ``inner``, keeping ``outer`` (the handle passed) alive.
+
+    While the pump runs, the handle it was passed as is not collected (which
+    would drop the reader both share): a guest may still hand it back (A5).
+    """
+
+    __slots__ = ("inner", "outer")
+
+    def __init__(self, inner: StreamHandle, outer: StreamHandle) -> None:
+        self.inner = inner
+        self.outer = outer
+
+    async def __call__(self, n: int) -> Chunk:
+        return await self.inner._read(n, True)
 
 
 def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReader) -> None:
