@@ -169,7 +169,8 @@ def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern
     state = store._state
     n = len(exts)
     arr = (ffi.Extern * max(n, 1))(*exts)
-    if state.async_required:
+    if state.async_required and module.runs_start:
+        # only a start function can reach an async host function (see ``_pre.py``)
         return CoreInstance._wrap(store, instantiate_blocking(store, module, arr), module.name)
     inst = ffi.InstanceStruct()
     trap = ctypes.c_void_p(0)
