@@ -5,8 +5,9 @@ unregisters their code: a fresh componentize-py instance takes ~0.2 ms of
 it, on the path of the request that closed it (§5: serving one instance per
 request). Nothing of a closed store can run any more (its live call futures
 are deleted first, as §4 requires, and its host entries dropped, see
-``_StoreState.close``), and a store may be dropped on any thread, so :func:`delete_store` hands the deletion to one thread of its own,
-whose ctypes calls release the GIL: the work overlaps the next request.
+``_StoreState.close``), and a store may be dropped on any thread, so
+:func:`delete_store` hands the deletion to one thread of its own, whose
+ctypes calls release the GIL: the work overlaps the next request.
 
 The queue is bounded (:data:`LIMIT`); past it, after a fork (the thread is
 not the child's) and once the interpreter is exiting, stores are deleted
