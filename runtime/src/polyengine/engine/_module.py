@@ -67,6 +67,7 @@ class CoreModule:
         "_link_names",
         "_ptr",
         "engine",
+        "export_signatures",
         "name",
         "runs_start",
         "sha256",
@@ -81,6 +82,9 @@ class CoreModule:
     #: whether instantiating runs guest code: the module has a start function, or
     #: its bytes were not read to tell (see :func:`has_start_section`)
     runs_start: bool
+    #: ``name -> (params, results)`` of the exported functions with numeric
+    #: signatures, filled as instances ask for them (``CoreInstance.get``)
+    export_signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
     _imports: tuple[ImportDesc, ...] | None
     _exports: dict[str, str] | None
     _link_names: tuple[tuple[tuple[bytes, int, bytes, int], ...], bool] | None
@@ -97,6 +101,7 @@ class CoreModule:
         self.name = name
         self._ptr = address(module.ptr())
         self.runs_start = True
+        self.export_signatures = {}
         self._imports = None
         self._exports = None
         self._link_names = None

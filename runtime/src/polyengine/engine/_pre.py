@@ -430,7 +430,7 @@ class Linking:
             raw = instantiate_blocking(store, module, arr)
             self._instances.append(raw)
             addrs.append(ctypes.addressof(raw))
-            return CoreInstance._wrap(store, raw, module.name)
+            return CoreInstance._wrap(store, raw, module)
         inst = ffi.InstanceStruct()
         trap = ctypes.c_void_p(0)
         err = ffi.instance_new(
@@ -440,7 +440,7 @@ class Linking:
             instantiation_failure(state, module, trap.value or 0, err or 0)
         self._instances.append(inst)
         addrs.append(ctypes.addressof(inst))
-        return CoreInstance._wrap(store, inst, module.name)
+        return CoreInstance._wrap(store, inst, module)
 
     @staticmethod
     def _missing(step: _Step, args: tuple[Any, ...]) -> NoReturn:
