@@ -51,12 +51,13 @@ def _wait_for(cond: Callable[[], bool]) -> None:
 def test_a_closed_store_is_deleted_on_the_reaper_thread(
     wat: Wat, deletions: list[tuple[int, str]]
 ) -> None:
+    # Stores of earlier tests that the collector closes meanwhile go the same way,
+    # and a deleted store's address may come back for the next one.
     ptr = _closed_store(wat)
-    _wait_for(lambda: bool(deletions))
-    assert deletions == [(ptr, "polyengine-store-reaper")]
+    _wait_for(lambda: any(d[0] == ptr for d in deletions))
     ptrs = [_closed_store(wat) for _ in range(5)]
-    _wait_for(lambda: len(deletions) == 6)
-    assert [d[0] for d in deletions[1:]] == ptrs
+    _wait_for(lambda: len(deletions) >= 6 and {d[0] for d in deletions} >= set(ptrs))
+    assert {name for _, name in deletions} == {"polyengine-store-reaper"}
 
 
 def test_past_the_bound_and_after_a_drain_stores_are_deleted_in_place(
@@ -75,15 +76,16 @@ def test_past_the_bound_and_after_a_drain_stores_are_deleted_in_place(
     # The reaper holds the first store; the queue takes LIMIT more; past that
     # a store is deleted by the thread that closed it.
     closed = [_closed_store(wat) for _ in range(_reaper.LIMIT + 3)]
-    assert deletions, "no store was deleted in place past the bound"
-    assert {name for _, name in deletions} == {me}
-    assert deletions[-1][0] == closed[-1]
+    in_place = [d for d in deletions if d[0] in closed]
+    assert in_place, "no store was deleted in place past the bound"
+    assert {name for _, name in in_place} == {me}
+    assert in_place[-1][0] == closed[-1]
     gate.set()
     _reaper.drain()  # waits for the thread, which deletes what it held and queued
-    assert sorted(ptr for ptr, _ in deletions) == sorted(closed)
+    assert sorted(ptr for ptr, _ in deletions if ptr in closed) == sorted(closed)
     assert not _reaper._REAPER.pending
     late = _closed_store(wat)  # the reaper no longer takes stores
-    assert deletions[-1] == (late, me)
+    assert (late, me) in deletions
 
 
 def test_in_a_forked_child_the_store_is_deleted_in_place(
@@ -91,7 +93,7 @@ def test_in_a_forked_child_the_store_is_deleted_in_place(
 ) -> None:
     monkeypatch.setattr(_reaper._REAPER, "pid", -1)  # as if this were a forked child
     ptr = _closed_store(wat)
-    assert deletions == [(ptr, threading.current_thread().name)]
+    assert (ptr, threading.current_thread().name) in deletions
     assert _reaper._REAPER.thread is None
 
 
