@@ -237,3 +237,30 @@ def test_failing_close_names_the_resource_drop(
         assert info.value.__cause__ is failure
 
     run(main())
+
+
+def test_the_linker_looks_each_interface_up_once_and_never_remembers_a_missing_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from polyengine.embed._host import HostLinker
+    from polyengine.embed._providers import Imports, MissingImportError
+
+    asked: list[str] = []
+    real = Imports.require_interface
+
+    def counted(self: Imports, name: str, member: str) -> object:
+        asked.append(name)
+        return real(self, name, member)
+
+    monkeypatch.setattr(Imports, "require_interface", counted)
+    provider = SimpleNamespace(first=lambda: 1, second=lambda: 2)
+    linker = HostLinker(Imports({"test:demo/api@1": provider}), suspend=False)
+    assert linker.resolve((API, "first"))() == 1
+    assert linker.resolve((API, "second"))() == 2
+    assert asked == [API]
+    for _ in range(2):
+        with pytest.raises(MissingImportError, match="no provider for interface 'test:demo/other"):
+            linker.resolve(("test:demo/other@1.0.0", "f"))
+    assert asked == [API, "test:demo/other@1.0.0", "test:demo/other@1.0.0"]

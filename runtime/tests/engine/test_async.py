@@ -363,6 +363,95 @@ def test_instantiation_in_an_async_store(wat: Wat) -> None:
     asyncio.run(main())
 
 
+def test_a_module_without_a_start_function_skips_the_linker_in_an_async_store(
+    wat: Wat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a store with async host functions, only a module with a start function is
+    instantiated on a call future (through a linker of its own): one without runs
+    no guest code while being instantiated, so the synchronous instantiation
+    serves, with its segments (a table entry of the async import, data, a GC
+    global) initialized as before, and its calls still park."""
+    from polyengine.engine import _instance, _pre
+
+    blocking: list[str] = []
+    for mod in (_instance, _pre):
+        real = mod.instantiate_blocking
+
+        def counted(store: EngineStore, module: CoreModule, exts: object, _real=real) -> object:
+            blocking.append(module.sha256)
+            return _real(store, module, exts)
+
+        monkeypatch.setattr(mod, "instantiate_blocking", counted)
+    plain = wat(
+        """(module
+      (type $s (struct (field i32)))
+      (import "h" "w" (func $w (param i32) (result i32)))
+      (table $t 1 funcref) (elem (i32.const 0) func $w)
+      (memory (export "mem") 1) (data (i32.const 8) "*")
+      (global $g (ref null $s) (struct.new $s (i32.const 7)))
+      (type $sig (func (param i32) (result i32)))
+      (func (export "run") (param i32) (result i32)
+        local.get 0 i32.const 0 call_indirect $t (type $sig)
+        global.get $g struct.get $s 0 i32.add))""",
+        "plain",
+    )
+    started = wat(
+        """(module
+      (import "h" "w" (func $w (param i32) (result i32)))
+      (global $g (export "g") (mut i32) (i32.const 0))
+      (func $s i32.const 5 call $w global.set $g)
+      (start $s))""",
+        "started",
+    )
+    assert not plain.runs_start and started.runs_start
+
+    async def main() -> None:
+        with EngineStore() as store:
+            pending: list[asyncio.Future[list[CoreValue]]] = []
+
+            def w(args: Sequence[CoreValue]) -> object:
+                if int(args[0]) == 5:
+                    return [50]
+                fut: asyncio.Future[list[CoreValue]] = asyncio.get_running_loop().create_future()
+                pending.append(fut)
+                return fut
+
+            host = define_async_host_func(store, ["i32"], ["i32"], w)  # type: ignore[arg-type]
+            assert store.async_required
+            inst = instantiate(store, plain, [host])
+            assert blocking == []
+            assert inst.memory("mem").read(7, 3) == b"\0*\0"
+            call = start(inst.func("run"), [1])
+            assert not call.done() and len(pending) == 1  # parked in the async import
+            pending[0].set_result([100])
+            assert await wait(call) == [107]
+            assert instantiate(store, started, [host]).global_("g").get() == 50
+            assert blocking == [started.sha256]
+
+    asyncio.run(main())
+
+
+def test_start_sections_are_found_from_the_section_headers() -> None:
+    from polyengine.engine import has_start_section
+
+    header = b"\0asm\x01\0\0\0"
+    assert not has_start_section(header)
+    assert not has_start_section(header + b"\x00\x03\x01a\x00")  # a custom section
+    start_section = b"\x08\x01\x00"
+    assert has_start_section(header + start_section)
+    assert has_start_section(memoryview(header + b"\x00\x03\x01a\x00" + start_section))
+    assert has_start_section(bytearray(header + start_section))
+    # Anything malformed answers "may run code": bad magic, too short, a size past
+    # the end, a size LEB128 that never ends or is too long.
+    assert has_start_section(b"\0asX\x01\0\0\0")
+    assert has_start_section(b"\0asm")
+    assert has_start_section(header + b"\x01\x05\x00")
+    assert has_start_section(header + b"\x01\x80")
+    assert has_start_section(header + b"\x01\x80\x80\x80\x80\x80\x01")
+    # A large section's size spans several LEB128 bytes.
+    assert not has_start_section(header + b"\x00\x81\x01\x00" + bytes(128))
+
+
 def test_closing_the_store_cancels_parked_calls(wat: Wat) -> None:
     async def main() -> None:
         host = Host()

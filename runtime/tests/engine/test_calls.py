@@ -290,3 +290,58 @@ def test_an_async_host_function_makes_the_store_async_required(wat: Wat) -> None
         assert store.async_required
         assert instantiate(store, wat(HOSTED), [parked]).func("callf").call_raw([10, 3]) == [13]
         assert inst.func("callf").call_raw([10, 3]) == [7]  # now on a call future
+
+
+def test_a_core_func_builds_its_call_machinery_on_first_use(wat: Wat) -> None:
+    """A wrapper that is only handed to the linker never builds the buffers and
+    ctypes arguments of a call; the first call (or a read of one) builds them."""
+    with EngineStore() as store:
+        inst = instantiate(store, wat(ARITH), [])
+        add = inst.func("add")
+        with pytest.raises(AttributeError):
+            object.__getattribute__(add, "_call_args")  # not built yet
+        assert add.call_raw([2, 3]) == [5]
+        assert object.__getattribute__(add, "_call_args") is add._call_args
+        swap = inst.func("swap")
+        assert swap._nslots == 2 and len(swap._buf) >= 2 * 16  # built by the read
+        assert swap.call_raw([1, 2]) == [2, 1]
+        with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+            add.nonsense  # type: ignore[attr-defined]  # noqa: B018
+        late = inst.func("nothing")
+    with pytest.raises(StoreClosedError):
+        late.call_raw([])  # the store closed before the first call: refused, not built
+
+
+def test_later_instances_of_a_module_take_export_signatures_from_the_module(
+    wat: Wat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A numeric export's signature is asked of wasmtime once per module; one with
+    a reference type is asked each time (a subtype could differ)."""
+    from polyengine.engine import _core
+
+    asked: list[int] = []
+    real = _core.ffi.func_type
+
+    def counted(ctx: int, addr: int) -> object:
+        asked.append(addr)
+        return real(ctx, addr)
+
+    monkeypatch.setattr(_core.ffi, "func_type", counted)
+    module = wat(
+        """(module
+      (func (export "add") (param i32 i64) (result i64) local.get 1)
+      (func $r (export "ref") (result funcref) ref.func $r))""",
+        "signatures",
+    )
+    with EngineStore() as store:
+        first = instantiate(store, module, [])
+        assert first.func("add").params == ("i32", "i64")
+        assert module.export_signatures == {"add": (("i32", "i64"), ("i64",))}
+        first.func("ref")
+        assert len(asked) == 2 and "ref" not in module.export_signatures
+        second = instantiate(store, module, [])
+        add = second.func("add")
+        assert (add.params, add.results) == (("i32", "i64"), ("i64",))
+        assert add.call_raw([1, 2**40]) == [2**40]
+        second.func("ref")
+        assert len(asked) == 3  # only the reference-typed export was asked again

@@ -240,3 +240,37 @@ def test_requests_on_new_instances_take_turns(guest: Guest) -> None:
     assert made[1] - first < 0.09
     assert made[2] - first >= 0.09
     assert made[3] - first >= 0.09
+
+
+def test_default_imports_build_only_the_imported_interfaces(guest: Guest) -> None:
+    """The pool gives a default factory the component's interfaces: it builds their
+    WASI providers alone (the hello proxy imports io, clocks and http ones, no
+    wasi:cli); a factory of the embedder's own is still called with the id alone."""
+    from polyengine.asgi import default_imports
+    from polyengine.asgi._io import instance_imports
+
+    app, _ = quiet_app(guest("hello"))
+    arts = app.artifacts()
+    tracks = {name.rsplit(".", 1)[0] for imp in arts.plan.imports for name in [imp.name]}
+    narrowed = instance_imports(default_imports(log_prefix=False), 7, arts)
+    everything = default_imports(log_prefix=False)(7)
+    assert "wasi:cli/stdout@0.2" in everything
+    assert not any(key.startswith("wasi:cli/") for key in narrowed)
+    wasi_keys = {key for key in narrowed if not key.startswith("wasi:http/")}
+    assert wasi_keys == {t for t in tracks if not t.startswith("wasi:http/")}
+    assert {k for k in everything if k.startswith("wasi:http/")} <= set(narrowed)
+    calls: list[tuple[Any, ...]] = []
+
+    def own(*args: Any) -> Any:
+        calls.append(args)
+        return everything
+
+    assert instance_imports(own, 3, arts) is everything
+    assert calls == [(3,)]
+    ex = run(_serve_once(App(arts, default_imports(log_prefix=False), log=lambda _: None)))
+    assert ex.status == 200 and ex.body == b"hello from wasm\n"
+
+
+async def _serve_once(app: App) -> Any:
+    await app.startup()
+    return await asgi_call(app, scope_of())

@@ -12,8 +12,11 @@ import asyncio
 import contextlib
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import IO, Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from polyengine.translate import Artifacts
 
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -74,10 +77,18 @@ def default_imports(
     network: bool = False,
     log_prefix: bool = True,
 ) -> ImportsFactory:
-    """All of ``polyengine_wasi`` plus wasi:http, per instance (like ``wasmtime serve -Scli``)."""
+    """All of ``polyengine_wasi`` plus wasi:http, per instance (like ``wasmtime serve -Scli``).
+
+    Given the ``interfaces`` a component imports (:func:`instance_imports`
+    passes them), the factory builds the WASI providers of those alone: the
+    others could never be reached, and a fresh 0.2 proxy instance per
+    request would build them all for nothing.
+    """
     import polyengine_wasi
 
-    def factory(instance_id: int) -> Mapping[str, object]:
+    def factory(
+        instance_id: int, interfaces: Collection[str] | None = None
+    ) -> Mapping[str, object]:
         out: object = _PrefixedLog(
             f"stdout [{instance_id}] :: ".encode() if log_prefix else b"", _stdout
         )
@@ -90,11 +101,43 @@ def default_imports(
             stdout=out,
             stderr=err,
             network=network,
+            interfaces=interfaces,
         )
         imports.update(polyengine_wasi.http(transport=cast(Any, transport)))
         return imports
 
+    setattr(factory, _NARROWS, True)
     return factory
+
+
+#: marks a factory of :func:`default_imports` (it takes the imported interfaces)
+_NARROWS = "__polyengine_narrows_imports__"
+
+#: the names of the interfaces each plan imports: ``id(plan) -> (plan, names)``
+_INTERFACES: dict[int, tuple[object, tuple[str, ...]]] = {}
+_INTERFACES_LIMIT = 16
+
+
+def instance_imports(
+    factory: ImportsFactory, instance_id: int, artifacts: Artifacts
+) -> Mapping[str, object]:
+    """The imports of a new instance of ``artifacts`` from ``factory``.
+
+    A :func:`default_imports` factory is also given the names of the
+    interfaces the component imports (worked out once per plan), so that it
+    builds their providers only; any other factory is called as
+    ``factory(instance_id)``.
+    """
+    if not getattr(factory, _NARROWS, False):
+        return factory(instance_id)
+    plan = artifacts.plan
+    found = _INTERFACES.get(id(plan))
+    if found is None or found[0] is not plan:
+        if len(_INTERFACES) >= _INTERFACES_LIMIT:
+            _INTERFACES.pop(next(iter(_INTERFACES)))
+        found = _INTERFACES[id(plan)] = (plan, tuple(imp.name for imp in plan.imports))
+    narrowing: Callable[..., Mapping[str, object]] = factory
+    return narrowing(instance_id, interfaces=found[1])
 
 
 def _consume_response(response: Any) -> tuple[Any, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from polyengine import Instance, instantiate
+from polyengine.asgi._io import instance_imports
 
 if TYPE_CHECKING:
     from polyengine.asgi import App
@@ -50,8 +51,9 @@ class _Pool:
 
     async def _new(self) -> _Slot:
         instance_id = next(self._ids)
-        imports = self._app.imports_factory(instance_id)
-        instance = await instantiate(self._app.artifacts(), imports, limits=self._app.limits)
+        artifacts = self._app.artifacts()
+        imports = instance_imports(self._app.imports_factory, instance_id, artifacts)
+        instance = await instantiate(artifacts, imports, limits=self._app.limits)
         names = list(instance.exports)
         p2 = [n for n in names if n.startswith(P2_HANDLER)]
         p3 = [n for n in names if n.startswith(P3_HANDLER)]

@@ -299,6 +299,8 @@ class HostLinker:
         self.suspend = suspend
         self.resources = HostResourceTable()
         self._callables: dict[tuple[str, ...], Callable[..., Any]] = {}
+        #: the provider of each interface resolved so far (its members resolve alike)
+        self._providers: dict[str, object] = {}
         #: whether the import at a path is marked ``suspending()``, by path
         self._suspending: dict[tuple[str, ...], bool] = {}
         #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
@@ -306,7 +308,10 @@ class HostLinker:
     # resolution ------------------------------------------------------------------
 
     def provider_for(self, iface: str, member: str) -> object:
-        return self.imports.require_interface(iface, member)
+        found = self._providers.get(iface, _ABSENT)
+        if found is _ABSENT:
+            found = self._providers[iface] = self.imports.require_interface(iface, member)
+        return found
 
     def resolve(self, path: tuple[str, ...]) -> Callable[..., Any]:
         """The Python callable for lowered import ``path``; raises naming what is missing.

@@ -81,6 +81,7 @@ from ._module import CoreModule as CoreModule
 from ._module import ImportDesc as ImportDesc
 from ._module import cached_module_path as cached_module_path
 from ._module import compile_module as compile_module
+from ._module import has_start_section as has_start_section
 from ._module import module_cache_dir as module_cache_dir
 from ._pre import DeferredHost as DeferredHost
 from ._pre import ExportSource as ExportSource
@@ -131,6 +132,7 @@ __all__ = [
     "export_kernel",
     "int_result_store",
     "get_engine",
+    "has_start_section",
     "instantiate",
     "memory_parts",
     "module_cache_dir",

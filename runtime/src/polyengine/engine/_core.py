@@ -16,7 +16,7 @@ import ctypes
 import struct
 from collections.abc import Callable, Sequence
 from threading import get_ident
-from typing import Any, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
 
 import wasmtime
 
@@ -36,6 +36,20 @@ from ._values import VALTYPES, CoreValue, check_valtypes, functype, normalize, r
 __all__ = ["CoreFunc", "CoreValue", "HostFunction", "define_host_func", "new_host_func"]
 
 _T = TypeVar("_T")
+
+#: the attributes of a :class:`CoreFunc` made on first use (``CoreFunc._build_call``)
+_LAZY_CALL = frozenset(
+    {
+        "_buf",
+        "_buf_addr",
+        "_call_args",
+        "_fast_raw",
+        "_params_struct",
+        "_results_struct",
+        "_trap",
+        "_trap_addr",
+    }
+)
 HostFunction: TypeAlias = Callable[[Sequence[CoreValue]], Sequence[CoreValue]]
 
 
@@ -113,25 +127,43 @@ class CoreFunc:
             )
             params = [str(t) for t in ty.params]
             results = [str(t) for t in ty.results]
+        self.params = tuple(params)
+        self.results = tuple(results)
+        self._nslots = max(len(params), len(results), 1)
+        self._call_layout = None
+        store._ctx()  # refused on a closed store, as before the call machinery was lazy
+        return self
+
+    if not TYPE_CHECKING:  # the declared attributes stay the only ones mypy knows
+
+        def __getattr__(self, name: str) -> Any:
+            """The call machinery (:data:`_LAZY_CALL`), built on first use: a function
+            that is only handed to the linker (a task-model trampoline, say) never
+            needs it, and building it was most of the cost of a wrapper."""
+            if name not in _LAZY_CALL:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            self._build_call()
+            return object.__getattribute__(self, name)
+
+    def _build_call(self) -> None:
+        params, results = list(self.params), list(self.results)
         # Function references and other non-numeric types are not flat core
         # values of the canonical ABI; such functions can be passed around
         # (tables, imports) but not called from Python.
-        self.params = tuple(params)
-        self.results = tuple(results)
         numeric = all(t in VALTYPES for t in params + results)
-        self._nslots = max(len(params), len(results), 1)
-        self._buf = ffi.byte_array(ffi.VAL_RAW_SIZE * self._nslots)
-        self._buf_addr = ctypes.addressof(self._buf)
+        buf = ffi.byte_array(ffi.VAL_RAW_SIZE * self._nslots)
+        trap = ctypes.c_void_p(0)
+        call_args = _call_args(self.store._ctx(), self._addr, buf, self._nslots, trap)
+        self._buf = buf
+        self._buf_addr = ctypes.addressof(buf)
         self._params_struct = raw_struct(params) if numeric else None
         self._results_struct = raw_struct(results) if numeric else None
-        self._trap = ctypes.c_void_p(0)
-        self._trap_addr = ctypes.addressof(self._trap)
-        self._call_args = _call_args(store._ctx(), self._addr, self._buf, self._nslots, self._trap)
-        self._call_layout = None
+        self._trap = trap
+        self._trap_addr = ctypes.addressof(trap)
+        self._call_args = call_args
         self._fast_raw = None
         if self._params_struct is not None:
             self._fast_raw = _callpath.raw_caller(self)
-        return self
 
     def __repr__(self) -> str:
         return f"<CoreFunc ({', '.join(self.params)}) -> ({', '.join(self.results)})>"

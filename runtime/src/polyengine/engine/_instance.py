@@ -21,6 +21,7 @@ from ._fiber import instantiate_blocking
 from ._memory import CoreGlobal, CoreTable, CoreTag, GuestMemory
 from ._module import CoreModule
 from ._store import EngineStore, instantiation_failure
+from ._values import VALTYPES
 
 __all__ = ["CoreInstance", "Extern", "check_imports", "instantiate", "wrap_extern"]
 
@@ -29,12 +30,16 @@ _T = TypeVar("_T")
 Extern: TypeAlias = CoreFunc | GuestMemory | CoreTable | CoreGlobal | CoreTag
 
 
-def wrap_extern(store: EngineStore, ext: Any) -> Extern:
+def wrap_extern(
+    store: EngineStore, ext: Any, signature: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+) -> Extern:
+    """The Python wrapper of ``ext``; a function's ``signature`` (params, results),
+    when the caller knows it, spares asking wasmtime for its type."""
     kind = int(ext.kind)
     if kind == ffi.EXTERN_FUNC:
         func = ffi.FuncStruct()
         ctypes.pointer(func)[0] = ext.of.func
-        return CoreFunc._wrap(store, func)
+        return CoreFunc._wrap(store, func, signature)
     if kind == ffi.EXTERN_MEMORY:
         return GuestMemory._wrap(store, ext.of.memory)
     if kind == ffi.EXTERN_TABLE:
@@ -49,22 +54,25 @@ def wrap_extern(store: EngineStore, ext: Any) -> Extern:
 class CoreInstance:
     """An instance of a core module in one store."""
 
-    __slots__ = ("_cache", "_instance", "module_name", "store")
+    __slots__ = ("_cache", "_instance", "_signatures", "module_name", "store")
 
     store: EngineStore
     module_name: str
     _instance: Any  # wasmtime_instance_t
     _cache: dict[str, Extern]
+    #: the module's exported functions' signatures as far as known (shared by its instances)
+    _signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
 
     def __init__(self) -> None:
         raise TypeError("use instantiate() to create a CoreInstance")
 
     @classmethod
-    def _wrap(cls, store: EngineStore, instance: Any, name: str) -> CoreInstance:
+    def _wrap(cls, store: EngineStore, instance: Any, module: CoreModule) -> CoreInstance:
         self = object.__new__(cls)
         self.store = store
         self._instance = instance
-        self.module_name = name
+        self.module_name = module.name
+        self._signatures = module.export_signatures
         self._cache = {}
         return self
 
@@ -80,7 +88,14 @@ class CoreInstance:
             ctx, ctypes.addressof(self._instance), data, len(data), ctypes.addressof(ext)
         ):
             return None
-        found = wrap_extern(self.store, ext)
+        signatures = self._signatures
+        found = wrap_extern(self.store, ext, signatures.get(name))
+        if type(found) is CoreFunc and name not in signatures:
+            params, results = found.params, found.results
+            if all(t in VALTYPES for t in params + results):
+                # A numeric signature is the module's (no subtype can differ from it):
+                # the module's other instances need not ask wasmtime again.
+                signatures[name] = (params, results)
         self._cache[name] = found
         return found
 
@@ -169,8 +184,9 @@ def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern
     state = store._state
     n = len(exts)
     arr = (ffi.Extern * max(n, 1))(*exts)
-    if state.async_required:
-        return CoreInstance._wrap(store, instantiate_blocking(store, module, arr), module.name)
+    if state.async_required and module.runs_start:
+        # only a start function can reach an async host function (see ``_pre.py``)
+        return CoreInstance._wrap(store, instantiate_blocking(store, module, arr), module)
     inst = ffi.InstanceStruct()
     trap = ctypes.c_void_p(0)
     err = ffi.instance_new(
@@ -178,4 +194,4 @@ def instantiate(store: EngineStore, module: CoreModule, imports: Sequence[Extern
     )
     if err or trap.value:
         instantiation_failure(state, module, trap.value or 0, err or 0)
-    return CoreInstance._wrap(store, inst, module.name)
+    return CoreInstance._wrap(store, inst, module)

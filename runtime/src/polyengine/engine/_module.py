@@ -39,6 +39,7 @@ __all__ = [
     "ImportDesc",
     "cached_module_path",
     "compile_module",
+    "has_start_section",
     "module_cache_dir",
 ]
 
@@ -66,7 +67,9 @@ class CoreModule:
         "_link_names",
         "_ptr",
         "engine",
+        "export_signatures",
         "name",
+        "runs_start",
         "sha256",
         "wasmtime_module",
     )
@@ -76,6 +79,12 @@ class CoreModule:
     sha256: str
     wasmtime_module: wasmtime.Module
     _ptr: int
+    #: whether instantiating runs guest code: the module has a start function, or
+    #: its bytes were not read to tell (see :func:`has_start_section`)
+    runs_start: bool
+    #: ``name -> (params, results)`` of the exported functions with numeric
+    #: signatures, filled as instances ask for them (``CoreInstance.get``)
+    export_signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
     _imports: tuple[ImportDesc, ...] | None
     _exports: dict[str, str] | None
     _link_names: tuple[tuple[tuple[bytes, int, bytes, int], ...], bool] | None
@@ -91,6 +100,8 @@ class CoreModule:
         self.sha256 = sha
         self.name = name
         self._ptr = address(module.ptr())
+        self.runs_start = True
+        self.export_signatures = {}
         self._imports = None
         self._exports = None
         self._link_names = None
@@ -283,5 +294,42 @@ def compile_module(
             result = CoreModule._create(eng, module, sha, label)
             if path is not None:
                 _write_cached(path, result)
+        result.runs_start = has_start_section(data)
         _memory_cache[key] = result
         return result
+
+
+#: the id of the start section (WebAssembly core spec, "Binary Format", §5.5.2)
+_START_SECTION = 8
+
+
+def has_start_section(data: bytes | bytearray | memoryview) -> bool:
+    """Whether the core module ``data`` has a start section (core spec §5.5.10, "Modules").
+
+    Only the section headers are read (an id byte and a u32 LEB128 size
+    each), so a module of many megabytes costs a dozen steps. Anything that
+    is not a well-formed sequence of sections answers ``True``: the caller
+    then assumes instantiating may run guest code.
+    """
+    view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    end = len(view)
+    if end < 8 or bytes(view[:4]) != b"\0asm":
+        return True
+    pos = 8
+    while pos < end:
+        section = view[pos]
+        if section == _START_SECTION:
+            return True
+        size = shift = 0
+        pos += 1
+        while True:
+            if pos >= end or shift > 28:
+                return True
+            byte = view[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        pos += size
+    return pos != end

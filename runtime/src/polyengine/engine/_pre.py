@@ -19,7 +19,13 @@ the caller asks :class:`CoreInstance.get` for.
 
 Nothing wasmtime could abort on reaches it: every extern of an array comes
 from the linking's own store, and every slot of an array is written before
-the array is used.
+the array is used. In a store with async host functions a module is
+instantiated on a call future only when it has a start function (which could
+call one, and an async host function called synchronously aborts the
+process): without one, instantiation runs no guest code (Explainer.md §"Instance
+definitions": a core instantiation is the core spec's, whose only code is
+the start function), so the plain ``wasmtime_instance_new`` serves and no
+linker is built and filled per module.
 """
 
 from __future__ import annotations
@@ -417,11 +423,14 @@ class Linking:
                 for off, h in step.hosts:
                     ctypes.memmove(base + off, hosts_base + h * _EXTERN_SIZE, _EXTERN_SIZE)
         module = step.module
-        if state.async_required:
+        if state.async_required and module.runs_start:
+            # Its start function may reach an async host function, which must run
+            # on a call future; a module without one runs no code while being
+            # instantiated, and takes the synchronous path below.
             raw = instantiate_blocking(store, module, arr)
             self._instances.append(raw)
             addrs.append(ctypes.addressof(raw))
-            return CoreInstance._wrap(store, raw, module.name)
+            return CoreInstance._wrap(store, raw, module)
         inst = ffi.InstanceStruct()
         trap = ctypes.c_void_p(0)
         err = ffi.instance_new(
@@ -431,7 +440,7 @@ class Linking:
             instantiation_failure(state, module, trap.value or 0, err or 0)
         self._instances.append(inst)
         addrs.append(ctypes.addressof(inst))
-        return CoreInstance._wrap(store, inst, module.name)
+        return CoreInstance._wrap(store, inst, module)
 
     @staticmethod
     def _missing(step: _Step, args: tuple[Any, ...]) -> NoReturn:

@@ -25,6 +25,7 @@ from . import _ffi as ffi
 from . import _interrupt
 from ._config import Engine, get_engine
 from ._errors import CoreTrap, EngineError, StoreClosedError
+from ._reaper import delete_store
 
 if TYPE_CHECKING:
     from ._module import CoreModule
@@ -285,12 +286,13 @@ class _StoreState:
             weakref.finalize(buffer, gone)
 
     def _delete(self) -> None:
-        if self.store_ptr:
-            ffi.store_delete(self.store_ptr)
-            self.store_ptr = 0
-        if self.async_linker:
-            ffi.linker_delete(self.async_linker)
-            self.async_linker = 0
+        store, linker = self.store_ptr, self.async_linker
+        self.store_ptr = 0
+        self.async_linker = 0
+        if store or linker:
+            # Nothing of the store can run any more (``close``): the deletion may
+            # overlap the caller's next work on a thread of its own (``_reaper.py``).
+            delete_store(store, linker)
         self.keepalive.clear()
 
     def raise_closed(self) -> NoReturn:

@@ -1,0 +1,113 @@
+"""Deleting closed stores off the caller's thread (architecture.md §4 and §5).
+
+Deleting a wasmtime store unmaps its instances' memories and tables and
+unregisters their code: a fresh componentize-py instance takes ~0.2 ms of
+it, on the path of the request that closed it (§5: serving one instance per
+request). Nothing of a closed store can run any more (its live call futures
+are deleted first, as §4 requires, and its host entries dropped, see
+``_StoreState.close``), and a store may be dropped on any thread, so
+:func:`delete_store` hands the deletion to one thread of its own, whose
+ctypes calls release the GIL: the work overlaps the next request.
+
+The queue is bounded (:data:`LIMIT`); past it, after a fork (the thread is
+not the child's) and once the interpreter is exiting, stores are deleted
+in place, as before. At exit the queue is drained before the interpreter
+goes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections import deque
+
+from . import _ffi as ffi
+
+__all__ = ["LIMIT", "delete_store", "drain"]
+
+#: how many closed stores may wait for the thread before deletion happens in place
+LIMIT = 16
+
+
+class _Reaper:
+    __slots__ = ("cv", "open", "pending", "pid", "thread")
+
+    def __init__(self) -> None:
+        self.cv = threading.Condition(threading.Lock())
+        #: ``(store pointer, linker pointer)`` of each closed store not yet deleted
+        self.pending: deque[tuple[int, int]] = deque()
+        self.thread: threading.Thread | None = None
+        self.open = True
+        self.pid = os.getpid()
+
+    def submit(self, store: int, linker: int) -> bool:
+        """Queue the deletion (``False``: the caller deletes in place)."""
+        if os.getpid() != self.pid:
+            return False  # a forked child: the thread is the parent's
+        with self.cv:
+            if not self.open or len(self.pending) >= LIMIT:
+                return False
+            if self.thread is None:
+                thread = threading.Thread(
+                    target=self._run, name="polyengine-store-reaper", daemon=True
+                )
+                try:
+                    thread.start()
+                except RuntimeError:  # no new threads (the interpreter is shutting down)
+                    self.open = False
+                    return False
+                self.thread = thread
+            self.pending.append((store, linker))
+            self.cv.notify()
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self.cv:
+                while not self.pending and self.open:
+                    self.cv.wait()
+                if not self.pending:
+                    return
+                store, linker = self.pending.popleft()
+            _delete_now(store, linker)
+
+    def drain(self) -> None:
+        """Stop taking stores, wait for the thread, delete what is left here."""
+        with self.cv:
+            self.open = False
+            self.cv.notify()
+            thread = self.thread
+        if thread is not None and self.pid == os.getpid():
+            thread.join(timeout=10)
+        while True:
+            with self.cv:
+                if not self.pending:
+                    return
+                store, linker = self.pending.popleft()
+            _delete_now(store, linker)
+
+
+def _delete_now(store: int, linker: int) -> None:
+    if store:
+        ffi.store_delete(store)
+    if linker:
+        ffi.linker_delete(linker)
+
+
+_REAPER = _Reaper()
+
+
+def delete_store(store: int, linker: int) -> None:
+    """Delete a closed store and its async linker (either may be 0), on the reaper
+    thread when it takes it, else here."""
+    if not _REAPER.submit(store, linker):
+        _delete_now(store, linker)
+
+
+def drain() -> None:
+    """Delete every store still waiting; later ones are deleted in place."""
+    _REAPER.drain()
+
+
+atexit.register(drain)

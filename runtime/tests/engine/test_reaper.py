@@ -1,0 +1,118 @@
+"""Closed stores are deleted on the reaper thread, in place when it cannot take them."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from polyengine.engine import CoreModule, EngineStore, _reaper, instantiate
+
+Wat = Callable[..., CoreModule]
+
+MODULE = '(module (memory (export "m") 1) (table 4 funcref) (func (export "f")))'
+
+
+@pytest.fixture
+def deletions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, str]]]:
+    """Each real deletion as ``(store pointer, thread name)``, on a reaper of its own."""
+    seen: list[tuple[int, str]] = []
+    real = _reaper._delete_now
+
+    def record(store: int, linker: int) -> None:
+        seen.append((store, threading.current_thread().name))
+        real(store, linker)
+
+    monkeypatch.setattr(_reaper, "_delete_now", record)
+    monkeypatch.setattr(_reaper, "_REAPER", _reaper._Reaper())
+    yield seen
+    _reaper.drain()
+
+
+def _closed_store(wat: Wat) -> int:
+    store = EngineStore()
+    instantiate(store, wat(MODULE), []).func("f").call_raw([])
+    ptr = store._state.store_ptr
+    store.close()
+    assert store._state.store_ptr == 0 and store.closed
+    return ptr
+
+
+def _wait_for(cond: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline, "the reaper did not delete the store"
+        time.sleep(0.001)
+
+
+def test_a_closed_store_is_deleted_on_the_reaper_thread(
+    wat: Wat, deletions: list[tuple[int, str]]
+) -> None:
+    # Stores of earlier tests that the collector closes meanwhile go the same way,
+    # and a deleted store's address may come back for the next one.
+    ptr = _closed_store(wat)
+    _wait_for(lambda: any(d[0] == ptr for d in deletions))
+    ptrs = [_closed_store(wat) for _ in range(5)]
+    _wait_for(lambda: len(deletions) >= 6 and {d[0] for d in deletions} >= set(ptrs))
+    assert {name for _, name in deletions} == {"polyengine-store-reaper"}
+
+
+def test_past_the_bound_and_after_a_drain_stores_are_deleted_in_place(
+    wat: Wat, deletions: list[tuple[int, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    recorded = _reaper._delete_now
+
+    def held(store: int, linker: int) -> None:
+        if threading.current_thread().name == "polyengine-store-reaper":
+            assert gate.wait(10)
+        recorded(store, linker)
+
+    monkeypatch.setattr(_reaper, "_delete_now", held)
+    me = threading.current_thread().name
+    # The reaper holds the first store; the queue takes LIMIT more; past that
+    # a store is deleted by the thread that closed it.
+    closed = [_closed_store(wat) for _ in range(_reaper.LIMIT + 3)]
+    in_place = [d for d in deletions if d[0] in closed]
+    assert in_place, "no store was deleted in place past the bound"
+    assert {name for _, name in in_place} == {me}
+    assert in_place[-1][0] == closed[-1]
+    gate.set()
+    _reaper.drain()  # waits for the thread, which deletes what it held and queued
+    assert sorted(ptr for ptr, _ in deletions if ptr in closed) == sorted(closed)
+    assert not _reaper._REAPER.pending
+    late = _closed_store(wat)  # the reaper no longer takes stores
+    assert (late, me) in deletions
+
+
+def test_in_a_forked_child_the_store_is_deleted_in_place(
+    wat: Wat, deletions: list[tuple[int, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_reaper._REAPER, "pid", -1)  # as if this were a forked child
+    ptr = _closed_store(wat)
+    assert (ptr, threading.current_thread().name) in deletions
+    assert _reaper._REAPER.thread is None
+
+
+def test_a_process_that_closes_many_stores_exits_cleanly(
+    run_isolated: Callable[[str], subprocess.CompletedProcess[str]],
+) -> None:
+    proc = run_isolated(
+        """
+        import wasmtime
+        from polyengine.engine import EngineStore, compile_module, instantiate
+        mod = compile_module(wasmtime.wat2wasm('(module (memory 1) (func (export "f")))'))
+        for _ in range(200):
+            store = EngineStore()
+            instantiate(store, mod, []).func("f").call_raw([])
+            store.close()
+        kept = [EngineStore() for _ in range(20)]  # closed by their finalizers at exit
+        print("DONE")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "DONE" in proc.stdout
+    assert "panicked" not in proc.stderr
