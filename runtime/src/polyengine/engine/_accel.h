@@ -60,6 +60,8 @@ struct AccelValueCx {
     PyObject *realloc; /* borrowed: opts.realloc's core function specialised, or NULL */
     PyObject *state;   /* borrowed: the engine memory's store state (ctx), or NULL */
     void *addr;        /* the engine memory's address, with state */
+    const unsigned long long *cell; /* the store's cell (ctx while direct, else 0), or NULL */
+    PyObject *inst_dict; /* borrowed: inst's __dict__ holding may_leave plainly, or NULL */
 };
 int accel_vcx_from_cx(AccelValueCx *v, PyObject *cx); /* -1 on error */
 void accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,

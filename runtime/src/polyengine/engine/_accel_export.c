@@ -418,11 +418,20 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                           &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
                           &owner, &values))
         return NULL;
-    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 9
+    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 10
                               || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
                               || PyTuple_GET_SIZE(PyTuple_GET_ITEM(values, 0)) != n)) {
         PyErr_SetString(PyExc_TypeError, "values must be a plan of n programs");
         return NULL;
+    }
+    if (values != Py_None) { /* the plan's memory and ci_dict, checked once here */
+        PyObject *memory = PyTuple_GET_ITEM(values, 8), *d = PyTuple_GET_ITEM(values, 9);
+        if ((memory != Py_None && (!PyTuple_CheckExact(memory) || PyTuple_GET_SIZE(memory) < 2))
+            || (d != Py_None && !PyDict_CheckExact(d))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a plan's memory must be a tuple and its ci_dict a dict or None");
+            return NULL;
+        }
     }
     if (ci_dict != Py_None && !PyDict_CheckExact(ci_dict)) {
         PyErr_SetString(PyExc_TypeError, "ci_dict must be a dict or None");

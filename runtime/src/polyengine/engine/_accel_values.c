@@ -598,10 +598,11 @@ accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long size,
 /* -- the export call's steps (``Export`` in _accel_export.c) --------------- */
 
 /* plan: (programs, lift, opts, ci, make_cx, block_trap, lift_fallback, realloc,
- * memory), lift being (program, size, align), (program,) for a bool or integer
- * result or None (no result), realloc the specialised call of opts.realloc's
- * core function or None, memory an engine memory's (store state, address) or
- * None */
+ * memory, ci_dict), lift being (program, size, align), (program,) for a bool or
+ * integer result or None (no result), realloc the specialised call of
+ * opts.realloc's core function or None, memory an engine memory's (store state,
+ * address, address of the state's cell) or None, ci_dict ci's __dict__ when it
+ * holds ``may_leave`` plainly or None */
 
 /* The bool or integer of a program from the first core result, as
  * scalar_lifting (abi/functions.py) converts it: the bits of its width, as its
@@ -642,6 +643,8 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     accel_vcx_from_parts(&v, PyTuple_GET_ITEM(plan, 2), PyTuple_GET_ITEM(plan, 3),
                          PyTuple_GET_ITEM(plan, 4), PyTuple_GET_ITEM(plan, 7),
                          PyTuple_GET_ITEM(plan, 8));
+    if (PyTuple_GET_ITEM(plan, 9) != Py_None)
+        v.inst_dict = PyTuple_GET_ITEM(plan, 9);
     PyObject *value = NULL, *results = NULL;
     PyObject *vs = PyTuple_New(n);
     if (vs == NULL)
