@@ -25,10 +25,20 @@ int accel_hostlower_register(PyObject *module);
 int accel_values_register(PyObject *module);
 
 /* _accel_values.c: an export call's compiled values (``Export`` with a plan):
- * the type test (1: taken, 0: not, -1: error), then lower, core(flat), lift */
-int accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n);
+ * the type test (1: taken, 0: not, -1: error), then lower, core(flat), lift.
+ * The test keeps the record fields it looked up in ``memo`` (references, in
+ * the order the lower takes them; ``full`` when they did not fit), so the
+ * lower does not look them up again; accel_memo_clear releases them. */
+#define ACCEL_MEMO_SIZE 16
+typedef struct {
+    PyObject *items[ACCEL_MEMO_SIZE];
+    int n;
+    int full;
+} AccelMemo;
+int accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo);
 PyObject *accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items,
-                            Py_ssize_t n);
+                            Py_ssize_t n, AccelMemo *memo);
+void accel_memo_clear(AccelMemo *memo);
 
 /* _accel_values.c: the interpreter's entry points for the callable types of
  * _accel_valuetypes.c (see there) */

@@ -59,8 +59,30 @@ static PyObject *str_mv = NULL;
 
 /* -- the first pass: does the kernel take this value exactly? ----------- */
 
-/* 1: yes, 0: no (no exception), -1: an exception */
-static int check(PyObject *node, PyObject *v, int depth);
+/* 1: yes, 0: no (no exception), -1: an exception; memo (or NULL) keeps the
+ * record fields looked up */
+static int check(PyObject *node, PyObject *v, int depth, AccelMemo *memo);
+
+void
+accel_memo_clear(AccelMemo *memo)
+{
+    for (int k = 0; k < memo->n; k++)
+        Py_DECREF(memo->items[k]);
+    memo->n = 0;
+    memo->full = 0;
+}
+
+static void
+memo_keep(AccelMemo *memo, PyObject *x)
+{
+    if (memo == NULL || memo->full)
+        return;
+    if (memo->n == ACCEL_MEMO_SIZE) {
+        memo->full = 1;
+        return;
+    }
+    memo->items[memo->n++] = Py_NewRef(x);
+}
 
 static int
 check_int(PyObject *node, PyObject *v)
@@ -94,21 +116,27 @@ check_int(PyObject *node, PyObject *v)
     return size >= 8 || x < (1ULL << (size * 8));
 }
 
-int
-accel_check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+static int
+check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth, AccelMemo *memo)
 {
     if (PyTuple_GET_SIZE(children) != n)
         return 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        int r = check(PyTuple_GET_ITEM(children, k), items[k], depth + 1);
+        int r = check(PyTuple_GET_ITEM(children, k), items[k], depth + 1, memo);
         if (r != 1)
             return r;
     }
     return 1;
 }
 
+int
+accel_check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    return check_seq(children, items, n, depth, NULL);
+}
+
 static int
-check(PyObject *node, PyObject *v, int depth)
+check(PyObject *node, PyObject *v, int depth, AccelMemo *memo)
 {
     if (depth > DEPTH_LIMIT)
         return 0;
@@ -147,7 +175,8 @@ check(PyObject *node, PyObject *v, int depth)
             }
             else
                 found++;
-            int r = check(PyTuple_GET_ITEM(children, k), x, depth + 1);
+            memo_keep(memo, x);
+            int r = check(PyTuple_GET_ITEM(children, k), x, depth + 1, memo);
             if (r != 1)
                 return r;
         }
@@ -156,14 +185,14 @@ check(PyObject *node, PyObject *v, int depth)
     case OP_TUPLE: {
         PyObject *children = ITEM(node, 1);
         if (PyTuple_CheckExact(v))
-            return accel_check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v),
-                                   depth);
+            return check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v), depth,
+                             memo);
         if (PyList_CheckExact(v))
-            return accel_check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth);
+            return check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth, memo);
         return 0;
     }
     case OP_OPTION:
-        return v == Py_None ? 1 : check(ITEM(node, 1), v, depth + 1);
+        return v == Py_None ? 1 : check(ITEM(node, 1), v, depth + 1, memo);
     case OP_VARIANT: {
         if (!PyDict_CheckExact(v))
             return 0;
@@ -183,7 +212,7 @@ check(PyObject *node, PyObject *v, int depth)
         PyObject *value = PyDict_GetItemWithError(v, str_value);
         if (value == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        return check(child, value, depth + 1);
+        return check(child, value, depth + 1, memo);
     }
     case OP_ENUM: {
         if (!PyUnicode_CheckExact(v))
@@ -215,6 +244,8 @@ typedef struct {
     AccelValueCx *v;
     PyObject *block_trap; /* block_trap(cx, what, ptr, nbytes, align): raises */
     PyObject *out;        /* the list of core values */
+    AccelMemo *memo;      /* the record fields check() looked up, or NULL */
+    int at;               /* the next of them */
 } Lowering;
 
 static int
@@ -324,10 +355,15 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
     case OP_RECORD: {
         PyObject *keys = ITEM(node, 1), *children = ITEM(node, 2);
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
-            PyObject *x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
-            if (x == NULL && PyErr_Occurred())
-                return -1;
-            x = x == NULL ? Py_None : x;
+            PyObject *x;
+            if (lw->memo != NULL && !lw->memo->full && lw->at < lw->memo->n)
+                x = lw->memo->items[lw->at++]; /* check() visited the fields in this order */
+            else {
+                x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
+                if (x == NULL && PyErr_Occurred())
+                    return -1;
+                x = x == NULL ? Py_None : x;
+            }
             Py_INCREF(x);
             int r = lower(lw, PyTuple_GET_ITEM(children, k), x);
             Py_DECREF(x);
@@ -545,7 +581,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
 PyObject *
 accel_lower_all(AccelValueCx *v, PyObject *programs, PyObject *vs, PyObject *block_trap)
 {
-    Lowering lw = {v, block_trap, PyList_New(0)};
+    Lowering lw = {v, block_trap, PyList_New(0), NULL, 0};
     if (lw.out == NULL)
         return NULL;
     Py_INCREF(vs); /* keeps the items alive while guest code runs */
@@ -630,13 +666,14 @@ lift_scalar(PyObject *node, PyObject *results)
 }
 
 int
-accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n)
+accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo)
 {
-    return accel_check_seq(PyTuple_GET_ITEM(plan, 0), items, n, 0);
+    return check_seq(PyTuple_GET_ITEM(plan, 0), items, n, 0, memo);
 }
 
 PyObject *
-accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssize_t n)
+accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssize_t n,
+                  AccelMemo *memo)
 {
     PyObject *lift = PyTuple_GET_ITEM(plan, 1);
     AccelValueCx v;
@@ -646,14 +683,18 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     if (PyTuple_GET_ITEM(plan, 9) != Py_None)
         v.inst_dict = PyTuple_GET_ITEM(plan, 9);
     PyObject *value = NULL, *results = NULL;
-    PyObject *vs = PyTuple_New(n);
-    if (vs == NULL)
+    /* the arguments: the caller's, which it holds during the call */
+    Lowering lw = {&v, PyTuple_GET_ITEM(plan, 5), PyList_New(0), memo, 0};
+    PyObject *programs = PyTuple_GET_ITEM(plan, 0);
+    if (lw.out == NULL)
         goto done;
-    for (Py_ssize_t k = 0; k < n; k++)
-        PyTuple_SET_ITEM(vs, k, Py_NewRef(items[k]));
-    PyObject *flat = accel_lower_all(&v, PyTuple_GET_ITEM(plan, 0), vs, PyTuple_GET_ITEM(plan, 5));
-    if (flat == NULL)
-        goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (lower(&lw, PyTuple_GET_ITEM(programs, k), items[k]) < 0) {
+            Py_CLEAR(lw.out);
+            goto done;
+        }
+    }
+    PyObject *flat = lw.out;
     results = PyObject_CallOneArg(core, flat);
     Py_DECREF(flat);
     if (results == NULL)
@@ -699,7 +740,6 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
             value = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(plan, 6), cx, results, NULL);
     }
 done:
-    Py_XDECREF(vs);
     Py_XDECREF(results);
     accel_vcx_done(&v);
     return value;
