@@ -55,7 +55,22 @@ static PyObject *str_lift_budget = NULL;
 static PyObject *str_mv = NULL;
 
 #define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
-#define IARG(node, k) PyLong_AsSsize_t(ITEM((node), (k)))
+#define IARG(node, k) small_arg(ITEM((node), (k)))
+
+/* A program's integer (an opcode, a size, an offset): read at once when it
+ * is one small exact int, as most are; else PyLong_AsSsize_t. */
+static inline Py_ssize_t
+small_arg(PyObject *o)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyLong_CheckExact(o) && PyUnstable_Long_IsCompact((PyLongObject *)o))
+        return (Py_ssize_t)PyUnstable_Long_CompactValue((PyLongObject *)o);
+#else
+    if (PyLong_CheckExact(o) && (Py_SIZE(o) == 0 || Py_SIZE(o) == 1))
+        return Py_SIZE(o) == 0 ? 0 : (Py_ssize_t)((PyLongObject *)o)->ob_digit[0];
+#endif
+    return PyLong_AsSsize_t(o);
+}
 
 /* -- the first pass: does the kernel take this value exactly? ----------- */
 
@@ -240,35 +255,50 @@ check(PyObject *node, PyObject *v, int depth, AccelMemo *memo)
 
 /* -- the second pass: store and flatten ----------------------------------- */
 
+#define MAX_FLAT 16 /* MAX_FLAT_PARAMS: the most core values a plan's lower makes */
+
 typedef struct {
     AccelValueCx *v;
     PyObject *block_trap; /* block_trap(cx, what, ptr, nbytes, align): raises */
-    PyObject *out;        /* the list of core values */
+    PyObject *out;        /* the list of core values, or NULL: they go to flat */
     AccelMemo *memo;      /* the record fields check() looked up, or NULL */
     int at;               /* the next of them */
+    Py_ssize_t nflat;     /* how many core values flat holds (references) */
+    PyObject *flat[MAX_FLAT];
 } Lowering;
 
+/* Append a core value (a new reference, consumed; NULL: an error is set). */
 static int
-append_u64(PyObject *out, unsigned long long x)
+emit(Lowering *lw, PyObject *o)
 {
-    PyObject *o = PyLong_FromUnsignedLongLong(x);
     if (o == NULL)
         return -1;
-    int r = PyList_Append(out, o);
+    if (lw->out == NULL) {
+        if (lw->nflat < MAX_FLAT) {
+            lw->flat[lw->nflat++] = o;
+            return 0;
+        }
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_SystemError, "a plan's lower made more core values than it may");
+        return -1;
+    }
+    int r = PyList_Append(lw->out, o);
     Py_DECREF(o);
     return r;
 }
 
 static int
-append_zeros(PyObject *out, Py_ssize_t n)
+append_u64(Lowering *lw, unsigned long long x)
 {
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL)
-        return -1;
+    return emit(lw, PyLong_FromUnsignedLongLong(x));
+}
+
+static int
+append_zeros(Lowering *lw, Py_ssize_t n)
+{
     int r = 0;
     for (Py_ssize_t k = 0; k < n && r == 0; k++)
-        r = PyList_Append(out, zero);
-    Py_DECREF(zero);
+        r = emit(lw, PyLong_FromLong(0));
     return r;
 }
 
@@ -304,9 +334,7 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
             PyErr_SetString(PyExc_AssertionError, "the block trap did not raise");
         return -1;
     }
-    int r = PyList_Append(lw->out, ptr_obj);
-    Py_DECREF(ptr_obj);
-    return r < 0 ? -1 : append_u64(lw->out, (unsigned long long)n);
+    return emit(lw, ptr_obj) < 0 ? -1 : append_u64(lw, (unsigned long long)n);
 }
 
 static int lower(Lowering *lw, PyObject *node, PyObject *v);
@@ -332,16 +360,16 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
 {
     switch (IARG(node, 0)) {
     case OP_BOOL:
-        return append_u64(lw->out, v == Py_True);
+        return append_u64(lw, v == Py_True);
     case OP_INT: {
         if (!IARG(node, 2))
-            return PyList_Append(lw->out, v);
+            return emit(lw, Py_NewRef(v));
         long long x = PyLong_AsLongLong(v);
         if (x == -1 && PyErr_Occurred())
             return -1;
         if (IARG(node, 1) <= 4)
-            return append_u64(lw->out, (unsigned long long)(uint32_t)x);
-        return append_u64(lw->out, (unsigned long long)x);
+            return append_u64(lw, (unsigned long long)(uint32_t)x);
+        return append_u64(lw, (unsigned long long)x);
     }
     case OP_STR: {
         Py_ssize_t n;
@@ -376,10 +404,10 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
         return lower_seq(lw, ITEM(node, 1), v);
     case OP_OPTION:
         if (v == Py_None)
-            return append_u64(lw->out, 0) < 0 ? -1 : append_zeros(lw->out, IARG(node, 5));
-        if (append_u64(lw->out, 1) < 0 || lower(lw, ITEM(node, 1), v) < 0)
+            return append_u64(lw, 0) < 0 ? -1 : append_zeros(lw, IARG(node, 5));
+        if (append_u64(lw, 1) < 0 || lower(lw, ITEM(node, 1), v) < 0)
             return -1;
-        return append_zeros(lw->out, IARG(node, 4));
+        return append_zeros(lw, IARG(node, 4));
     case OP_VARIANT: {
         PyObject *index = PyDict_GetItemWithError(
             ITEM(node, 3), PyDict_GetItemWithError(v, str_kind));
@@ -388,7 +416,7 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
         Py_ssize_t i = PyLong_AsSsize_t(index);
         PyObject *child = PyTuple_GET_ITEM(ITEM(node, 2), i);
         Py_ssize_t pad = PyLong_AsSsize_t(PyTuple_GET_ITEM(ITEM(node, 6), i));
-        if (append_u64(lw->out, (unsigned long long)i) < 0)
+        if (append_u64(lw, (unsigned long long)i) < 0)
             return -1;
         if (child != Py_None) {
             PyObject *x = PyDict_GetItemWithError(v, str_value);
@@ -400,11 +428,11 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
             if (r < 0)
                 return -1;
         }
-        return append_zeros(lw->out, pad);
+        return append_zeros(lw, pad);
     }
     case OP_ENUM: {
         PyObject *index = PyDict_GetItemWithError(ITEM(node, 2), v);
-        return index == NULL ? -1 : PyList_Append(lw->out, index);
+        return index == NULL ? -1 : emit(lw, Py_NewRef(index));
     }
     case OP_FLAGS: {
         PyObject *bits = ITEM(node, 2), *key, *b;
@@ -414,7 +442,7 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
             if (b == Py_True)
                 word |= PyLong_AsUnsignedLongLong(PyDict_GetItem(bits, key));
         }
-        return append_u64(lw->out, word);
+        return append_u64(lw, word);
     }
     }
     PyErr_SetString(PyExc_SystemError, "bad value program");
@@ -581,7 +609,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
 PyObject *
 accel_lower_all(AccelValueCx *v, PyObject *programs, PyObject *vs, PyObject *block_trap)
 {
-    Lowering lw = {v, block_trap, PyList_New(0), NULL, 0};
+    Lowering lw = {v, block_trap, PyList_New(0), NULL, 0, 0, {NULL}};
     if (lw.out == NULL)
         return NULL;
     Py_INCREF(vs); /* keeps the items alive while guest code runs */
@@ -665,6 +693,26 @@ lift_scalar(PyObject *node, PyObject *results)
     return PyLong_FromLongLong((long long)x);
 }
 
+/* inst.lift_budget: with the instance's plain __dict__, its entry there, else
+ * the class's int (no descriptor stands before the dict); else the attribute. */
+static PyObject *
+lift_budget_of(AccelValueCx *v)
+{
+    if (v->inst_dict != NULL) {
+        PyObject *t = _PyType_Lookup(Py_TYPE(v->inst), str_lift_budget); /* borrowed */
+        if (t == NULL || PyLong_CheckExact(t)) {
+            PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_lift_budget);
+            if (x != NULL)
+                return Py_NewRef(x);
+            if (PyErr_Occurred())
+                return NULL;
+            if (t != NULL)
+                return Py_NewRef(t);
+        }
+    }
+    return PyObject_GetAttr(v->inst, str_lift_budget);
+}
+
 int
 accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo)
 {
@@ -683,18 +731,22 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     if (PyTuple_GET_ITEM(plan, 9) != Py_None)
         v.inst_dict = PyTuple_GET_ITEM(plan, 9);
     PyObject *value = NULL, *results = NULL;
-    /* the arguments: the caller's, which it holds during the call */
-    Lowering lw = {&v, PyTuple_GET_ITEM(plan, 5), PyList_New(0), memo, 0};
+    /* the arguments: the caller's, which it holds during the call; the core
+     * values gathered in lw.flat, then made the list core() takes */
+    Lowering lw = {&v, PyTuple_GET_ITEM(plan, 5), NULL, memo, 0, 0, {NULL}};
     PyObject *programs = PyTuple_GET_ITEM(plan, 0);
-    if (lw.out == NULL)
-        goto done;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (lower(&lw, PyTuple_GET_ITEM(programs, k), items[k]) < 0) {
-            Py_CLEAR(lw.out);
-            goto done;
-        }
+    int lowered = 0;
+    for (Py_ssize_t k = 0; k < n && lowered == 0; k++)
+        lowered = lower(&lw, PyTuple_GET_ITEM(programs, k), items[k]);
+    PyObject *flat = lowered < 0 ? NULL : PyList_New(lw.nflat);
+    for (Py_ssize_t k = 0; k < lw.nflat; k++) {
+        if (flat != NULL)
+            PyList_SET_ITEM(flat, k, lw.flat[k]);
+        else
+            Py_DECREF(lw.flat[k]);
     }
-    PyObject *flat = lw.out;
+    if (flat == NULL)
+        goto done;
     results = PyObject_CallOneArg(core, flat);
     Py_DECREF(flat);
     if (results == NULL)
@@ -714,7 +766,7 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     }
     long long budget = 0;
     int charged = 0;
-    PyObject *left = PyObject_GetAttr(v.inst, str_lift_budget);
+    PyObject *left = lift_budget_of(&v);
     if (left == NULL)
         goto done;
     budget = PyLong_AsLongLong(left);
