@@ -174,12 +174,15 @@ export_general(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *who
 static int
 export_reenter(Export *self)
 {
+    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
+        int r = export_set_may_enter(self, Py_True);
+        self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
+        return r;
+    }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int r = export_set_may_enter(self, Py_True);
     self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
-    if (type == NULL)
-        return r;
     if (r < 0) { /* the finally clause's error replaces the call's, chained to it */
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb != NULL && value != NULL)
@@ -367,7 +370,8 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
         }
     }
     PyObject *result = export_enter_and_call(self, items, n, whole, &memo);
-    accel_memo_clear(&memo);
+    if (memo.n > 0)
+        accel_memo_clear(&memo);
     return result;
 }
 

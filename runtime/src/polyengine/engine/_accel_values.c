@@ -519,7 +519,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
         if (d == NULL)
             return NULL;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
-            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            unsigned long long o = (unsigned long long)small_arg(PyTuple_GET_ITEM(offs, k));
             PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
             if (x == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(keys, k), x) < 0) {
                 Py_XDECREF(x);
@@ -537,7 +537,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
         if (t == NULL)
             return NULL;
         for (Py_ssize_t k = 0; k < n; k++) {
-            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            unsigned long long o = (unsigned long long)small_arg(PyTuple_GET_ITEM(offs, k));
             PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
             if (x == NULL) {
                 Py_DECREF(t);
@@ -783,8 +783,8 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
             goto done;
     }
     int r = accel_lift_spilled(&v, PyTuple_GET_ITEM(lift, 0),
-                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 1)),
-                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 2)), results, &budget,
+                         (unsigned long long)small_arg(PyTuple_GET_ITEM(lift, 1)),
+                         (unsigned long long)small_arg(PyTuple_GET_ITEM(lift, 2)), results, &budget,
                          &charged, &value);
     if (r == 0) { /* the Python codec, from the start */
         PyObject *cx = accel_vcx_cx(&v);
