@@ -81,6 +81,7 @@ void accel_vcx_done(AccelValueCx *v);
 int accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable); /* -1 on error */
 void accel_bytes_release(AccelBytes *b);
 PyObject *accel_allocate(AccelValueCx *v, Py_ssize_t n); /* the pointer, or NULL */
+PyObject *accel_lift_budget(AccelValueCx *v); /* inst.lift_budget, or NULL */
 int accel_guest_register(PyObject *module); /* init_values; -1 on error */
 
 #if defined(_MSC_VER)

@@ -10,7 +10,11 @@
  *   (``rec.poisoned``, ``ci.may_enter``), ``may_enter`` cleared around the
  *   specialised core call, an argument out of its slot's range handed to the
  *   general call, and a failure handed to the poisoning step (``failed``)
- *   before it propagates.
+ *   before it propagates.  With a plan of value programs, the type test keeps
+ *   the record fields it looked up for the lower (``AccelMemo``).  When
+ *   ``may_enter`` lives plainly in ci's ``__dict__`` it is read and written
+ *   there, and not read at all while the dict's version tag (Python 3.11)
+ *   says nothing wrote to it since this export's last call set it back.
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a

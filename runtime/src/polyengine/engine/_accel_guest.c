@@ -4,8 +4,12 @@
  * (``GuestMemory``) are found through the addresses of
  * ``wasmtime_memory_data``/``wasmtime_memory_data_size`` that the ``wasmtime``
  * package loaded (``init_values``), only while its store's context is set (a
- * closed store goes through ``cx.mv``, which raises); any other memory
- * through ``cx.mv`` and the buffer protocol.  ``accel_allocate`` is
+ * closed store goes through ``cx.mv``, which raises); an export plan gives the
+ * address of the store's cell, which holds the context while the store is
+ * open and direct, so that case reads no attribute.  Any other memory goes
+ * through ``cx.mv`` and the buffer protocol.  ``may_leave`` is read and
+ * written through the instance's ``__dict__`` when the plan found it there
+ * plainly (``abi/kernels.py``), else as an attribute.  ``accel_allocate`` is
  * ``LiftLowerContext.allocate`` step by step (CanonicalABI.md §"Lifting and
  * Lowering Context").
  */
@@ -23,6 +27,7 @@ static PyObject *str_opts = NULL;
 static PyObject *str_realloc = NULL;
 static PyObject *str_inst = NULL;
 static PyObject *str_may_leave = NULL;
+static PyObject *str_lift_budget = NULL;
 static PyObject *zero = NULL;
 static PyObject *mask32 = NULL;
 static PyObject *str_memory = NULL;
@@ -207,6 +212,26 @@ set_may_leave(AccelValueCx *v, PyObject *value)
     return PyObject_SetAttr(v->inst, str_may_leave, value);
 }
 
+/* inst.lift_budget: with the instance's plain __dict__, its entry there, else
+ * the class's int (no descriptor stands before the dict); else the attribute. */
+PyObject *
+accel_lift_budget(AccelValueCx *v)
+{
+    if (v->inst_dict != NULL) {
+        PyObject *t = _PyType_Lookup(Py_TYPE(v->inst), str_lift_budget); /* borrowed */
+        if (t == NULL || PyLong_CheckExact(t)) {
+            PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_lift_budget);
+            if (x != NULL)
+                return Py_NewRef(x);
+            if (PyErr_Occurred())
+                return NULL;
+            if (t != NULL)
+                return Py_NewRef(t);
+        }
+    }
+    return PyObject_GetAttr(v->inst, str_lift_budget);
+}
+
 /* cx.allocate(1, n) (LiftLowerContext.reallocate, step by step): the guest's
  * realloc with ``may_leave`` cleared, the view forgotten, the pointer masked;
  * a missing realloc or an instance that may not leave goes through the Python
@@ -325,6 +350,7 @@ accel_guest_register(PyObject *module)
         || (str_realloc = PyUnicode_InternFromString("realloc")) == NULL
         || (str_inst = PyUnicode_InternFromString("inst")) == NULL
         || (str_may_leave = PyUnicode_InternFromString("may_leave")) == NULL
+        || (str_lift_budget = PyUnicode_InternFromString("lift_budget")) == NULL
         || (one = PyLong_FromLong(1)) == NULL
         || (zero = PyLong_FromLong(0)) == NULL
         || (mask32 = PyLong_FromUnsignedLong(0xFFFFFFFFUL)) == NULL)

@@ -51,7 +51,6 @@ enum {
 PyObject *accel_str_budget = NULL;
 static PyObject *str_kind = NULL;
 static PyObject *str_value = NULL;
-static PyObject *str_lift_budget = NULL;
 static PyObject *str_mv = NULL;
 
 #define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
@@ -693,26 +692,6 @@ lift_scalar(PyObject *node, PyObject *results)
     return PyLong_FromLongLong((long long)x);
 }
 
-/* inst.lift_budget: with the instance's plain __dict__, its entry there, else
- * the class's int (no descriptor stands before the dict); else the attribute. */
-static PyObject *
-lift_budget_of(AccelValueCx *v)
-{
-    if (v->inst_dict != NULL) {
-        PyObject *t = _PyType_Lookup(Py_TYPE(v->inst), str_lift_budget); /* borrowed */
-        if (t == NULL || PyLong_CheckExact(t)) {
-            PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_lift_budget);
-            if (x != NULL)
-                return Py_NewRef(x);
-            if (PyErr_Occurred())
-                return NULL;
-            if (t != NULL)
-                return Py_NewRef(t);
-        }
-    }
-    return PyObject_GetAttr(v->inst, str_lift_budget);
-}
-
 int
 accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo)
 {
@@ -766,7 +745,7 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     }
     long long budget = 0;
     int charged = 0;
-    PyObject *left = lift_budget_of(&v);
+    PyObject *left = accel_lift_budget(&v);
     if (left == NULL)
         goto done;
     budget = PyLong_AsLongLong(left);
@@ -805,7 +784,6 @@ accel_values_register(PyObject *module)
     if ((accel_str_budget = PyUnicode_InternFromString("budget")) == NULL
         || (str_kind = PyUnicode_InternFromString("kind")) == NULL
         || (str_value = PyUnicode_InternFromString("value")) == NULL
-        || (str_lift_budget = PyUnicode_InternFromString("lift_budget")) == NULL
         || (str_mv = PyUnicode_InternFromString("mv")) == NULL)
         return -1;
     return accel_value_types_register(module);
