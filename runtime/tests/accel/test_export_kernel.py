@@ -455,3 +455,86 @@ def test_the_compiled_values_call_is_used_when_the_path_is_active(wat: Wat) -> N
         assert ("kernel" in coroutine_function.__code__.co_names) == compiled
     finally:
         inst.close()
+
+
+_SUM_PARAMS = " ".join(["i32"] * 16)
+_SUM_BODY = "(local.get 0)" + "".join(f" (local.get {k}) (i32.add)" for k in range(1, 16))
+_NESTED = f"""(component
+  (import "f" (func $f (param "x" u32) (result u32)))
+  (core func $f (canon lower (func $f)))
+  (core module $m
+    (import "host" "f" (func $f (param i32) (result i32)))
+    (memory (export "mem") 1)
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
+      (drop (call $f (i32.const 5)))
+      (i32.const 1024))
+    (func (export "len") (param i32 i32) (result i32) (local.get 1))
+    (func (export "add") (param i32 i32) (result i32) (i32.add (local.get 0) (local.get 1)))
+    (func (export "sum") (param {_SUM_PARAMS}) (result i32) {_SUM_BODY}))
+  (core instance $i (instantiate $m (with "host" (instance (export "f" (func $f))))))
+  (type $q (record (field "w" u8) (field "x" u8) (field "y" u8) (field "z" u8)))
+  (export $q-t "q" (type $q))
+  (type $r (record (field "a" $q-t) (field "b" $q-t) (field "c" $q-t) (field "d" $q-t)))
+  (export $r-t "r" (type $r))
+  (func (export "add") (param "a" u32) (param "b" u32) (result u32)
+    (canon lift (core func $i "add")))
+  (func (export "sum") (param "r" $r-t) (result u32) (canon lift (core func $i "sum")))
+  (func (export "len") (param "s" string) (result u32)
+    (canon lift (core func $i "len") (memory (core memory $i "mem"))
+      (realloc (core func $i "realloc"))))
+)"""
+
+
+def _quad(base: int) -> dict[str, int]:
+    return dict(zip("wxyz", range(base, base + 4), strict=True))
+
+
+_ABC = {k: _quad(4 * n) for n, k in enumerate("abc")}
+
+
+@pytest.mark.parametrize(
+    ("value", "total"),
+    [
+        ({**_ABC, "d": _quad(12)}, sum(range(16))),  # 20 fields looked up: more than kept
+        ({**_ABC, "d": {**_quad(12), "z": 256}}, None),
+        ({**_ABC, "d": {**_quad(12), "z": "1"}}, None),
+        ({**_ABC, "d": _quad(12), "e": 1}, None),
+        (_ABC, None),
+    ],
+)
+def test_nested_records_alike_on_both_paths(wat: Wat, value: object, total: int | None) -> None:
+    """Records whose type test looks up more fields than the lower is handed along."""
+    with _pair(wat, component=_NESTED) as pair:
+        outcome = pair.compare("sum", (value,))
+    if total is not None:
+        assert outcome[0] == ("returned", repr(total), "int")
+    else:
+        assert outcome[0][0] == "raised"
+
+
+def test_a_realloc_calling_out_traps_alike_on_both_paths(wat: Wat) -> None:
+    """``may_leave`` is cleared around ``realloc`` (written through the instance's dict)."""
+    with _pair(wat, component=_NESTED) as pair:
+        outcome = pair.compare("len", ("abc",))
+        assert outcome[0][0] == "raised"
+        assert pair.sides[0].seen == pair.sides[1].seen == []  # the import never ran
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_may_enter_written_between_calls_is_seen(wat: Wat, pure: bool) -> None:
+    """A call after another has cleared ``may_enter`` (between two calls) is refused."""
+    with _paths(pure):
+        inst = instantiate_sync(wat(_NESTED), {"f": lambda x: x})
+    try:
+        add = inst.instance.exports.add
+        ci = inst.instance._runtime.records[0].ci
+        assert asyncio.run(add(1, 2)) == 3
+        assert asyncio.run(add(1, 2)) == 3
+        ci.may_enter = False
+        with pytest.raises(Trap, match="cannot enter") as info:
+            asyncio.run(add(1, 2))
+        assert info.value.code == "cannot-enter"
+        ci.may_enter = True
+        assert asyncio.run(add(2, 2)) == 4
+    finally:
+        inst.close()

@@ -17,6 +17,7 @@ codec's own.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 from functools import partial
 from sys import intern
@@ -256,7 +257,12 @@ def export_plan(
     :class:`LiftLowerContext` when Python code needs one (a trap, a step the
     Python codecs take), and the Python lift of the result. ``realloc`` is the
     call of ``opts.realloc``'s core function specialised
-    (``engine.CoreFunc.specialize``), if the caller has it.
+    (``engine.CoreFunc.specialize``), if the caller has it. An engine memory
+    comes as its store state, its address and the address of the state's
+    ``cell`` (the store context while the store is open and direct, read
+    before each access); the instance's ``__dict__`` comes along when
+    ``may_leave`` plainly lives in it (:func:`_plain_dict`), for the flag's
+    writes around ``realloc``.
     """
     if engine.value_kernels() is None or not _compiles(comp) or lifted.is_async:
         return None
@@ -281,5 +287,26 @@ def export_plan(
             return None
     make_cx = partial(LiftLowerContext, opts, inst)
     python_lift = lifted._lift_results_spilled
-    memory = engine.memory_parts(opts.memory)
-    return (tuple(progs), lift, opts, inst, make_cx, block_trap, python_lift, realloc, memory)
+    memory: tuple[Any, ...] | None = engine.memory_parts(opts.memory)
+    if memory is not None:
+        memory = (*memory, ctypes.addressof(memory[0].cell))
+    ci_dict = _plain_dict(inst, "may_leave")
+    return (
+        tuple(progs), lift, opts, inst, make_cx, block_trap, python_lift, realloc, memory, ci_dict
+    )  # fmt: skip
+
+
+def _plain_dict(obj: object, name: str) -> dict[str, Any] | None:
+    """``obj.__dict__`` when reading and writing ``obj.<name>`` are that dict's item.
+
+    No class of ``obj`` defines ``name`` or customises attribute access, and
+    the dict holds ``name`` already; otherwise ``None``.
+    """
+    cls = type(obj)
+    plain = (
+        cls.__getattribute__ is object.__getattribute__
+        and cls.__setattr__ is object.__setattr__
+        and all(name not in vars(k) for k in cls.__mro__)
+    )
+    found = getattr(obj, "__dict__", None) if plain else None
+    return found if type(found) is dict and name in found else None

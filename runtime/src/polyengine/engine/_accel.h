@@ -30,10 +30,20 @@ int accel_hostlower_register(PyObject *module);
 int accel_values_register(PyObject *module);
 
 /* _accel_values.c: an export call's compiled values (``Export`` with a plan):
- * the type test (1: taken, 0: not, -1: error), then lower, core(flat), lift */
-int accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n);
+ * the type test (1: taken, 0: not, -1: error), then lower, core(flat), lift.
+ * The test keeps the record fields it looked up in ``memo`` (references, in
+ * the order the lower takes them; ``full`` when they did not fit), so the
+ * lower does not look them up again; accel_memo_clear releases them. */
+#define ACCEL_MEMO_SIZE 16
+typedef struct {
+    PyObject *items[ACCEL_MEMO_SIZE];
+    int n;
+    int full;
+} AccelMemo;
+int accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo);
 PyObject *accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items,
-                            Py_ssize_t n);
+                            Py_ssize_t n, AccelMemo *memo);
+void accel_memo_clear(AccelMemo *memo);
 
 /* _accel_values.c: the interpreter's entry points for the callable types of
  * _accel_valuetypes.c (see there) */
@@ -65,6 +75,8 @@ struct AccelValueCx {
     PyObject *realloc; /* borrowed: opts.realloc's core function specialised, or NULL */
     PyObject *state;   /* borrowed: the engine memory's store state (ctx), or NULL */
     void *addr;        /* the engine memory's address, with state */
+    const unsigned long long *cell; /* the store's cell (ctx while direct, else 0), or NULL */
+    PyObject *inst_dict; /* borrowed: inst's __dict__ holding may_leave plainly, or NULL */
 };
 int accel_vcx_from_cx(AccelValueCx *v, PyObject *cx); /* -1 on error */
 void accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *make_cx,
@@ -74,6 +86,7 @@ void accel_vcx_done(AccelValueCx *v);
 int accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable); /* -1 on error */
 void accel_bytes_release(AccelBytes *b);
 PyObject *accel_allocate(AccelValueCx *v, Py_ssize_t n); /* the pointer, or NULL */
+PyObject *accel_lift_budget(AccelValueCx *v); /* inst.lift_budget, or NULL */
 int accel_guest_register(PyObject *module); /* init_values; -1 on error */
 
 #if defined(_MSC_VER)

@@ -10,7 +10,11 @@
  *   (``rec.poisoned``, ``ci.may_enter``), ``may_enter`` cleared around the
  *   specialised core call, an argument out of its slot's range handed to the
  *   general call, and a failure handed to the poisoning step (``failed``)
- *   before it propagates.
+ *   before it propagates.  With a plan of value programs, the type test keeps
+ *   the record fields it looked up for the lower (``AccelMemo``).  When
+ *   ``may_enter`` lives plainly in ci's ``__dict__`` it is read and written
+ *   there, and not read at all while the dict's version tag (Python 3.11)
+ *   says nothing wrote to it since this export's last call set it back.
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a
@@ -25,6 +29,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "_accel.h"
 
@@ -99,7 +104,16 @@ typedef struct {
     PyObject *values;     /* the compiled values' plan (_accel_values.c), or NULL */
     Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
     unsigned long owner;  /* the thread that may call (the thread rule) */
+    uint64_t entered_tag; /* ci_dict's version after this call set may_enter True, or 0 */
 } Export;
+
+/* The version tag of a dict (changed by every write to it), where the
+ * interpreter has one that it keeps for every dict; 0 otherwise. */
+#if PY_VERSION_HEX < 0x030C0000
+#define DICT_TAG(d) (((PyDictObject *)(d))->ma_version_tag)
+#else
+#define DICT_TAG(d) ((uint64_t)0)
+#endif
 
 /* rec.poisoned (a new reference) */
 static PyObject *
@@ -131,6 +145,9 @@ static PyObject *
 export_may_enter(Export *self)
 {
     if (self->ci_dict != NULL) {
+        /* unchanged since this call set it True at its last exit */
+        if (self->entered_tag != 0 && DICT_TAG(self->ci_dict) == self->entered_tag)
+            return Py_NewRef(Py_True);
         PyObject *v = PyDict_GetItemWithError(self->ci_dict, str_may_enter);
         if (v != NULL) {
             Py_INCREF(v);
@@ -161,11 +178,15 @@ export_general(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *who
 static int
 export_reenter(Export *self)
 {
+    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
+        int r = export_set_may_enter(self, Py_True);
+        self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
+        return r;
+    }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int r = export_set_may_enter(self, Py_True);
-    if (type == NULL)
-        return r;
+    self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
     if (r < 0) { /* the finally clause's error replaces the call's, chained to it */
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb != NULL && value != NULL)
@@ -232,6 +253,69 @@ export_failed(Export *self)
     Py_XDECREF(tb);
 }
 
+/* The entry test, then the call with may_enter cleared (export_vectorcall's
+ * steps after the type test); memo: what the type test looked up. */
+static PyObject *
+export_enter_and_call(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *whole,
+                      AccelMemo *memo)
+{
+    /* the entry test: the calling thread (the thread rule), then the instance */
+    int refused = PyThread_get_thread_ident() != self->owner;
+    if (!refused) {
+        PyObject *poisoned = export_poisoned(self);
+        if (poisoned == NULL)
+            return NULL;
+        refused = poisoned != Py_None;
+        Py_DECREF(poisoned);
+    }
+    if (!refused) {
+        PyObject *may = export_may_enter(self);
+        if (may == NULL)
+            return NULL;
+        int t = may == Py_True ? 1 : may == Py_False ? 0 : PyObject_IsTrue(may);
+        Py_DECREF(may);
+        if (t < 0)
+            return NULL;
+        refused = !t;
+    }
+    if (refused) {
+        if (ACCEL_APPLY_DEFERRED() < 0)
+            return NULL;
+        PyObject *r = PyObject_CallFunctionObjArgs(self->check_enter, self->rec, self->name, NULL);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    if (export_set_may_enter(self, Py_False) < 0)
+        return NULL;
+    PyObject *result = self->values != NULL
+                           ? accel_values_call(self->values, self->core, items, n, memo)
+                           : PyObject_Vectorcall(self->core, items, n, NULL);
+    if (result == NULL) {
+        if (self->values == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            /* an argument out of its slot's range, refused before the guest ran */
+            PyErr_Clear();
+            if (export_reenter(self) < 0)
+                return NULL;
+            result = export_general(self, items, n, whole);
+            if (export_reenter(self) < 0) {
+                Py_XDECREF(result);
+                return NULL;
+            }
+            return result;
+        }
+        export_failed(self);
+        export_reenter(self);
+        return NULL;
+    }
+    if (export_reenter(self) < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    return result;
+}
+
+
 static PyObject *
 export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -275,10 +359,13 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     /* the inline type test: exact ints only (their slots check the range), or
      * the values the compiled lower takes exactly */
+    AccelMemo memo = {.n = 0, .full = 0};
     if (self->values != NULL) {
-        int taken = accel_values_check(self->values, items, n);
-        if (taken <= 0)
+        int taken = accel_values_check(self->values, items, n, &memo);
+        if (taken <= 0) {
+            accel_memo_clear(&memo);
             return taken < 0 ? NULL : export_general(self, items, n, whole);
+        }
     }
     else {
         for (Py_ssize_t k = 0; k < n; k++) {
@@ -286,59 +373,9 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
                 return export_general(self, items, n, whole);
         }
     }
-    /* the entry test: the calling thread (the thread rule), then the instance */
-    int refused = PyThread_get_thread_ident() != self->owner;
-    if (!refused) {
-        PyObject *poisoned = export_poisoned(self);
-        if (poisoned == NULL)
-            return NULL;
-        refused = poisoned != Py_None;
-        Py_DECREF(poisoned);
-    }
-    if (!refused) {
-        PyObject *may = export_may_enter(self);
-        if (may == NULL)
-            return NULL;
-        int t = may == Py_True ? 1 : may == Py_False ? 0 : PyObject_IsTrue(may);
-        Py_DECREF(may);
-        if (t < 0)
-            return NULL;
-        refused = !t;
-    }
-    if (refused) {
-        if (ACCEL_APPLY_DEFERRED() < 0)
-            return NULL;
-        PyObject *r = PyObject_CallFunctionObjArgs(self->check_enter, self->rec, self->name, NULL);
-        if (r == NULL)
-            return NULL;
-        Py_DECREF(r);
-    }
-    if (export_set_may_enter(self, Py_False) < 0)
-        return NULL;
-    PyObject *result = self->values != NULL
-                           ? accel_values_call(self->values, self->core, items, n)
-                           : PyObject_Vectorcall(self->core, items, n, NULL);
-    if (result == NULL) {
-        if (self->values == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
-            /* an argument out of its slot's range, refused before the guest ran */
-            PyErr_Clear();
-            if (export_reenter(self) < 0)
-                return NULL;
-            result = export_general(self, items, n, whole);
-            if (export_reenter(self) < 0) {
-                Py_XDECREF(result);
-                return NULL;
-            }
-            return result;
-        }
-        export_failed(self);
-        export_reenter(self);
-        return NULL;
-    }
-    if (export_reenter(self) < 0) {
-        Py_DECREF(result);
-        return NULL;
-    }
+    PyObject *result = export_enter_and_call(self, items, n, whole, &memo);
+    if (memo.n > 0)
+        accel_memo_clear(&memo);
     return result;
 }
 
@@ -418,11 +455,20 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                           &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
                           &owner, &values))
         return NULL;
-    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 9
+    if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 10
                               || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
                               || PyTuple_GET_SIZE(PyTuple_GET_ITEM(values, 0)) != n)) {
         PyErr_SetString(PyExc_TypeError, "values must be a plan of n programs");
         return NULL;
+    }
+    if (values != Py_None) { /* the plan's memory and ci_dict, checked once here */
+        PyObject *memory = PyTuple_GET_ITEM(values, 8), *d = PyTuple_GET_ITEM(values, 9);
+        if ((memory != Py_None && (!PyTuple_CheckExact(memory) || PyTuple_GET_SIZE(memory) < 2))
+            || (d != Py_None && !PyDict_CheckExact(d))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a plan's memory must be a tuple and its ci_dict a dict or None");
+            return NULL;
+        }
     }
     if (ci_dict != Py_None && !PyDict_CheckExact(ci_dict)) {
         PyErr_SetString(PyExc_TypeError, "ci_dict must be a dict or None");

@@ -4,8 +4,12 @@
  * (``GuestMemory``) are found through the addresses of
  * ``wasmtime_memory_data``/``wasmtime_memory_data_size`` that the ``wasmtime``
  * package loaded (``init_values``), only while its store's context is set (a
- * closed store goes through ``cx.mv``, which raises); any other memory
- * through ``cx.mv`` and the buffer protocol.  ``accel_allocate`` is
+ * closed store goes through ``cx.mv``, which raises); an export plan gives the
+ * address of the store's cell, which holds the context while the store is
+ * open and direct, so that case reads no attribute.  Any other memory goes
+ * through ``cx.mv`` and the buffer protocol.  ``may_leave`` is read and
+ * written through the instance's ``__dict__`` when the plan found it there
+ * plainly (``abi/kernels.py``), else as an attribute.  ``accel_allocate`` is
  * ``LiftLowerContext.allocate`` step by step (CanonicalABI.md §"Lifting and
  * Lowering Context").
  */
@@ -23,6 +27,7 @@ static PyObject *str_opts = NULL;
 static PyObject *str_realloc = NULL;
 static PyObject *str_inst = NULL;
 static PyObject *str_may_leave = NULL;
+static PyObject *str_lift_budget = NULL;
 static PyObject *zero = NULL;
 static PyObject *mask32 = NULL;
 static PyObject *str_memory = NULL;
@@ -58,6 +63,8 @@ accel_vcx_from_cx(AccelValueCx *v, PyObject *cx)
     v->realloc = NULL;
     v->state = NULL;
     v->addr = NULL;
+    v->cell = NULL;
+    v->inst_dict = NULL;
     v->inst = NULL;
     v->cx = Py_NewRef(cx);
     v->opts = PyObject_GetAttr(cx, str_opts);
@@ -75,12 +82,19 @@ accel_vcx_from_parts(AccelValueCx *v, PyObject *opts, PyObject *inst, PyObject *
     v->realloc = realloc == Py_None ? NULL : realloc;
     v->state = NULL;
     v->addr = NULL;
-    if (memory != Py_None) { /* (state, address) of an engine memory */
+    v->cell = NULL;
+    v->inst_dict = NULL;
+    if (memory != Py_None) { /* (state, address[, address of the state's cell]) */
         v->addr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(memory, 1));
         if (v->addr == NULL)
             PyErr_Clear();
         else
             v->state = PyTuple_GET_ITEM(memory, 0);
+        if (v->state != NULL && PyTuple_GET_SIZE(memory) > 2) {
+            v->cell = (const unsigned long long *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(memory, 2));
+            if (v->cell == NULL)
+                PyErr_Clear();
+        }
     }
     v->cx = NULL;
     v->opts = Py_NewRef(opts);
@@ -111,6 +125,16 @@ int
 accel_bytes_of(AccelValueCx *v, AccelBytes *b, int writable)
 {
     b->has_buf = 0;
+    if (v->cell != NULL && memory_data != NULL) {
+        /* the store's cell holds its context while the store is open and direct
+         * (engine/_store.py); 0 says nothing, and the context is read below */
+        void *ctx = (void *)(uintptr_t)*v->cell;
+        if (ctx != NULL) {
+            b->len = (unsigned long long)memory_data_size(ctx, v->addr);
+            b->base = b->len ? (unsigned char *)memory_data(ctx, v->addr) : NULL;
+            return 0;
+        }
+    }
     if (v->state != NULL && memory_data != NULL) {
         void *ctx = NULL;
         if (pointer_attr(v->state, str_ctx, &ctx) < 0)
@@ -165,6 +189,49 @@ accel_bytes_release(AccelBytes *b)
     b->has_buf = 0;
 }
 
+/* inst.may_leave (a new reference), through its plain __dict__ when given */
+static PyObject *
+may_leave_of(AccelValueCx *v)
+{
+    if (v->inst_dict != NULL) {
+        PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_may_leave);
+        if (x != NULL)
+            return Py_NewRef(x);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(v->inst, str_may_leave);
+}
+
+/* inst.may_leave = value */
+static int
+set_may_leave(AccelValueCx *v, PyObject *value)
+{
+    if (v->inst_dict != NULL)
+        return PyDict_SetItem(v->inst_dict, str_may_leave, value);
+    return PyObject_SetAttr(v->inst, str_may_leave, value);
+}
+
+/* inst.lift_budget: with the instance's plain __dict__, its entry there, else
+ * the class's int (no descriptor stands before the dict); else the attribute. */
+PyObject *
+accel_lift_budget(AccelValueCx *v)
+{
+    if (v->inst_dict != NULL) {
+        PyObject *t = _PyType_Lookup(Py_TYPE(v->inst), str_lift_budget); /* borrowed */
+        if (t == NULL || PyLong_CheckExact(t)) {
+            PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_lift_budget);
+            if (x != NULL)
+                return Py_NewRef(x);
+            if (PyErr_Occurred())
+                return NULL;
+            if (t != NULL)
+                return Py_NewRef(t);
+        }
+    }
+    return PyObject_GetAttr(v->inst, str_lift_budget);
+}
+
 /* cx.allocate(1, n) (LiftLowerContext.reallocate, step by step): the guest's
  * realloc with ``may_leave`` cleared, the view forgotten, the pointer masked;
  * a missing realloc or an instance that may not leave goes through the Python
@@ -178,8 +245,7 @@ accel_allocate(AccelValueCx *v, Py_ssize_t n)
                                            : PyObject_GetAttr(v->opts, str_realloc);
     if (realloc == NULL)
         return NULL;
-    PyObject *inst = v->inst;
-    PyObject *may_leave = PyObject_GetAttr(inst, str_may_leave);
+    PyObject *may_leave = may_leave_of(v);
     PyObject *size = PyLong_FromSsize_t(n);
     PyObject *ptr = NULL;
     if (may_leave == NULL || size == NULL)
@@ -193,13 +259,13 @@ accel_allocate(AccelValueCx *v, Py_ssize_t n)
             str_allocate, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         goto done;
     }
-    if (PyObject_SetAttr(inst, str_may_leave, Py_False) < 0)
+    if (set_may_leave(v, Py_False) < 0)
         goto done;
     PyObject *rargs[4] = {zero, zero, one, size};
     PyObject *r = PyObject_Vectorcall(realloc, rargs, 4, NULL);
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    int restored = PyObject_SetAttr(inst, str_may_leave, Py_True);
+    int restored = set_may_leave(v, Py_True);
     if (type != NULL) {
         if (restored < 0) { /* the finally clause's error wins, as in Python */
             Py_XDECREF(type);
@@ -284,6 +350,7 @@ accel_guest_register(PyObject *module)
         || (str_realloc = PyUnicode_InternFromString("realloc")) == NULL
         || (str_inst = PyUnicode_InternFromString("inst")) == NULL
         || (str_may_leave = PyUnicode_InternFromString("may_leave")) == NULL
+        || (str_lift_budget = PyUnicode_InternFromString("lift_budget")) == NULL
         || (one = PyLong_FromLong(1)) == NULL
         || (zero = PyLong_FromLong(0)) == NULL
         || (mask32 = PyLong_FromUnsignedLong(0xFFFFFFFFUL)) == NULL)

@@ -51,16 +51,52 @@ enum {
 PyObject *accel_str_budget = NULL;
 static PyObject *str_kind = NULL;
 static PyObject *str_value = NULL;
-static PyObject *str_lift_budget = NULL;
 static PyObject *str_mv = NULL;
 
 #define ITEM(node, k) PyTuple_GET_ITEM((node), (k))
-#define IARG(node, k) PyLong_AsSsize_t(ITEM((node), (k)))
+#define IARG(node, k) small_arg(ITEM((node), (k)))
+
+/* A program's integer (an opcode, a size, an offset): read at once when it
+ * is one small exact int, as most are; else PyLong_AsSsize_t. */
+static inline Py_ssize_t
+small_arg(PyObject *o)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyLong_CheckExact(o) && PyUnstable_Long_IsCompact((PyLongObject *)o))
+        return (Py_ssize_t)PyUnstable_Long_CompactValue((PyLongObject *)o);
+#else
+    if (PyLong_CheckExact(o) && (Py_SIZE(o) == 0 || Py_SIZE(o) == 1))
+        return Py_SIZE(o) == 0 ? 0 : (Py_ssize_t)((PyLongObject *)o)->ob_digit[0];
+#endif
+    return PyLong_AsSsize_t(o);
+}
 
 /* -- the first pass: does the kernel take this value exactly? ----------- */
 
-/* 1: yes, 0: no (no exception), -1: an exception */
-static int check(PyObject *node, PyObject *v, int depth);
+/* 1: yes, 0: no (no exception), -1: an exception; memo (or NULL) keeps the
+ * record fields looked up */
+static int check(PyObject *node, PyObject *v, int depth, AccelMemo *memo);
+
+void
+accel_memo_clear(AccelMemo *memo)
+{
+    for (int k = 0; k < memo->n; k++)
+        Py_DECREF(memo->items[k]);
+    memo->n = 0;
+    memo->full = 0;
+}
+
+static void
+memo_keep(AccelMemo *memo, PyObject *x)
+{
+    if (memo == NULL || memo->full)
+        return;
+    if (memo->n == ACCEL_MEMO_SIZE) {
+        memo->full = 1;
+        return;
+    }
+    memo->items[memo->n++] = Py_NewRef(x);
+}
 
 static int
 check_int(PyObject *node, PyObject *v)
@@ -94,21 +130,27 @@ check_int(PyObject *node, PyObject *v)
     return size >= 8 || x < (1ULL << (size * 8));
 }
 
-int
-accel_check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+static int
+check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth, AccelMemo *memo)
 {
     if (PyTuple_GET_SIZE(children) != n)
         return 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        int r = check(PyTuple_GET_ITEM(children, k), items[k], depth + 1);
+        int r = check(PyTuple_GET_ITEM(children, k), items[k], depth + 1, memo);
         if (r != 1)
             return r;
     }
     return 1;
 }
 
+int
+accel_check_seq(PyObject *children, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    return check_seq(children, items, n, depth, NULL);
+}
+
 static int
-check(PyObject *node, PyObject *v, int depth)
+check(PyObject *node, PyObject *v, int depth, AccelMemo *memo)
 {
     if (depth > DEPTH_LIMIT)
         return 0;
@@ -147,7 +189,8 @@ check(PyObject *node, PyObject *v, int depth)
             }
             else
                 found++;
-            int r = check(PyTuple_GET_ITEM(children, k), x, depth + 1);
+            memo_keep(memo, x);
+            int r = check(PyTuple_GET_ITEM(children, k), x, depth + 1, memo);
             if (r != 1)
                 return r;
         }
@@ -156,14 +199,14 @@ check(PyObject *node, PyObject *v, int depth)
     case OP_TUPLE: {
         PyObject *children = ITEM(node, 1);
         if (PyTuple_CheckExact(v))
-            return accel_check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v),
-                                   depth);
+            return check_seq(children, &PyTuple_GET_ITEM(v, 0), PyTuple_GET_SIZE(v), depth,
+                             memo);
         if (PyList_CheckExact(v))
-            return accel_check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth);
+            return check_seq(children, &PyList_GET_ITEM(v, 0), PyList_GET_SIZE(v), depth, memo);
         return 0;
     }
     case OP_OPTION:
-        return v == Py_None ? 1 : check(ITEM(node, 1), v, depth + 1);
+        return v == Py_None ? 1 : check(ITEM(node, 1), v, depth + 1, memo);
     case OP_VARIANT: {
         if (!PyDict_CheckExact(v))
             return 0;
@@ -183,7 +226,7 @@ check(PyObject *node, PyObject *v, int depth)
         PyObject *value = PyDict_GetItemWithError(v, str_value);
         if (value == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        return check(child, value, depth + 1);
+        return check(child, value, depth + 1, memo);
     }
     case OP_ENUM: {
         if (!PyUnicode_CheckExact(v))
@@ -211,33 +254,50 @@ check(PyObject *node, PyObject *v, int depth)
 
 /* -- the second pass: store and flatten ----------------------------------- */
 
+#define MAX_FLAT 16 /* MAX_FLAT_PARAMS: the most core values a plan's lower makes */
+
 typedef struct {
     AccelValueCx *v;
     PyObject *block_trap; /* block_trap(cx, what, ptr, nbytes, align): raises */
-    PyObject *out;        /* the list of core values */
+    PyObject *out;        /* the list of core values, or NULL: they go to flat */
+    AccelMemo *memo;      /* the record fields check() looked up, or NULL */
+    int at;               /* the next of them */
+    Py_ssize_t nflat;     /* how many core values flat holds (references) */
+    PyObject *flat[MAX_FLAT];
 } Lowering;
 
+/* Append a core value (a new reference, consumed; NULL: an error is set). */
 static int
-append_u64(PyObject *out, unsigned long long x)
+emit(Lowering *lw, PyObject *o)
 {
-    PyObject *o = PyLong_FromUnsignedLongLong(x);
     if (o == NULL)
         return -1;
-    int r = PyList_Append(out, o);
+    if (lw->out == NULL) {
+        if (lw->nflat < MAX_FLAT) {
+            lw->flat[lw->nflat++] = o;
+            return 0;
+        }
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_SystemError, "a plan's lower made more core values than it may");
+        return -1;
+    }
+    int r = PyList_Append(lw->out, o);
     Py_DECREF(o);
     return r;
 }
 
 static int
-append_zeros(PyObject *out, Py_ssize_t n)
+append_u64(Lowering *lw, unsigned long long x)
 {
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL)
-        return -1;
+    return emit(lw, PyLong_FromUnsignedLongLong(x));
+}
+
+static int
+append_zeros(Lowering *lw, Py_ssize_t n)
+{
     int r = 0;
     for (Py_ssize_t k = 0; k < n && r == 0; k++)
-        r = PyList_Append(out, zero);
-    Py_DECREF(zero);
+        r = emit(lw, PyLong_FromLong(0));
     return r;
 }
 
@@ -273,9 +333,7 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
             PyErr_SetString(PyExc_AssertionError, "the block trap did not raise");
         return -1;
     }
-    int r = PyList_Append(lw->out, ptr_obj);
-    Py_DECREF(ptr_obj);
-    return r < 0 ? -1 : append_u64(lw->out, (unsigned long long)n);
+    return emit(lw, ptr_obj) < 0 ? -1 : append_u64(lw, (unsigned long long)n);
 }
 
 static int lower(Lowering *lw, PyObject *node, PyObject *v);
@@ -301,16 +359,16 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
 {
     switch (IARG(node, 0)) {
     case OP_BOOL:
-        return append_u64(lw->out, v == Py_True);
+        return append_u64(lw, v == Py_True);
     case OP_INT: {
         if (!IARG(node, 2))
-            return PyList_Append(lw->out, v);
+            return emit(lw, Py_NewRef(v));
         long long x = PyLong_AsLongLong(v);
         if (x == -1 && PyErr_Occurred())
             return -1;
         if (IARG(node, 1) <= 4)
-            return append_u64(lw->out, (unsigned long long)(uint32_t)x);
-        return append_u64(lw->out, (unsigned long long)x);
+            return append_u64(lw, (unsigned long long)(uint32_t)x);
+        return append_u64(lw, (unsigned long long)x);
     }
     case OP_STR: {
         Py_ssize_t n;
@@ -324,10 +382,15 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
     case OP_RECORD: {
         PyObject *keys = ITEM(node, 1), *children = ITEM(node, 2);
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
-            PyObject *x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
-            if (x == NULL && PyErr_Occurred())
-                return -1;
-            x = x == NULL ? Py_None : x;
+            PyObject *x;
+            if (lw->memo != NULL && !lw->memo->full && lw->at < lw->memo->n)
+                x = lw->memo->items[lw->at++]; /* check() visited the fields in this order */
+            else {
+                x = PyDict_GetItemWithError(v, PyTuple_GET_ITEM(keys, k));
+                if (x == NULL && PyErr_Occurred())
+                    return -1;
+                x = x == NULL ? Py_None : x;
+            }
             Py_INCREF(x);
             int r = lower(lw, PyTuple_GET_ITEM(children, k), x);
             Py_DECREF(x);
@@ -340,10 +403,10 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
         return lower_seq(lw, ITEM(node, 1), v);
     case OP_OPTION:
         if (v == Py_None)
-            return append_u64(lw->out, 0) < 0 ? -1 : append_zeros(lw->out, IARG(node, 5));
-        if (append_u64(lw->out, 1) < 0 || lower(lw, ITEM(node, 1), v) < 0)
+            return append_u64(lw, 0) < 0 ? -1 : append_zeros(lw, IARG(node, 5));
+        if (append_u64(lw, 1) < 0 || lower(lw, ITEM(node, 1), v) < 0)
             return -1;
-        return append_zeros(lw->out, IARG(node, 4));
+        return append_zeros(lw, IARG(node, 4));
     case OP_VARIANT: {
         PyObject *index = PyDict_GetItemWithError(
             ITEM(node, 3), PyDict_GetItemWithError(v, str_kind));
@@ -352,7 +415,7 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
         Py_ssize_t i = PyLong_AsSsize_t(index);
         PyObject *child = PyTuple_GET_ITEM(ITEM(node, 2), i);
         Py_ssize_t pad = PyLong_AsSsize_t(PyTuple_GET_ITEM(ITEM(node, 6), i));
-        if (append_u64(lw->out, (unsigned long long)i) < 0)
+        if (append_u64(lw, (unsigned long long)i) < 0)
             return -1;
         if (child != Py_None) {
             PyObject *x = PyDict_GetItemWithError(v, str_value);
@@ -364,11 +427,11 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
             if (r < 0)
                 return -1;
         }
-        return append_zeros(lw->out, pad);
+        return append_zeros(lw, pad);
     }
     case OP_ENUM: {
         PyObject *index = PyDict_GetItemWithError(ITEM(node, 2), v);
-        return index == NULL ? -1 : PyList_Append(lw->out, index);
+        return index == NULL ? -1 : emit(lw, Py_NewRef(index));
     }
     case OP_FLAGS: {
         PyObject *bits = ITEM(node, 2), *key, *b;
@@ -378,7 +441,7 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
             if (b == Py_True)
                 word |= PyLong_AsUnsignedLongLong(PyDict_GetItem(bits, key));
         }
-        return append_u64(lw->out, word);
+        return append_u64(lw, word);
     }
     }
     PyErr_SetString(PyExc_SystemError, "bad value program");
@@ -455,7 +518,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
         if (d == NULL)
             return NULL;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
-            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            unsigned long long o = (unsigned long long)small_arg(PyTuple_GET_ITEM(offs, k));
             PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
             if (x == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(keys, k), x) < 0) {
                 Py_XDECREF(x);
@@ -473,7 +536,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
         if (t == NULL)
             return NULL;
         for (Py_ssize_t k = 0; k < n; k++) {
-            unsigned long long o = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(offs, k));
+            unsigned long long o = (unsigned long long)small_arg(PyTuple_GET_ITEM(offs, k));
             PyObject *x = load(lf, PyTuple_GET_ITEM(children, k), ptr + o, depth + 1);
             if (x == NULL) {
                 Py_DECREF(t);
@@ -545,7 +608,7 @@ load(Lifting *lf, PyObject *node, unsigned long long ptr, int depth)
 PyObject *
 accel_lower_all(AccelValueCx *v, PyObject *programs, PyObject *vs, PyObject *block_trap)
 {
-    Lowering lw = {v, block_trap, PyList_New(0)};
+    Lowering lw = {v, block_trap, PyList_New(0), NULL, 0, 0, {NULL}};
     if (lw.out == NULL)
         return NULL;
     Py_INCREF(vs); /* keeps the items alive while guest code runs */
@@ -598,10 +661,11 @@ accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long size,
 /* -- the export call's steps (``Export`` in _accel_export.c) --------------- */
 
 /* plan: (programs, lift, opts, ci, make_cx, block_trap, lift_fallback, realloc,
- * memory), lift being (program, size, align), (program,) for a bool or integer
- * result or None (no result), realloc the specialised call of opts.realloc's
- * core function or None, memory an engine memory's (store state, address) or
- * None */
+ * memory, ci_dict), lift being (program, size, align), (program,) for a bool or
+ * integer result or None (no result), realloc the specialised call of
+ * opts.realloc's core function or None, memory an engine memory's (store state,
+ * address, address of the state's cell) or None, ci_dict ci's __dict__ when it
+ * holds ``may_leave`` plainly or None */
 
 /* The bool or integer of a program from the first core result, as
  * scalar_lifting (abi/functions.py) converts it: the bits of its width, as its
@@ -629,26 +693,37 @@ lift_scalar(PyObject *node, PyObject *results)
 }
 
 int
-accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n)
+accel_values_check(PyObject *plan, PyObject *const *items, Py_ssize_t n, AccelMemo *memo)
 {
-    return accel_check_seq(PyTuple_GET_ITEM(plan, 0), items, n, 0);
+    return check_seq(PyTuple_GET_ITEM(plan, 0), items, n, 0, memo);
 }
 
 PyObject *
-accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssize_t n)
+accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssize_t n,
+                  AccelMemo *memo)
 {
     PyObject *lift = PyTuple_GET_ITEM(plan, 1);
     AccelValueCx v;
     accel_vcx_from_parts(&v, PyTuple_GET_ITEM(plan, 2), PyTuple_GET_ITEM(plan, 3),
                          PyTuple_GET_ITEM(plan, 4), PyTuple_GET_ITEM(plan, 7),
                          PyTuple_GET_ITEM(plan, 8));
+    if (PyTuple_GET_ITEM(plan, 9) != Py_None)
+        v.inst_dict = PyTuple_GET_ITEM(plan, 9);
     PyObject *value = NULL, *results = NULL;
-    PyObject *vs = PyTuple_New(n);
-    if (vs == NULL)
-        goto done;
-    for (Py_ssize_t k = 0; k < n; k++)
-        PyTuple_SET_ITEM(vs, k, Py_NewRef(items[k]));
-    PyObject *flat = accel_lower_all(&v, PyTuple_GET_ITEM(plan, 0), vs, PyTuple_GET_ITEM(plan, 5));
+    /* the arguments: the caller's, which it holds during the call; the core
+     * values gathered in lw.flat, then made the list core() takes */
+    Lowering lw = {&v, PyTuple_GET_ITEM(plan, 5), NULL, memo, 0, 0, {NULL}};
+    PyObject *programs = PyTuple_GET_ITEM(plan, 0);
+    int lowered = 0;
+    for (Py_ssize_t k = 0; k < n && lowered == 0; k++)
+        lowered = lower(&lw, PyTuple_GET_ITEM(programs, k), items[k]);
+    PyObject *flat = lowered < 0 ? NULL : PyList_New(lw.nflat);
+    for (Py_ssize_t k = 0; k < lw.nflat; k++) {
+        if (flat != NULL)
+            PyList_SET_ITEM(flat, k, lw.flat[k]);
+        else
+            Py_DECREF(lw.flat[k]);
+    }
     if (flat == NULL)
         goto done;
     results = PyObject_CallOneArg(core, flat);
@@ -670,7 +745,7 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     }
     long long budget = 0;
     int charged = 0;
-    PyObject *left = PyObject_GetAttr(v.inst, str_lift_budget);
+    PyObject *left = accel_lift_budget(&v);
     if (left == NULL)
         goto done;
     budget = PyLong_AsLongLong(left);
@@ -687,8 +762,8 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
             goto done;
     }
     int r = accel_lift_spilled(&v, PyTuple_GET_ITEM(lift, 0),
-                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 1)),
-                         PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lift, 2)), results, &budget,
+                         (unsigned long long)small_arg(PyTuple_GET_ITEM(lift, 1)),
+                         (unsigned long long)small_arg(PyTuple_GET_ITEM(lift, 2)), results, &budget,
                          &charged, &value);
     if (r == 0) { /* the Python codec, from the start */
         PyObject *cx = accel_vcx_cx(&v);
@@ -696,7 +771,6 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
             value = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(plan, 6), cx, results, NULL);
     }
 done:
-    Py_XDECREF(vs);
     Py_XDECREF(results);
     accel_vcx_done(&v);
     return value;
@@ -710,7 +784,6 @@ accel_values_register(PyObject *module)
     if ((accel_str_budget = PyUnicode_InternFromString("budget")) == NULL
         || (str_kind = PyUnicode_InternFromString("kind")) == NULL
         || (str_value = PyUnicode_InternFromString("value")) == NULL
-        || (str_lift_budget = PyUnicode_InternFromString("lift_budget")) == NULL
         || (str_mv = PyUnicode_InternFromString("mv")) == NULL)
         return -1;
     return accel_value_types_register(module);
