@@ -253,7 +253,10 @@ class Driver:
             except BaseException as exc:
                 self._escaped = exc
             else:
-                if ticks < self.batch and store.host_pending > 0 and not store.has_ready():
+                # fewer ticks than the batch: the last one found nothing ready,
+                # so only threads set aside for an entered instance can be
+                # (what ``store.has_ready()`` would answer)
+                if ticks < self.batch and store.host_pending > 0 and not store.ready.deferred:
                     return
         store.wake()
 

@@ -245,8 +245,13 @@ class EngineActivation:
             block = self._step(cancelled)
             if block is not None:
                 return block
-            call = self._call
-            self._with_active(call.poll)
+            active = EngineActivation._active
+            active.append(self)
+            try:
+                self._call.poll()
+            finally:
+                popped = active.pop()
+                assert popped is self
         return self._settle()
 
     def abandon(self) -> None:

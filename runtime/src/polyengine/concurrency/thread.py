@@ -449,7 +449,10 @@ class Thread:
         if ready_func():
             return
         self.start_waiting_internal(ready_func, notified=notified)
-        yield from self.block_internal(False)
+        # block_internal(False), inlined (one generator fewer per parked wait)
+        self.cancellable = False
+        cancelled = yield _TO_SCHEDULER
+        assert not cancelled
 
     def yield_(self, cancellable: bool) -> Suspends[Cancelled]:
         return (yield from self.wait_until(_always, cancellable, yielding=True))

@@ -12,8 +12,9 @@
  *   place of ctypes callbacks.  The entry copies the continuation template
  *   into wasmtime's continuation before anything else (a continuation left
  *   unset aborts the process), then calls the function's Python entry with
- *   the same integers the ctypes callback would pass; the poll and the drop
- *   call the same Python functions as the pure path.
+ *   the same integers the ctypes callback would pass and stores the key it
+ *   answers as the continuation's env (the pure entry stores it itself);
+ *   the poll and the drop call the same Python functions as the pure path.
  *
  * Like the rest of the extension it reaches libwasmtime only through
  * addresses the caller hands it.
@@ -63,6 +64,13 @@ accel_async_entry(void *env, void *caller, void *params, size_t nparams, void *r
         ok = ok && args[k] != NULL;
     if (ok && env != NULL)
         r = PyObject_Vectorcall((PyObject *)env, args, 8, NULL);
+    /* The Python entry answers its activation's key: the continuation's env
+     * (left 0, a continuation that completes at once, on anything else). */
+    if (r != NULL && cont != NULL && PyLong_CheckExact(r)) {
+        void *key = PyLong_AsVoidPtr(r);
+        if (key != NULL || !PyErr_Occurred())
+            memcpy((char *)cont + sizeof(void *), &key, sizeof key); /* its env */
+    }
     Py_XDECREF(r);
     PyErr_Clear(); /* the Python entry catches everything itself */
     for (int k = 0; k < 8; k++)

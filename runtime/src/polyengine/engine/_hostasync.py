@@ -235,8 +235,12 @@ class _Signature:
 
 def _make_entry(
     state: _StoreState, sig: _Signature, fn: AsyncHostFunction, template: int
-) -> Callable[..., None]:
-    """The entry of one async host function; ``template`` is the continuation it sets first."""
+) -> Callable[..., int]:
+    """The entry of one async host function; ``template`` is the continuation it sets first.
+
+    ``template`` 0: the compiled shim (``_accel_link.c``) has set it already
+    and stores the returned key as the continuation's env itself.
+    """
     memmove = ctypes.memmove
     from_address = ctypes.c_void_p.from_address
 
@@ -249,17 +253,19 @@ def _make_entry(
         nresults: int,
         trap_addr: int | None,
         cont_addr: int | None,
-    ) -> None:
+    ) -> int:
         # First of all: a continuation wasmtime can poll, whatever happens next
         # (the template's callbacks and env 0, which completes at once).
-        memmove(cont_addr or 0, template, _CONT_SIZE)
+        if template:
+            memmove(cont_addr or 0, template, _CONT_SIZE)
         try:
             token = next(_tokens)
             act = _Activation(state, sig, results_addr or 0, trap_addr or 0)
             _activations[token] = act
-            from_address((cont_addr or 0) + _ENV_OFFSET).value = token
+            if template:
+                from_address((cont_addr or 0) + _ENV_OFFSET).value = token
         except BaseException:
-            return
+            return 0
         state.host_depth += 1
         state.blocking += 1
         try:
@@ -291,6 +297,7 @@ def _make_entry(
         finally:
             state.blocking -= 1
             state.host_depth -= 1
+        return token
 
     return entry
 
@@ -331,7 +338,7 @@ def define_async_host_func(
     if _compiled_entry is not None and _callpath.compiled_store(state):
         # The compiled shim calls the Python entry found at ``env``, kept alive
         # with the store's other callbacks.
-        entry = _make_entry(state, sig, fn, ctypes.addressof(_compiled_template))
+        entry = _make_entry(state, sig, fn, 0)
         state.keepalive.append(entry)
         cb, env = _compiled_entry, id(entry)
         if stream_copy is not None and _stream_entry is not None:
