@@ -69,6 +69,19 @@ static PyObject *str_host_depth = NULL;
 
 /* -- slot conversions ----------------------------------------------------- */
 
+/* An int as a 64-bit integer, -1 with an exception when out of range.  Where
+ * ``long`` has 64 bits these are the conversions that read the int's digits
+ * in a loop: CPython's ``PyLong_As(Unsigned)LongLong`` convert any int of more
+ * than one digit (2**30 and beyond, e.g. a negative s32 lowered as u32)
+ * through a byte array, an order of magnitude more work. */
+#if SIZEOF_LONG >= 8
+#define INT_AS_U64(n) ((unsigned long long)PyLong_AsUnsignedLong(n))
+#define INT_AS_S64(n) ((long long)PyLong_AsLong(n))
+#else
+#define INT_AS_U64(n) PyLong_AsUnsignedLongLong(n)
+#define INT_AS_S64(n) PyLong_AsLongLong(n)
+#endif
+
 /* Write ``v`` into ``slot`` in format ``f``.  0 on success; -1 with an
  * exception set: TypeError for a value of the wrong type, ValueError for one
  * out of range (``value_errors`` turns the former into ValueError too, as the
@@ -121,7 +134,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
     int bad = 0;
     switch (f) {
     case 'I': {
-        unsigned long long u = PyLong_AsUnsignedLongLong(n);
+        unsigned long long u = INT_AS_U64(n);
         if ((u == (unsigned long long)-1 && PyErr_Occurred()) || u > 0xFFFFFFFFull)
             bad = 1;
         else
@@ -129,7 +142,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'i': {
-        long long s = PyLong_AsLongLong(n);
+        long long s = INT_AS_S64(n);
         if ((s == -1 && PyErr_Occurred()) || s < INT32_MIN || s > INT32_MAX)
             bad = 1;
         else
@@ -137,7 +150,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'Q': {
-        unsigned long long u = PyLong_AsUnsignedLongLong(n);
+        unsigned long long u = INT_AS_U64(n);
         if (u == (unsigned long long)-1 && PyErr_Occurred())
             bad = 1;
         else
@@ -145,7 +158,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'q': {
-        long long s = PyLong_AsLongLong(n);
+        long long s = INT_AS_S64(n);
         if (s == -1 && PyErr_Occurred())
             bad = 1;
         else
