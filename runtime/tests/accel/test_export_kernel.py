@@ -629,3 +629,13 @@ def test_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> Non
         pair.compare("add64", (n, 0))
         pair.compare("add64", (0, n))
         pair.compare("neg", (n,))
+
+
+@pytest.mark.parametrize("n", _WIDE)
+def test_record_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """Record fields (``s32``, ``u8``) at and past their range, lowered in C or Python."""
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("echo_record", ({"x": n, "y": -1, "label": None},))
+        pair.compare("echo_record", ({"x": 0, "y": n, "label": "a"},))
+    with _pair(wat, component=_NESTED) as pair:
+        pair.compare("sum", ({**_ABC, "d": {**_quad(12), "z": n}},))

@@ -69,18 +69,6 @@ static PyObject *str_host_depth = NULL;
 
 /* -- slot conversions ----------------------------------------------------- */
 
-/* An int as a 64-bit integer, -1 with an exception when out of range.  Where
- * ``long`` has 64 bits these are the conversions that read the int's digits
- * in a loop: CPython's ``PyLong_As(Unsigned)LongLong`` convert any int of more
- * than one digit (2**30 and beyond, e.g. a negative s32 lowered as u32)
- * through a byte array, an order of magnitude more work. */
-#if SIZEOF_LONG >= 8
-#define INT_AS_U64(n) ((unsigned long long)PyLong_AsUnsignedLong(n))
-#define INT_AS_S64(n) ((long long)PyLong_AsLong(n))
-#else
-#define INT_AS_U64(n) PyLong_AsUnsignedLongLong(n)
-#define INT_AS_S64(n) PyLong_AsLongLong(n)
-#endif
 
 /* Write ``v`` into ``slot`` in format ``f``.  0 on success; -1 with an
  * exception set: TypeError for a value of the wrong type, ValueError for one
@@ -134,7 +122,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
     int bad = 0;
     switch (f) {
     case 'I': {
-        unsigned long long u = INT_AS_U64(n);
+        unsigned long long u = accel_as_u64(n);
         if ((u == (unsigned long long)-1 && PyErr_Occurred()) || u > 0xFFFFFFFFull)
             bad = 1;
         else
@@ -142,7 +130,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'i': {
-        long long s = INT_AS_S64(n);
+        long long s = accel_as_s64(n);
         if ((s == -1 && PyErr_Occurred()) || s < INT32_MIN || s > INT32_MAX)
             bad = 1;
         else
@@ -150,7 +138,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'Q': {
-        unsigned long long u = INT_AS_U64(n);
+        unsigned long long u = accel_as_u64(n);
         if (u == (unsigned long long)-1 && PyErr_Occurred())
             bad = 1;
         else
@@ -158,7 +146,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'q': {
-        long long s = INT_AS_S64(n);
+        long long s = accel_as_s64(n);
         if (s == -1 && PyErr_Occurred())
             bad = 1;
         else

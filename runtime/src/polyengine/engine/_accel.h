@@ -57,6 +57,38 @@ int accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long si
 extern PyObject *accel_str_budget;
 int accel_value_types_register(PyObject *module); /* _accel_valuetypes.c */
 
+/* PyLong_AsLongLong and PyLong_AsUnsignedLongLong, the same values and errors;
+ * where ``long`` has 64 bits an exact int in range is read by the digit loop of
+ * PyLong_AsLongAndOverflow, as those two convert any int of more than one
+ * 30-bit digit (2**30 and beyond, e.g. a negative s32 as a u32) through a byte
+ * array, an order of magnitude more work. */
+static inline long long
+accel_as_s64(PyObject *v)
+{
+#if SIZEOF_LONG >= 8
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long x = PyLong_AsLongAndOverflow(v, &overflow);
+        if (!overflow)
+            return x;
+    }
+#endif
+    return PyLong_AsLongLong(v);
+}
+static inline unsigned long long
+accel_as_u64(PyObject *v)
+{
+#if SIZEOF_LONG >= 8
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long x = PyLong_AsLongAndOverflow(v, &overflow);
+        if (!overflow && x >= 0)
+            return (unsigned long long)x;
+    }
+#endif
+    return PyLong_AsUnsignedLongLong(v);
+}
+
 /* _accel_guest.c: an attribute held in an object slot (a ``__slots__`` entry such
  * as ComponentInstance's ``may_enter`` and ``may_leave``, abi/resources.py), read
  * and written at its member's offset.  The offset is found once per type from

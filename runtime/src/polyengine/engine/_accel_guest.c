@@ -348,7 +348,7 @@ accel_allocate(AccelValueCx *v, Py_ssize_t n)
         r = as_int;
     }
     if (PyLong_CheckExact(r)) { /* a pointer already in range is its own mask */
-        unsigned long long u = PyLong_AsUnsignedLongLong(r);
+        unsigned long long u = accel_as_u64(r);
         if (u <= 0xFFFFFFFFULL && !(u == (unsigned long long)-1 && PyErr_Occurred())) {
             ptr = r;
             goto done;
