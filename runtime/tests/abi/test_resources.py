@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import weakref
 
 import pytest
 from abi_helpers import make_cx
@@ -327,3 +328,16 @@ def test_resource_types_describe_themselves_deterministically() -> None:
     assert str(ResourceType(None, None, "cell")) == "host resource 'cell'"
     assert repr(ResourceType(None)) == "<ResourceType host resource>"
     assert "0x" not in repr(ComponentInstance())
+
+
+def test_the_entry_flags_are_slots_and_the_rest_a_dict() -> None:
+    """``may_enter``/``may_leave`` are slots (read at fixed offsets by the compiled path)."""
+    inst = ComponentInstance(None, "c")
+    assert inst.may_enter is True and inst.may_leave is True
+    assert "may_enter" not in vars(inst) and "may_leave" not in vars(inst)
+    assert type(vars(ComponentInstance)["may_enter"]).__name__ == "member_descriptor"
+    inst.may_enter = False
+    assert inst.may_enter is False and "may_enter" not in vars(inst)
+    inst.extra = 1  # type: ignore[attr-defined]
+    assert vars(inst)["extra"] == 1
+    assert weakref.ref(inst)() is inst

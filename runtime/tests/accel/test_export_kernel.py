@@ -23,6 +23,7 @@ import pytest
 
 import polyengine
 from polyengine import engine
+from polyengine.abi.resources import ComponentInstance
 from polyengine.engine._callpath import pure_stores
 from polyengine.errors import ThreadRuleError
 from polyengine.sync import instantiate_sync
@@ -538,3 +539,103 @@ def test_may_enter_written_between_calls_is_seen(wat: Wat, pure: bool) -> None:
         assert asyncio.run(add(2, 2)) == 4
     finally:
         inst.close()
+
+
+def _logged(base: type[ComponentInstance], flag: str, log: list[object]) -> type[Any]:
+    """A subclass of ``base`` with a property before the ``flag`` slot, logging each access."""
+    slot = vars(ComponentInstance)[flag]
+
+    def get(self: ComponentInstance) -> object:
+        log.append("get")
+        return slot.__get__(self)
+
+    def put(self: ComponentInstance, value: object) -> None:
+        log.append(value)
+        slot.__set__(self, value)
+
+    return type("Logged", (base,), {flag: property(get, put)})
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_may_enter_behind_a_property_is_used_once_the_class_changes(wat: Wat, pure: bool) -> None:
+    """Calls that found ``may_enter``'s slot go through a property put before it later:
+    by changing the instance's class, or by changing that class itself."""
+    with _paths(pure):
+        inst = instantiate_sync(wat(_NESTED), {"f": lambda x: x})
+    try:
+        ci = inst.instance._runtime.records[0].ci
+
+        def add(a: int, b: int) -> Any:
+            return inst.instance.exports.add(a, b)  # as first made, then as recompiled
+
+        base = type(ci)
+        assert asyncio.run(add(1, 2)) == 3
+        assert asyncio.run(add(1, 2)) == 3  # the slot in use
+        compiled = not pure and engine.call_path().startswith("compiled")
+        assert ("kernel" in inst.instance.exports.add.__code__.co_names) == compiled
+        log: list[object] = []
+        ci.__class__ = _logged(base, "may_enter", log)
+        assert asyncio.run(add(1, 2)) == 3
+        assert log == ["get", False, True]
+        ci.__class__ = base
+        log.clear()
+        assert asyncio.run(add(2, 2)) == 4
+        assert log == []
+        plain = type("Plain", (base,), {})
+        ci.__class__ = plain
+        assert asyncio.run(add(2, 2)) == 4  # the slot again, for this class
+        plain.may_enter = vars(_logged(base, "may_enter", log))["may_enter"]  # type: ignore[attr-defined]
+        assert asyncio.run(add(2, 3)) == 5
+        assert log == ["get", False, True]
+        assert ci.may_enter is True
+    finally:
+        inst.close()
+
+
+def test_may_leave_behind_a_property_is_used_alike_on_both_paths(wat: Wat) -> None:
+    """``realloc``'s clearing of ``may_leave`` goes through a property put before its slot."""
+    logs = []
+    for pure in (False, True):
+        with _paths(pure):
+            inst = instantiate_sync(wat(_VALUES), {})
+        try:
+            point = {"x": 1, "y": -2, "label": "a label"}
+            for _ in range(2):  # the first call, then the slot in use
+                assert asyncio.run(inst.instance.exports.echo_record(point)) == point
+            ci = inst.instance._runtime.records[0].ci
+            log: list[object] = []
+            ci.__class__ = _logged(type(ci), "may_leave", log)
+            assert asyncio.run(inst.instance.exports.echo_record(point)) == point
+            assert inst.exports.echo_record(point) == point
+            logs.append(log)
+        finally:
+            inst.close()
+    assert logs[0] == logs[1]
+    assert logs[0].count(False) == 2 and logs[0].count(True) == 2, logs[0]
+
+
+_WIDE = [
+    2**30 - 1, 2**30, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 1,
+    2**64, 2**100, -1, -(2**30), -(2**30) - 1, -(2**31), -(2**31) - 1, -(2**63), -(2**63) - 1,
+    -(2**100),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", _WIDE)
+def test_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """Arguments at and past each slot's range (ints of more than one 30-bit digit)."""
+    with _pair(wat) as pair:
+        pair.compare("add", (n, 0))
+        pair.compare("add64", (n, 0))
+        pair.compare("add64", (0, n))
+        pair.compare("neg", (n,))
+
+
+@pytest.mark.parametrize("n", _WIDE)
+def test_record_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """Record fields (``s32``, ``u8``) at and past their range, lowered in C or Python."""
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("echo_record", ({"x": n, "y": -1, "label": None},))
+        pair.compare("echo_record", ({"x": 0, "y": n, "label": "a"},))
+    with _pair(wat, component=_NESTED) as pair:
+        pair.compare("sum", ({**_ABC, "d": {**_quad(12), "z": n}},))

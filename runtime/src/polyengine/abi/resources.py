@@ -108,7 +108,13 @@ class ComponentInstance:
     later); ``may_leave`` is false exactly while the instance runs code that
     must not call out (``realloc``, ``post-return``); ``may_enter`` is false
     while a call has entered the instance (or an ancestor) and not left.
+
+    The two flags are slots (every other attribute lives in ``__dict__``):
+    the compiled export call and ``realloc`` step read and write them at
+    their member's fixed offset rather than as dict entries.
     """
+
+    __slots__ = ("__dict__", "__weakref__", "may_enter", "may_leave")
 
     #: bytes plus elements one lift or lower may read out of guest memory
     #: (``Limits.max_lift_bytes``): bounds nested lists aliasing one range

@@ -69,6 +69,7 @@ static PyObject *str_host_depth = NULL;
 
 /* -- slot conversions ----------------------------------------------------- */
 
+
 /* Write ``v`` into ``slot`` in format ``f``.  0 on success; -1 with an
  * exception set: TypeError for a value of the wrong type, ValueError for one
  * out of range (``value_errors`` turns the former into ValueError too, as the
@@ -121,7 +122,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
     int bad = 0;
     switch (f) {
     case 'I': {
-        unsigned long long u = PyLong_AsUnsignedLongLong(n);
+        unsigned long long u = accel_as_u64(n);
         if ((u == (unsigned long long)-1 && PyErr_Occurred()) || u > 0xFFFFFFFFull)
             bad = 1;
         else
@@ -129,7 +130,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'i': {
-        long long s = PyLong_AsLongLong(n);
+        long long s = accel_as_s64(n);
         if ((s == -1 && PyErr_Occurred()) || s < INT32_MIN || s > INT32_MAX)
             bad = 1;
         else
@@ -137,7 +138,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'Q': {
-        unsigned long long u = PyLong_AsUnsignedLongLong(n);
+        unsigned long long u = accel_as_u64(n);
         if (u == (unsigned long long)-1 && PyErr_Occurred())
             bad = 1;
         else
@@ -145,7 +146,7 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
         break;
     }
     case 'q': {
-        long long s = PyLong_AsLongLong(n);
+        long long s = accel_as_s64(n);
         if (s == -1 && PyErr_Occurred())
             bad = 1;
         else

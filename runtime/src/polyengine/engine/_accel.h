@@ -57,6 +57,87 @@ int accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long si
 extern PyObject *accel_str_budget;
 int accel_value_types_register(PyObject *module); /* _accel_valuetypes.c */
 
+/* PyLong_AsLongLong and PyLong_AsUnsignedLongLong, the same values and errors;
+ * where ``long`` has 64 bits an exact int in range is read by the digit loop of
+ * PyLong_AsLongAndOverflow, as those two convert any int of more than one
+ * 30-bit digit (2**30 and beyond, e.g. a negative s32 as a u32) through a byte
+ * array, an order of magnitude more work. */
+static inline long long
+accel_as_s64(PyObject *v)
+{
+#if SIZEOF_LONG >= 8
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long x = PyLong_AsLongAndOverflow(v, &overflow);
+        if (!overflow)
+            return x;
+    }
+#endif
+    return PyLong_AsLongLong(v);
+}
+static inline unsigned long long
+accel_as_u64(PyObject *v)
+{
+#if SIZEOF_LONG >= 8
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long x = PyLong_AsLongAndOverflow(v, &overflow);
+        if (!overflow && x >= 0)
+            return (unsigned long long)x;
+    }
+#endif
+    return PyLong_AsUnsignedLongLong(v);
+}
+
+/* _accel_guest.c: an attribute held in an object slot (a ``__slots__`` entry such
+ * as ComponentInstance's ``may_enter`` and ``may_leave``, abi/resources.py), read
+ * and written at its member's offset.  The offset is found once per type from
+ * the member descriptor that attribute lookup finds first, and is used only
+ * while the object's type is that type at the same version tag (any change to
+ * the class or its bases changes the tag); any other object, or a type whose
+ * attribute access is customised or whose lookup finds no writable object
+ * member, takes the attribute protocol (accel_slot_get/set return 0 then). */
+typedef struct {
+    PyTypeObject *tp;  /* borrowed: version tags are never reused, so a freed type never matches */
+    unsigned int tag;  /* tp's version tag when the offset was found */
+    Py_ssize_t offset; /* of the member in tp's objects, or -1 */
+} AccelSlot;
+/* the member's offset in objects of obj's type, found and kept in s; -1 if none */
+Py_ssize_t accel_slot_find(AccelSlot *s, PyObject *obj, PyObject *name);
+static inline Py_ssize_t
+accel_slot_offset(AccelSlot *s, PyObject *obj, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (tp == s->tp && tp->tp_version_tag == s->tag
+        && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return s->offset;
+    return accel_slot_find(s, obj, name);
+}
+/* 1 with *out a new reference; 0: use the attribute protocol (no error set) */
+static inline int
+accel_slot_get(AccelSlot *s, PyObject *obj, PyObject *name, PyObject **out)
+{
+    Py_ssize_t offset = accel_slot_offset(s, obj, name);
+    PyObject *x = offset < 0 ? NULL : *(PyObject **)((char *)obj + offset);
+    if (x == NULL) /* no slot, or unset: the attribute protocol (which raises) */
+        return 0;
+    *out = Py_NewRef(x);
+    return 1;
+}
+/* 1 when written; 0: use the attribute protocol */
+static inline int
+accel_slot_set(AccelSlot *s, PyObject *obj, PyObject *name, PyObject *value)
+{
+    Py_ssize_t offset = accel_slot_offset(s, obj, name);
+    if (offset < 0)
+        return 0;
+    PyObject **at = (PyObject **)((char *)obj + offset);
+    PyObject *old = *at;
+    *at = Py_NewRef(value);
+    Py_XDECREF(old);
+    return 1;
+}
+
 /* _accel_guest.c: a guest memory's current bytes for the value codecs, and
  * their realloc (LiftLowerContext.allocate, step by step) */
 typedef struct {

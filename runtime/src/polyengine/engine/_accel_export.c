@@ -11,10 +11,10 @@
  *   specialised core call, an argument out of its slot's range handed to the
  *   general call, and a failure handed to the poisoning step (``failed``)
  *   before it propagates.  With a plan of value programs, the type test keeps
- *   the record fields it looked up for the lower (``AccelMemo``).  When
- *   ``may_enter`` lives plainly in ci's ``__dict__`` it is read and written
- *   there, and not read at all while the dict's version tag (Python 3.11)
- *   says nothing wrote to it since this export's last call set it back.
+ *   the record fields it looked up for the lower (``AccelMemo``).
+ *   ``may_enter`` is read and written at its slot's offset in ci
+ *   (``AccelSlot``, ``_accel.h``; ComponentInstance's ``__slots__``), else in
+ *   ci's ``__dict__`` when it lives plainly there, else as an attribute.
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a
@@ -104,16 +104,8 @@ typedef struct {
     PyObject *values;     /* the compiled values' plan (_accel_values.c), or NULL */
     Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
     unsigned long owner;  /* the thread that may call (the thread rule) */
-    uint64_t entered_tag; /* ci_dict's version after this call set may_enter True, or 0 */
+    AccelSlot may_enter;  /* ci's ``may_enter`` slot */
 } Export;
-
-/* The version tag of a dict (changed by every write to it), where the
- * interpreter has one that it keeps for every dict; 0 otherwise. */
-#if PY_VERSION_HEX < 0x030C0000
-#define DICT_TAG(d) (((PyDictObject *)(d))->ma_version_tag)
-#else
-#define DICT_TAG(d) ((uint64_t)0)
-#endif
 
 /* rec.poisoned (a new reference) */
 static PyObject *
@@ -133,6 +125,8 @@ export_poisoned(Export *self)
 static int
 export_set_may_enter(Export *self, PyObject *value)
 {
+    if (accel_slot_set(&self->may_enter, self->ci, str_may_enter, value))
+        return 0;
     if (self->ci_dict != NULL)
         return PyDict_SetItem(self->ci_dict, str_may_enter, value);
     if (ACCEL_APPLY_DEFERRED() < 0)
@@ -144,11 +138,11 @@ export_set_may_enter(Export *self, PyObject *value)
 static PyObject *
 export_may_enter(Export *self)
 {
+    PyObject *v;
+    if (accel_slot_get(&self->may_enter, self->ci, str_may_enter, &v))
+        return v;
     if (self->ci_dict != NULL) {
-        /* unchanged since this call set it True at its last exit */
-        if (self->entered_tag != 0 && DICT_TAG(self->ci_dict) == self->entered_tag)
-            return Py_NewRef(Py_True);
-        PyObject *v = PyDict_GetItemWithError(self->ci_dict, str_may_enter);
+        v = PyDict_GetItemWithError(self->ci_dict, str_may_enter);
         if (v != NULL) {
             Py_INCREF(v);
             return v;
@@ -179,14 +173,11 @@ static int
 export_reenter(Export *self)
 {
     if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
-        int r = export_set_may_enter(self, Py_True);
-        self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
-        return r;
+        return export_set_may_enter(self, Py_True);
     }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int r = export_set_may_enter(self, Py_True);
-    self->entered_tag = r == 0 && self->ci_dict != NULL ? DICT_TAG(self->ci_dict) : 0;
     if (r < 0) { /* the finally clause's error replaces the call's, chained to it */
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb != NULL && value != NULL)
@@ -501,6 +492,8 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 #undef KEEP
     self->poisoned_offset = slot_offset(rec, poisoned_descr);
     self->owner = owner;
+    self->may_enter.tp = NULL;
+    self->may_enter.offset = -1;
     if (ci_dict != Py_None) {
         Py_INCREF(ci_dict);
         self->ci_dict = ci_dict;

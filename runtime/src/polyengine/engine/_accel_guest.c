@@ -8,13 +8,15 @@
  * address of the store's cell, which holds the context while the store is
  * open and direct, so that case reads no attribute.  Any other memory goes
  * through ``cx.mv`` and the buffer protocol.  ``may_leave`` is read and
- * written through the instance's ``__dict__`` when the plan found it there
- * plainly (``abi/kernels.py``), else as an attribute.  ``accel_allocate`` is
+ * written at its slot's offset (``AccelSlot``, see ``_accel.h``), else through
+ * the instance's ``__dict__`` when the plan found it there plainly
+ * (``abi/kernels.py``), else as an attribute.  ``accel_allocate`` is
  * ``LiftLowerContext.allocate`` step by step (CanonicalABI.md §"Lifting and
  * Lowering Context").
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -189,10 +191,49 @@ accel_bytes_release(AccelBytes *b)
     b->has_buf = 0;
 }
 
-/* inst.may_leave (a new reference), through its plain __dict__ when given */
+/* -- attributes in object slots (AccelSlot, _accel.h) --------------------- */
+
+/* The offset of ``name`` in objects of ``tp`` when the generic attribute
+ * access reads and writes it as a writable object member, else -1. */
+static Py_ssize_t
+member_offset(PyTypeObject *tp, PyObject *name)
+{
+    if (tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr)
+        return -1;
+    PyObject *d = _PyType_Lookup(tp, name); /* borrowed; gives tp a version tag */
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDescrObject *m = (PyMemberDescrObject *)d;
+    PyMemberDef *def = m->d_member;
+    if (def->type != T_OBJECT_EX || (def->flags & READONLY)
+        || !PyType_IsSubtype(tp, m->d_common.d_type))
+        return -1;
+    return def->offset;
+}
+
+Py_ssize_t
+accel_slot_find(AccelSlot *s, PyObject *obj, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    Py_ssize_t offset = member_offset(tp, name);
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) { /* keep it for this tag */
+        s->tp = tp;
+        s->tag = tp->tp_version_tag;
+        s->offset = offset;
+    }
+    return offset;
+}
+
+/* the slot of ``may_leave`` in the instances the value codecs meet */
+static AccelSlot may_leave_slot = {NULL, 0, -1};
+
+/* inst.may_leave (a new reference): its slot, else its plain __dict__ when given */
 static PyObject *
 may_leave_of(AccelValueCx *v)
 {
+    PyObject *x;
+    if (accel_slot_get(&may_leave_slot, v->inst, str_may_leave, &x))
+        return x;
     if (v->inst_dict != NULL) {
         PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_may_leave);
         if (x != NULL)
@@ -207,20 +248,31 @@ may_leave_of(AccelValueCx *v)
 static int
 set_may_leave(AccelValueCx *v, PyObject *value)
 {
+    if (accel_slot_set(&may_leave_slot, v->inst, str_may_leave, value))
+        return 0;
     if (v->inst_dict != NULL)
         return PyDict_SetItem(v->inst_dict, str_may_leave, value);
     return PyObject_SetAttr(v->inst, str_may_leave, value);
 }
 
-/* inst.lift_budget: with the instance's plain __dict__, its entry there, else
- * the class's int (no descriptor stands before the dict); else the attribute. */
+/* inst.lift_budget: with the generic attribute access and no descriptor before
+ * the instance's __dict__ (the class holds an int or nothing), the dict's entry,
+ * else the class's int; else the attribute. */
 PyObject *
 accel_lift_budget(AccelValueCx *v)
 {
-    if (v->inst_dict != NULL) {
+    PyObject *inst_dict = v->inst_dict;
+    if (inst_dict == NULL && Py_TYPE(v->inst)->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject **at = _PyObject_GetDictPtr(v->inst); /* may make the dict */
+        if (at == NULL && PyErr_Occurred())
+            return NULL;
+        if (at != NULL && *at != NULL && PyDict_CheckExact(*at))
+            inst_dict = *at;
+    }
+    if (inst_dict != NULL) {
         PyObject *t = _PyType_Lookup(Py_TYPE(v->inst), str_lift_budget); /* borrowed */
         if (t == NULL || PyLong_CheckExact(t)) {
-            PyObject *x = PyDict_GetItemWithError(v->inst_dict, str_lift_budget);
+            PyObject *x = PyDict_GetItemWithError(inst_dict, str_lift_budget);
             if (x != NULL)
                 return Py_NewRef(x);
             if (PyErr_Occurred())
@@ -296,7 +348,7 @@ accel_allocate(AccelValueCx *v, Py_ssize_t n)
         r = as_int;
     }
     if (PyLong_CheckExact(r)) { /* a pointer already in range is its own mask */
-        unsigned long long u = PyLong_AsUnsignedLongLong(r);
+        unsigned long long u = accel_as_u64(r);
         if (u <= 0xFFFFFFFFULL && !(u == (unsigned long long)-1 && PyErr_Occurred())) {
             ptr = r;
             goto done;

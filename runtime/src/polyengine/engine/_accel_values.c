@@ -120,7 +120,7 @@ check_int(PyObject *node, PyObject *v)
     }
     if (_PyLong_Sign(v) < 0)
         return 0;
-    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    unsigned long long x = accel_as_u64(v);
     if (x == (unsigned long long)-1 && PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError))
             return -1;
@@ -363,7 +363,7 @@ lower(Lowering *lw, PyObject *node, PyObject *v)
     case OP_INT: {
         if (!IARG(node, 2))
             return emit(lw, Py_NewRef(v));
-        long long x = PyLong_AsLongLong(v);
+        long long x = accel_as_s64(v);
         if (x == -1 && PyErr_Occurred())
             return -1;
         if (IARG(node, 1) <= 4)
@@ -748,7 +748,7 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
     PyObject *left = accel_lift_budget(&v);
     if (left == NULL)
         goto done;
-    budget = PyLong_AsLongLong(left);
+    budget = accel_as_s64(left);
     Py_DECREF(left);
     if (budget == -1 && PyErr_Occurred())
         goto done;
@@ -756,7 +756,7 @@ accel_values_call(PyObject *plan, PyObject *core, PyObject *const *items, Py_ssi
         PyObject *b = PyObject_GetAttr(v.cx, accel_str_budget);
         if (b == NULL)
             goto done;
-        budget = PyLong_AsLongLong(b);
+        budget = accel_as_s64(b);
         Py_DECREF(b);
         if (budget == -1 && PyErr_Occurred())
             goto done;

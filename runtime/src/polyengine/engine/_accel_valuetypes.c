@@ -146,7 +146,7 @@ lift_run(LiftObject *self, PyObject *cx, PyObject *results, PyObject **out)
     int charged = 0, r = -1;
     PyObject *b = PyObject_GetAttr(cx, accel_str_budget);
     if (b != NULL) {
-        budget = PyLong_AsLongLong(b);
+        budget = accel_as_s64(b);
         Py_DECREF(b);
         if (!(budget == -1 && PyErr_Occurred()))
             r = accel_lift_spilled(&v, self->program, self->size, self->align, results, &budget,
