@@ -165,6 +165,8 @@ class Pool:
         self._serials = itertools.count()
         self._call_ids = itertools.count()
         self._waiters: deque[asyncio.Future[None]] = deque()
+        #: calls inside :meth:`_acquire`: waiting for a worker, or woken and not yet resumed
+        self._acquiring = 0
         self._replacing: set[asyncio.Task[None]] = set()
         self._init: dict[str, object] | None = None
         self._catalog: dict[str, Any] | None = None
@@ -228,7 +230,9 @@ class Pool:
             return
         self._closing = True
         deadline = time.monotonic() + max(0.0, grace)
-        while (self._waiters or self._in_flight()) and time.monotonic() < deadline:
+        # A call woken for a free worker is out of ``_waiters`` but has not taken the
+        # worker yet (it resumes on a later loop turn): ``_acquiring`` still counts it.
+        while (self._acquiring or self._in_flight()) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         self._closed = True
         for task in list(self._replacing):
@@ -401,6 +405,13 @@ class Pool:
                 waiter.set_exception(error)
 
     async def _acquire(self) -> _Worker:
+        self._acquiring += 1
+        try:
+            return await self._take_worker()
+        finally:
+            self._acquiring -= 1
+
+    async def _take_worker(self) -> _Worker:
         while True:
             if self._closed:
                 raise PoolClosedError("the pool is closed")
