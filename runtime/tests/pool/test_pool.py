@@ -237,6 +237,40 @@ def test_a_factory_named_by_file(guest: bytes) -> None:
     run(main)
 
 
+def test_close_waits_for_a_call_woken_for_a_free_worker(guest: bytes) -> None:
+    # A queued call woken when a worker comes free leaves the queue at once but takes
+    # the worker only when it resumes; close() must not close the pool in between.
+    async def main() -> None:
+        pool = await Pool(guest, HOSTS, workers=1).start()
+        loop = asyncio.get_running_loop()
+
+        def resume(waiter: asyncio.Future[None]) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        def late_wake() -> None:  # the woken call resumes 50 ms after leaving the queue
+            while pool._waiters:
+                waiter = pool._waiters.popleft()
+                if not waiter.done():
+                    loop.call_later(0.05, resume, waiter)
+                    return
+
+        pool._wake = late_wake  # type: ignore[method-assign]
+        first = asyncio.ensure_future(pool.exports.nap(50))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        second = asyncio.ensure_future(pool.exports.nap(1))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert len(pool._waiters) == 1  # the second call is queued
+        closing = asyncio.ensure_future(pool.close())
+        pids = await asyncio.gather(first, second)
+        assert pids[0] == pids[1] == pool.workers[0].pid
+        await closing
+
+    run(main)
+
+
 def test_close_lets_the_calls_in_flight_finish(guest: bytes) -> None:
     async def main() -> None:
         pool = await Pool(guest, HOSTS, workers=2).start()
