@@ -631,6 +631,23 @@ def test_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> Non
         pair.compare("neg", (n,))
 
 
+#: ints of one 30-bit digit, read inline by the compiled conversions (accel_compact)
+_ONE_DIGIT = [0, 1, 7, 2**29, 2**30 - 2, -2, -7, -(2**29), -(2**30) + 1]
+
+
+@pytest.mark.parametrize("n", _ONE_DIGIT)
+def test_integers_of_one_digit_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """Arguments of one digit at both signs, in each slot format (read without a digit loop)."""
+    with _pair(wat) as pair:
+        pair.compare("add", (n, 0))
+        pair.compare("add", (0, n))
+        pair.compare("add64", (n, 0))
+        pair.compare("add64", (0, n))
+        pair.compare("neg", (n,))
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("echo_record", ({"x": n, "y": -1, "label": None},))
+
+
 @pytest.mark.parametrize("n", _WIDE)
 def test_record_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> None:
     """Record fields (``s32``, ``u8``) at and past their range, lowered in C or Python."""

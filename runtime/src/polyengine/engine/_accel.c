@@ -166,6 +166,34 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
     return 0;
 }
 
+/* put_slot's common case inline: an int of one digit (accel_compact) in an
+ * integer format it fits.  1 when written, 0: put_slot decides. */
+static inline int
+put_small_int(val_raw_t *slot, char f, PyObject *v)
+{
+    long long x;
+    if (!accel_compact(v, &x))
+        return 0;
+    switch (f) {
+    case 'I':
+    case 'Q':
+        if (x < 0)
+            return 0;
+        break;
+    case 'i':
+    case 'q':
+        break;
+    default:
+        return 0;
+    }
+    memset(slot, 0, sizeof(*slot));
+    if (f == 'I' || f == 'i')
+        slot->i32 = (int32_t)x; /* |x| < 2**30 */
+    else
+        slot->i64 = (int64_t)x;
+    return 1;
+}
+
 static PyObject *
 get_slot(const val_raw_t *slot, char f)
 {
@@ -276,7 +304,8 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
             return ACCEL_APPLY_DEFERRED() < 0 ? NULL
                                               : PyObject_Vectorcall(self->slow, args, nargs, NULL);
         for (Py_ssize_t k = 0; k < nargs; k++) {
-            if (put_slot(&slots[k], self->fmt[k], args[k], self->value_errors) < 0)
+            if (!put_small_int(&slots[k], self->fmt[k], args[k])
+                && put_slot(&slots[k], self->fmt[k], args[k], self->value_errors) < 0)
                 return NULL;
         }
         for (Py_ssize_t k = nargs; k < self->nslots; k++)

@@ -93,6 +93,7 @@ typedef struct {
     Py_ssize_t n;
     int seq;              /* 1: call(args) with one tuple; 0: call(a0, a1, ...) */
     PyObject *core;       /* the specialised core call, exact integer formats */
+    vectorcallfunc core_call; /* core's vectorcall entry, or NULL */
     PyObject *rec;        /* the instance record (``poisoned``) */
     PyObject *ci;         /* the component instance (``may_enter``) */
     PyObject *name;
@@ -122,7 +123,7 @@ export_poisoned(Export *self)
 }
 
 /* ci.may_enter = value */
-static int
+static inline int
 export_set_may_enter(Export *self, PyObject *value)
 {
     if (accel_slot_set(&self->may_enter, self->ci, str_may_enter, value))
@@ -135,7 +136,7 @@ export_set_may_enter(Export *self, PyObject *value)
 }
 
 /* ci.may_enter (a new reference) */
-static PyObject *
+static inline PyObject *
 export_may_enter(Export *self)
 {
     PyObject *v;
@@ -168,13 +169,10 @@ export_general(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *who
     return r;
 }
 
-/* ci.may_enter = True, keeping an exception that is already set */
+/* export_reenter with an exception set: kept, or chained to a failed write's */
 static int
-export_reenter(Export *self)
+export_reenter_keeping(Export *self)
 {
-    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
-        return export_set_may_enter(self, Py_True);
-    }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int r = export_set_may_enter(self, Py_True);
@@ -196,6 +194,16 @@ export_reenter(Export *self)
     }
     PyErr_Restore(type, value, tb);
     return 0;
+}
+
+/* ci.may_enter = True, keeping an exception that is already set */
+static int
+export_reenter(Export *self)
+{
+    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
+        return export_set_may_enter(self, Py_True);
+    }
+    return export_reenter_keeping(self);
 }
 
 /* The core call failed with the current exception: the poisoning step, then
@@ -279,9 +287,10 @@ export_enter_and_call(Export *self, PyObject *const *items, Py_ssize_t n, PyObje
     }
     if (export_set_may_enter(self, Py_False) < 0)
         return NULL;
-    PyObject *result = self->values != NULL
-                           ? accel_values_call(self->values, self->core, items, n, memo)
-                           : PyObject_Vectorcall(self->core, items, n, NULL);
+    PyObject *result = self->values != NULL ? accel_values_call(self->values, self->core, items,
+                                                                n, memo)
+                       : self->core_call != NULL ? self->core_call(self->core, items, n, NULL)
+                                                 : PyObject_Vectorcall(self->core, items, n, NULL);
     if (result == NULL) {
         if (self->values == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
             /* an argument out of its slot's range, refused before the guest ran */
@@ -299,7 +308,7 @@ export_enter_and_call(Export *self, PyObject *const *items, Py_ssize_t n, PyObje
         export_reenter(self);
         return NULL;
     }
-    if (export_reenter(self) < 0) {
+    if (export_set_may_enter(self, Py_True) < 0) {
         Py_DECREF(result);
         return NULL;
     }
@@ -350,7 +359,9 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     /* the inline type test: exact ints only (their slots check the range), or
      * the values the compiled lower takes exactly */
-    AccelMemo memo = {.n = 0, .full = 0};
+    AccelMemo memo; /* only the items below n are ever read */
+    memo.n = 0;
+    memo.full = 0;
     if (self->values != NULL) {
         int taken = accel_values_check(self->values, items, n, &memo);
         if (taken <= 0) {
@@ -482,6 +493,7 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->seq = seq;
 #define KEEP(field) (Py_INCREF(field), self->field = field)
     KEEP(core);
+    self->core_call = PyVectorcall_Function(core);
     KEEP(rec);
     KEEP(ci);
     KEEP(name);
