@@ -251,11 +251,11 @@ def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
 
     ok = lambda *a: None  # noqa: E731
     with pytest.raises(TypeError):
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, None, 0)
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, 0)
     with pytest.raises(ValueError):
-        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, None, 0)
+        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, 0)
     with pytest.raises(TypeError):  # the instance dict must be a dict
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, None, [], 0)
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, [], 0)
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(TypeError):
@@ -588,6 +588,44 @@ def test_may_enter_behind_a_property_is_used_once_the_class_changes(wat: Wat, pu
         assert asyncio.run(add(2, 3)) == 5
         assert log == ["get", False, True]
         assert ci.may_enter is True
+    finally:
+        inst.close()
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_poisoned_behind_a_property_is_read_once_the_class_changes(wat: Wat, pure: bool) -> None:
+    """``rec.poisoned`` read at its slot until the record's class puts a property before it."""
+    with _paths(pure):
+        inst = instantiate_sync(wat(_NESTED), {"f": lambda x: x})
+    try:
+        rec = inst.instance._runtime.records[0]
+        base = type(rec)
+        slot = vars(base)["poisoned"]
+        log: list[object] = []
+        trap = Trap("poisoned behind a property", code="unreachable")
+        shown: list[BaseException | None] = [None]
+
+        def get(self: object) -> object:
+            log.append("get")
+            return shown[0] if shown[0] is not None else slot.__get__(self)
+
+        add = inst.instance.exports.add
+        assert asyncio.run(add(1, 2)) == 3
+        assert asyncio.run(add(1, 2)) == 3  # the slot in use
+        rec.__class__ = type("Logged", (base,), {"__slots__": (), "poisoned": property(get)})
+        assert asyncio.run(add(2, 2)) == 4
+        assert inst.exports.add(2, 3) == 5
+        assert log == ["get", "get"]
+        shown[0] = trap
+        with pytest.raises(Trap, match="poisoned behind a property"):
+            asyncio.run(add(2, 2))
+        with pytest.raises(Trap, match="poisoned behind a property"):
+            inst.exports.add(2, 2)
+        shown[0] = None
+        rec.__class__ = base
+        log.clear()
+        assert asyncio.run(add(3, 3)) == 6
+        assert log == []
     finally:
         inst.close()
 

@@ -14,7 +14,9 @@
  *   the record fields it looked up for the lower (``AccelMemo``).
  *   ``may_enter`` is read and written at its slot's offset in ci
  *   (``AccelSlot``, ``_accel.h``; ComponentInstance's ``__slots__``), else in
- *   ci's ``__dict__`` when it lives plainly there, else as an attribute.
+ *   ci's ``__dict__`` when it lives plainly there, else as an attribute;
+ *   ``rec.poisoned`` is read at its slot's offset the same way (the
+ *   InstanceRecord's ``__slots__``), else as an attribute.
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a
@@ -27,7 +29,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,22 +104,18 @@ typedef struct {
     PyObject *arity;      /* arity(args): raises for a wrong argument count, or None */
     PyObject *ci_dict;    /* ci's __dict__ when it holds may_enter plainly, else NULL */
     PyObject *values;     /* the compiled values' plan (_accel_values.c), or NULL */
-    Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
     unsigned long owner;  /* the thread that may call (the thread rule) */
+    AccelSlot poisoned;   /* rec's ``poisoned`` slot */
     AccelSlot may_enter;  /* ci's ``may_enter`` slot */
 } Export;
 
 /* rec.poisoned (a new reference) */
-static PyObject *
+static inline PyObject *
 export_poisoned(Export *self)
 {
-    if (self->poisoned_offset >= 0) {
-        PyObject *v = *(PyObject **)((char *)self->rec + self->poisoned_offset);
-        if (v != NULL) {
-            Py_INCREF(v);
-            return v;
-        }
-    }
+    PyObject *v;
+    if (accel_slot_get(&self->poisoned, self->rec, str_poisoned, &v))
+        return v;
     return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_GetAttr(self->rec, str_poisoned);
 }
 
@@ -421,31 +418,18 @@ export_dealloc(Export *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The offset of the ``poisoned`` slot of ``rec``'s type when ``descr`` is that
- * slot's member descriptor (an object slot, writable), else -1. */
-static Py_ssize_t
-slot_offset(PyObject *rec, PyObject *descr)
-{
-    if (!Py_IS_TYPE(descr, &PyMemberDescr_Type))
-        return -1;
-    PyMemberDescrObject *m = (PyMemberDescrObject *)descr;
-    PyMemberDef *def = m->d_member;
-    if (m->d_common.d_type != Py_TYPE(rec) || def->type != T_OBJECT_EX || (def->flags & READONLY))
-        return -1;
-    return def->offset;
-}
-
-/* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity,
- *        poisoned_descr, ci_dict, owner[, values]): poisoned_descr and ci_dict are None
- * unless the caller checked that ``rec.poisoned`` is that slot and ``ci.may_enter``
- * plainly lives in ``ci_dict``; ``owner`` is the ident of the only thread that may call
- * (the thread rule).  With ``values`` (a plan of abi/kernels.py), ``core(flat)`` takes
+/* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity, ci_dict,
+ *        owner[, values]): ci_dict is None unless the caller checked that
+ * ``ci.may_enter`` plainly lives in it; ``owner`` is the ident of the only thread
+ * that may call (the thread rule).  ``rec.poisoned`` and ``ci.may_enter`` are read
+ * at their slots' offsets while the objects' types are the ones the slots were
+ * found in (AccelSlot, _accel.h), else through the attribute protocol.  With ``values`` (a plan of abi/kernels.py), ``core(flat)`` takes
  * the list of core values and the arguments are lowered and the result lifted in C. */
 static PyObject *
 export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *core, *rec, *ci, *name, *check_enter, *general, *failed, *arity;
-    PyObject *poisoned_descr, *ci_dict, *values = Py_None;
+    PyObject *ci_dict, *values = Py_None;
     Py_ssize_t n;
     int seq;
     unsigned long owner;
@@ -453,9 +437,8 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Export takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOOk|O", &core, &n, &seq, &rec, &ci, &name,
-                          &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
-                          &owner, &values))
+    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOk|O", &core, &n, &seq, &rec, &ci, &name,
+                          &check_enter, &general, &failed, &arity, &ci_dict, &owner, &values))
         return NULL;
     if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 10
                               || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
@@ -502,8 +485,9 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     KEEP(failed);
     KEEP(arity);
 #undef KEEP
-    self->poisoned_offset = slot_offset(rec, poisoned_descr);
     self->owner = owner;
+    self->poisoned.tp = NULL;
+    self->poisoned.offset = -1;
     self->may_enter.tp = NULL;
     self->may_enter.offset = -1;
     if (ci_dict != Py_None) {

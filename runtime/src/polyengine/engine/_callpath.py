@@ -396,7 +396,6 @@ def export_kernel(
         general,
         failed,
         arity,
-        type(rec).__dict__.get("poisoned"),
         _plain_dict(ci, "may_enter"),
         owner,
         values,
