@@ -123,6 +123,8 @@ def test_every_transfer_reports_gb_per_s(output: str) -> None:
         for label in TRANSFER_ROWS:
             assert _time_of(sec, label) > 0, (transfer, label)
         assert re.search(r"polyengine \(awaited\): \d+\.\d+ GB/s \(target >= ", sec), transfer
+        paired = r"compiled / pure: \d+\.\d+x the time \(median of \d+ back-to-back pairs, "
+        assert re.search(paired + r"quartiles \d+\.\d+-\d+\.\d+\)", sec), transfer
 
 
 def test_the_compiled_path_is_compared_with_the_pure_one_and_the_floor(output: str) -> None:
