@@ -550,7 +550,9 @@ pack_fast(const Sig *sig, PyObject *out, val_raw_t *slots)
             if (!PyLong_CheckExact(v))
                 return 0;
             int overflow = 0;
-            long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+            long long s;
+            if (!accel_compact(v, &s)) /* one digit: read inline */
+                s = PyLong_AsLongLongAndOverflow(v, &overflow);
             if (overflow || s < 0 || (f == 'I' && s > 0xFFFFFFFFll)) {
                 if (f == 'Q' && overflow > 0) {
                     unsigned long long u = PyLong_AsUnsignedLongLong(v);
@@ -601,7 +603,7 @@ record_error(PyObject *state)
     if (value != NULL) {
         PyObject *r = PyObject_CallMethodOneArg(state, str_record_host_error, value);
         if (r != NULL) {
-            unsigned long long a = PyLong_AsUnsignedLongLong(r);
+            unsigned long long a = accel_as_u64(r);
             if (!(a == (unsigned long long)-1 && PyErr_Occurred()))
                 trap = (void *)(uintptr_t)a;
             Py_DECREF(r);
