@@ -1174,6 +1174,9 @@ def profile_all(
 
 # -- main ----------------------------------------------------------------------------------
 
+#: the sections ``--only`` selects
+SECTIONS = ("export", "import", "bulk", "record")
+
 
 def render_acceptance() -> str:
     """The compiled call path's acceptance rows, pure / compiled / floor side by side."""
@@ -1216,6 +1219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=None, help="seconds per timed repeat")
     parser.add_argument("--profile", action="store_true", help="profile the polyengine paths too")
     parser.add_argument(
+        "--only",
+        action="append",
+        choices=SECTIONS,
+        help="run only this section (repeatable; default: all of them)",
+    )
+    parser.add_argument(
         "--profile-only", action="store_true", help="only the profile (implies --profile)"
     )
     args = parser.parse_args(argv)
@@ -1229,16 +1238,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     pure = Poly(component, pure=True)
     try:
         print(header(s))
+        only = set(args.only or SECTIONS)
         if not args.profile_only:
-            print()
-            print(render(section_export(floor, eng, native, poly, pure, s)))
-            print()
-            print(render(section_import(floor, eng, native, poly, pure, s)))
-            for sec in section_bulk(floor, native, poly, pure, s):
+            if "export" in only:
+                print()
+                print(render(section_export(floor, eng, native, poly, pure, s)))
+            if "import" in only:
+                print()
+                print(render(section_import(floor, eng, native, poly, pure, s)))
+            for sec in section_bulk(floor, native, poly, pure, s) if "bulk" in only else []:
                 print()
                 print(render(sec))
-            print()
-            print(render(section_record(poly, pure, s)))
+            if "record" in only:
+                print()
+                print(render(section_record(poly, pure, s)))
             print()
             print(render_acceptance())
         if args.profile or args.profile_only:

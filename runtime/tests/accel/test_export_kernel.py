@@ -244,6 +244,30 @@ def test_the_compiled_forms_are_used_when_the_path_is_active(wat: Wat) -> None:
         inst.close()
 
 
+def test_the_coroutines_call_the_kernel_as_a_builtin_method(wat: Wat) -> None:
+    """The generated coroutine's ``kernel`` is ``Export.call``: the same call, positional only."""
+    if not engine.call_path().startswith("compiled"):
+        pytest.skip("the compiled call path is not active")
+    from polyengine.engine import _accel  # type: ignore[attr-defined]
+
+    inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+    try:
+        add = inst.instance.exports.add
+        assert asyncio.run(add(1, 2)) == 3  # compiles its code
+        kernel = add.__globals__["kernel"]
+        assert type(kernel).__name__ == "builtin_function_or_method"
+        assert isinstance(kernel.__self__, _accel.Export)
+        assert kernel(20, 22) == 42
+        assert kernel(2**32 - 1, 1) == 0  # the slot's range: wraps as the pure path does
+        with pytest.raises(TypeError, match="keyword"):
+            kernel(a=1, b=2)
+        with pytest.raises(TypeError, match="add takes 2 argument"):
+            kernel(1)
+        assert inst.exports.add(3, 4) == 7  # the blocking facade drives the same call
+    finally:
+        inst.close()
+
+
 def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
     if not engine.call_path().startswith("compiled"):
         pytest.skip("the compiled call path is not active")

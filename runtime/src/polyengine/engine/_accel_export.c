@@ -378,6 +378,33 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     return result;
 }
 
+/* ``Export.call``: the same call as a builtin method of the Export (METH_FASTCALL),
+ * which CPython's interpreter calls through its specialised path for builtins
+ * (no generic vectorcall dispatch, no result check); the exports facade's
+ * coroutines call that.  Keyword arguments are refused by CPython. */
+static PyObject *
+export_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return export_vectorcall(self, args, (size_t)nargs, NULL);
+}
+
+static PyMethodDef export_fast_def = {
+    "call", (PyCFunction)(void (*)(void))export_fast, METH_FASTCALL,
+    "the compiled export call, as a builtin method"};
+
+static PyObject *
+export_get_call(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyCFunction_New(&export_fast_def, self);
+}
+
+static PyGetSetDef export_getset[] = {
+    {"call", export_get_call, NULL, "the same call as a builtin method (a new one each time)",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static int
 export_traverse(Export *self, visitproc visit, void *arg)
 {
@@ -511,7 +538,19 @@ static PyTypeObject ExportType = {
     .tp_traverse = (traverseproc)export_traverse,
     .tp_clear = (inquiry)export_clear,
     .tp_dealloc = (destructor)export_dealloc,
+    .tp_getset = export_getset,
 };
+
+/* an Export, or its ``call`` method: a compiled export call (no Python code of its own) */
+static int
+is_export_call(PyObject *t)
+{
+    if (Py_IS_TYPE(t, &ExportType))
+        return 1;
+    return PyCFunction_CheckExact(t)
+           && PyCFunction_GET_FUNCTION(t) == (PyCFunction)(void (*)(void))export_fast
+           && PyCFunction_GET_SELF(t) != NULL && Py_IS_TYPE(PyCFunction_GET_SELF(t), &ExportType);
+}
 
 /* -- Drive ---------------------------------------------------------------- */
 
@@ -539,7 +578,7 @@ drive_set_running(Drive *self, PyObject *loop)
     return 0;
 }
 
-/* The call of a compiled export (``Export``): the loop and the context copy are
+/* The call of a compiled export (``Export`` or its ``call``): the loop and the context copy are
  * deferred until Python code is about to run during the call (_accel.h), and
  * undone after it only if they were applied.  An ``Export`` runs no Python
  * code of its own on its fast path, so what a call can observe is the same. */
@@ -602,7 +641,7 @@ drive_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *
         return NULL;
     if (inside || c)
         return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
-    if (self->target != NULL && Py_IS_TYPE(self->target, &ExportType))
+    if (self->target != NULL && is_export_call(self->target))
         return drive_deferred(self, args, PyVectorcall_NARGS(nargsf));
     PyObject *context = PyContext_CopyCurrent();
     if (context == NULL)
