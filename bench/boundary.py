@@ -82,7 +82,7 @@ ACCEPTANCE: list[str] = []
 
 
 def accept(  # noqa: PLR0917 - one table row
-    label: str, pure: float, compiled: float, floor: str, target: str, ok: bool
+    label: str, pure: float, compiled: float, floor: str, target: str, ok: bool | None
 ) -> None:
     """One line of the closing pure / compiled / floor table."""
     ACCEPTANCE.append(
@@ -186,15 +186,15 @@ class Paired:
 def paired_ratio(a: Loop, b: Loop, s: Settings) -> Paired:
     """``a``'s time over ``b``'s: the median of per-pair ratios, each pair run back to back.
 
-    Each repeat lasts a quarter of ``s.min_time`` and the order alternates
+    Each repeat lasts an eighth of ``s.min_time`` and the order alternates
     (a-b, then b-a), so a change of machine load or a drift (allocator,
     caches, clock) during the run reaches both sides of a pair alike; a real
     difference between the paths shows in every pair and moves the median.
     """
-    n_a, n_b = calibrate(a, s.min_time / 4), calibrate(b, s.min_time / 4)
+    n_a, n_b = calibrate(a, s.min_time / 8), calibrate(b, s.min_time / 8)
     a(max(1, n_a // 10))
     b(max(1, n_b // 10))
-    pairs = max(4, 4 * s.repeats)
+    pairs = max(8, 8 * s.repeats)
     ratios = []
     for k in range(pairs):
         if k % 2:
@@ -504,8 +504,22 @@ def repeat(fn: Callable[..., Any], *args: Any) -> Loop:
 # -- section 1: export call ----------------------------------------------------------------
 
 
-def verdict(ok: bool) -> str:
+def verdict(ok: bool | None) -> str:
+    if ok is None:
+        return "unclear (load)"
     return "meets target" if ok else "MISSES target"
+
+
+#: "no slower": the compiled path's time within 5% of the pure path's
+NO_SLOWER = 1.05
+
+
+def no_slower(p: Paired) -> bool | None:
+    """Met when the median pair is within 5%; missed when three pairs in four are slower
+    by more than that; else the pairs disagree (the load changed faster than a pair)."""
+    if p.median <= NO_SLOWER:
+        return True
+    return False if p.low > NO_SLOWER else None
 
 
 def section_export(  # noqa: PLR0917
@@ -769,14 +783,17 @@ def section_bulk(floor: CoreFloor, native: Native, poly: Poly, pure: Poly, s: Se
             f"polyengine (awaited): {rate:.2f} GB/s "
             f"(target >= {t.target} GB/s: {verdict(rate >= t.target)})"
         )
-        # "no slower": the median of paired repeats within 5% (a ratio of two
-        # separate medians swings by more than that on a shared machine)
+        # "no slower": judged on paired repeats (no_slower); a ratio of two
+        # separate medians swings by more than 5% on a shared machine
         paired = paired_ratio(cases[2].loop, cases[3].loop, s)
-        sec.summary.append(f"compiled / pure: {paired.describe()} (target: no slower)")
+        ok = no_slower(paired)
+        sec.summary.append(
+            f"compiled / pure: {paired.describe()} (target: no slower: {verdict(ok)})"
+        )
         sec.summary.append(f"  (the two medians above: {poly_ns / pure_ns:.2f}x)")
         spread = f"{paired.low:.2f}-{paired.high:.2f}"
         accept(t.label, pure_ns, poly_ns, _fmt_time(floor_ns),
-               f"no slower ({paired.median:.2f}x, {spread})", paired.median <= 1.05)  # fmt: skip
+               f"no slower ({paired.median:.2f}x, {spread})", ok)  # fmt: skip
         out.append(sec)
     return out
 
