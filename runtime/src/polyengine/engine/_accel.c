@@ -172,20 +172,9 @@ static inline int
 put_small_int(val_raw_t *slot, char f, PyObject *v)
 {
     long long x;
-    if (!accel_compact(v, &x))
+    if ((f != 'I' && f != 'i' && f != 'Q' && f != 'q') || !accel_compact(v, &x)
+        || (x < 0 && (f == 'I' || f == 'Q')))
         return 0;
-    switch (f) {
-    case 'I':
-    case 'Q':
-        if (x < 0)
-            return 0;
-        break;
-    case 'i':
-    case 'q':
-        break;
-    default:
-        return 0;
-    }
     memset(slot, 0, sizeof(*slot));
     if (f == 'I' || f == 'i')
         slot->i32 = (int32_t)x; /* |x| < 2**30 */

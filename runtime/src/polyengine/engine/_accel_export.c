@@ -166,10 +166,13 @@ export_general(Export *self, PyObject *const *items, Py_ssize_t n, PyObject *who
     return r;
 }
 
-/* export_reenter with an exception set: kept, or chained to a failed write's */
+/* ci.may_enter = True, keeping an exception that is already set */
 static int
-export_reenter_keeping(Export *self)
+export_reenter(Export *self)
 {
+    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
+        return export_set_may_enter(self, Py_True);
+    }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int r = export_set_may_enter(self, Py_True);
@@ -191,16 +194,6 @@ export_reenter_keeping(Export *self)
     }
     PyErr_Restore(type, value, tb);
     return 0;
-}
-
-/* ci.may_enter = True, keeping an exception that is already set */
-static int
-export_reenter(Export *self)
-{
-    if (!PyErr_Occurred()) { /* the call returned: nothing to keep */
-        return export_set_may_enter(self, Py_True);
-    }
-    return export_reenter_keeping(self);
 }
 
 /* The core call failed with the current exception: the poisoning step, then
@@ -378,19 +371,16 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     return result;
 }
 
-/* ``Export.call``: the same call as a builtin method of the Export (METH_FASTCALL),
- * which CPython's interpreter calls through its specialised path for builtins
- * (no generic vectorcall dispatch, no result check); the exports facade's
- * coroutines call that.  Keyword arguments are refused by CPython. */
+/* ``Export.call``: the same call as a METH_FASTCALL builtin method, which the
+ * interpreter calls through its path for builtins (the facade's coroutines). */
 static PyObject *
 export_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     return export_vectorcall(self, args, (size_t)nargs, NULL);
 }
 
-static PyMethodDef export_fast_def = {
-    "call", (PyCFunction)(void (*)(void))export_fast, METH_FASTCALL,
-    "the compiled export call, as a builtin method"};
+static PyMethodDef export_fast_def = {"call", (PyCFunction)(void (*)(void))export_fast,
+                                       METH_FASTCALL, "the compiled export call"};
 
 static PyObject *
 export_get_call(PyObject *self, void *closure)
@@ -400,10 +390,8 @@ export_get_call(PyObject *self, void *closure)
 }
 
 static PyGetSetDef export_getset[] = {
-    {"call", export_get_call, NULL, "the same call as a builtin method (a new one each time)",
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
+    {"call", export_get_call, NULL, "the same call as a builtin method", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
 
 static int
 export_traverse(Export *self, visitproc visit, void *arg)
