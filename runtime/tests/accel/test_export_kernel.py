@@ -244,6 +244,30 @@ def test_the_compiled_forms_are_used_when_the_path_is_active(wat: Wat) -> None:
         inst.close()
 
 
+def test_the_coroutines_call_the_kernel_as_a_builtin_method(wat: Wat) -> None:
+    """The generated coroutine's ``kernel`` is ``Export.call``: the same call, positional only."""
+    if not engine.call_path().startswith("compiled"):
+        pytest.skip("the compiled call path is not active")
+    from polyengine.engine import _accel  # type: ignore[attr-defined]
+
+    inst = instantiate_sync(wat(_COMPONENT), _imports([7], []))
+    try:
+        add = inst.instance.exports.add
+        assert asyncio.run(add(1, 2)) == 3  # compiles its code
+        kernel = add.__globals__["kernel"]
+        assert type(kernel).__name__ == "builtin_function_or_method"
+        assert isinstance(kernel.__self__, _accel.Export)
+        assert kernel(20, 22) == 42
+        assert kernel(2**32 - 1, 1) == 0  # the slot's range: wraps as the pure path does
+        with pytest.raises(TypeError, match="keyword"):
+            kernel(a=1, b=2)
+        with pytest.raises(TypeError, match="add takes 2 argument"):
+            kernel(1)
+        assert inst.exports.add(3, 4) == 7  # the blocking facade drives the same call
+    finally:
+        inst.close()
+
+
 def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
     if not engine.call_path().startswith("compiled"):
         pytest.skip("the compiled call path is not active")
@@ -251,11 +275,11 @@ def test_the_compiled_forms_refuse_steps_that_are_not_callable() -> None:
 
     ok = lambda *a: None  # noqa: E731
     with pytest.raises(TypeError):
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, None, 0)
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, None, ok, None, None, 0)
     with pytest.raises(ValueError):
-        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, None, 0)
+        _accel.Export(ok, 1000, False, object(), object(), "f", ok, ok, ok, None, None, 0)
     with pytest.raises(TypeError):  # the instance dict must be a dict
-        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, None, [], 0)
+        _accel.Export(ok, 2, False, object(), object(), "f", ok, ok, ok, None, [], 0)
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(TypeError):
@@ -592,6 +616,44 @@ def test_may_enter_behind_a_property_is_used_once_the_class_changes(wat: Wat, pu
         inst.close()
 
 
+@pytest.mark.parametrize("pure", [False, True])
+def test_poisoned_behind_a_property_is_read_once_the_class_changes(wat: Wat, pure: bool) -> None:
+    """``rec.poisoned`` read at its slot until the record's class puts a property before it."""
+    with _paths(pure):
+        inst = instantiate_sync(wat(_NESTED), {"f": lambda x: x})
+    try:
+        rec = inst.instance._runtime.records[0]
+        base = type(rec)
+        slot = vars(base)["poisoned"]
+        log: list[object] = []
+        trap = Trap("poisoned behind a property", code="unreachable")
+        shown: list[BaseException | None] = [None]
+
+        def get(self: object) -> object:
+            log.append("get")
+            return shown[0] if shown[0] is not None else slot.__get__(self)
+
+        add = inst.instance.exports.add
+        assert asyncio.run(add(1, 2)) == 3
+        assert asyncio.run(add(1, 2)) == 3  # the slot in use
+        rec.__class__ = type("Logged", (base,), {"__slots__": (), "poisoned": property(get)})
+        assert asyncio.run(add(2, 2)) == 4
+        assert inst.exports.add(2, 3) == 5
+        assert log == ["get", "get"]
+        shown[0] = trap
+        with pytest.raises(Trap, match="poisoned behind a property"):
+            asyncio.run(add(2, 2))
+        with pytest.raises(Trap, match="poisoned behind a property"):
+            inst.exports.add(2, 2)
+        shown[0] = None
+        rec.__class__ = base
+        log.clear()
+        assert asyncio.run(add(3, 3)) == 6
+        assert log == []
+    finally:
+        inst.close()
+
+
 def test_may_leave_behind_a_property_is_used_alike_on_both_paths(wat: Wat) -> None:
     """``realloc``'s clearing of ``may_leave`` goes through a property put before its slot."""
     logs = []
@@ -629,6 +691,23 @@ def test_integers_of_several_digits_alike_on_both_paths(wat: Wat, n: int) -> Non
         pair.compare("add64", (n, 0))
         pair.compare("add64", (0, n))
         pair.compare("neg", (n,))
+
+
+#: ints of one 30-bit digit, read inline by the compiled conversions (accel_compact)
+_ONE_DIGIT = [0, 1, 7, 2**29, 2**30 - 2, -2, -7, -(2**29), -(2**30) + 1]
+
+
+@pytest.mark.parametrize("n", _ONE_DIGIT)
+def test_integers_of_one_digit_alike_on_both_paths(wat: Wat, n: int) -> None:
+    """Arguments of one digit at both signs, in each slot format (read without a digit loop)."""
+    with _pair(wat) as pair:
+        pair.compare("add", (n, 0))
+        pair.compare("add", (0, n))
+        pair.compare("add64", (n, 0))
+        pair.compare("add64", (0, n))
+        pair.compare("neg", (n,))
+    with _pair(wat, component=_VALUES) as pair:
+        pair.compare("echo_record", ({"x": n, "y": -1, "label": None},))
 
 
 @pytest.mark.parametrize("n", _WIDE)

@@ -123,6 +123,8 @@ def test_every_transfer_reports_gb_per_s(output: str) -> None:
         for label in TRANSFER_ROWS:
             assert _time_of(sec, label) > 0, (transfer, label)
         assert re.search(r"polyengine \(awaited\): \d+\.\d+ GB/s \(target >= ", sec), transfer
+        paired = r"compiled / pure: \d+\.\d+x the time \(median of \d+ back-to-back pairs, "
+        assert re.search(paired + r"quartiles \d+\.\d+-\d+\.\d+\)", sec), transfer
 
 
 def test_the_compiled_path_is_compared_with_the_pure_one_and_the_floor(output: str) -> None:
@@ -133,7 +135,7 @@ def test_the_compiled_path_is_compared_with_the_pure_one_and_the_floor(output: s
     for label in ACCEPTANCE_ROWS:
         line = next(ln for ln in table.splitlines() if ln.startswith(label))
         assert len(TIME.findall(line)) >= 2, line
-        assert line.endswith(("meets target", "MISSES target")), line
+        assert line.endswith(("meets target", "MISSES target", "unclear (load)")), line
     export = _section(output, "1. sync export add(u32, u32) -> u32")
     if "C floor: not built" not in export:
         assert _time_of(export, "core    C extension, bench/c_floor.c (C FLOOR)") > 0

@@ -166,6 +166,23 @@ put_slot(val_raw_t *slot, char f, PyObject *v, int value_errors)
     return 0;
 }
 
+/* put_slot's common case inline: an int of one digit (accel_compact) in an
+ * integer format it fits.  1 when written, 0: put_slot decides. */
+static inline int
+put_small_int(val_raw_t *slot, char f, PyObject *v)
+{
+    long long x;
+    if ((f != 'I' && f != 'i' && f != 'Q' && f != 'q') || !accel_compact(v, &x)
+        || (x < 0 && (f == 'I' || f == 'Q')))
+        return 0;
+    memset(slot, 0, sizeof(*slot));
+    if (f == 'I' || f == 'i')
+        slot->i32 = (int32_t)x; /* |x| < 2**30 */
+    else
+        slot->i64 = (int64_t)x;
+    return 1;
+}
+
 static PyObject *
 get_slot(const val_raw_t *slot, char f)
 {
@@ -276,7 +293,8 @@ caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
             return ACCEL_APPLY_DEFERRED() < 0 ? NULL
                                               : PyObject_Vectorcall(self->slow, args, nargs, NULL);
         for (Py_ssize_t k = 0; k < nargs; k++) {
-            if (put_slot(&slots[k], self->fmt[k], args[k], self->value_errors) < 0)
+            if (!put_small_int(&slots[k], self->fmt[k], args[k])
+                && put_slot(&slots[k], self->fmt[k], args[k], self->value_errors) < 0)
                 return NULL;
         }
         for (Py_ssize_t k = nargs; k < self->nslots; k++)
@@ -521,7 +539,9 @@ pack_fast(const Sig *sig, PyObject *out, val_raw_t *slots)
             if (!PyLong_CheckExact(v))
                 return 0;
             int overflow = 0;
-            long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+            long long s;
+            if (!accel_compact(v, &s)) /* one digit: read inline */
+                s = PyLong_AsLongLongAndOverflow(v, &overflow);
             if (overflow || s < 0 || (f == 'I' && s > 0xFFFFFFFFll)) {
                 if (f == 'Q' && overflow > 0) {
                     unsigned long long u = PyLong_AsUnsignedLongLong(v);
@@ -572,7 +592,7 @@ record_error(PyObject *state)
     if (value != NULL) {
         PyObject *r = PyObject_CallMethodOneArg(state, str_record_host_error, value);
         if (r != NULL) {
-            unsigned long long a = PyLong_AsUnsignedLongLong(r);
+            unsigned long long a = accel_as_u64(r);
             if (!(a == (unsigned long long)-1 && PyErr_Occurred()))
                 trap = (void *)(uintptr_t)a;
             Py_DECREF(r);

@@ -57,14 +57,38 @@ int accel_lift_spilled(AccelValueCx *v, PyObject *program, unsigned long long si
 extern PyObject *accel_str_budget;
 int accel_value_types_register(PyObject *module); /* _accel_valuetypes.c */
 
+/* 1 with *x the value when v is an exact int of at most one digit (its
+ * value inline: CPython's small ints and every |v| < 2**30), else 0. */
+static inline int
+accel_compact(PyObject *v, long long *x)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)v))
+        return 0;
+    *x = (long long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+#else
+    Py_ssize_t size = Py_SIZE(v);
+    if (size < -1 || size > 1)
+        return 0;
+    *x = size == 0 ? 0 : size * (long long)((PyLongObject *)v)->ob_digit[0];
+#endif
+    return 1;
+}
+
 /* PyLong_AsLongLong and PyLong_AsUnsignedLongLong, the same values and errors;
- * where ``long`` has 64 bits an exact int in range is read by the digit loop of
- * PyLong_AsLongAndOverflow, as those two convert any int of more than one
- * 30-bit digit (2**30 and beyond, e.g. a negative s32 as a u32) through a byte
- * array, an order of magnitude more work. */
+ * an int of one digit is read inline (accel_compact), and where ``long`` has 64
+ * bits a wider exact int in range by the digit loop of PyLong_AsLongAndOverflow,
+ * as those two convert any int of more than one 30-bit digit (2**30 and beyond,
+ * e.g. a negative s32 as a u32) through a byte array, an order of magnitude
+ * more work. */
 static inline long long
 accel_as_s64(PyObject *v)
 {
+    long long c;
+    if (accel_compact(v, &c))
+        return c;
 #if SIZEOF_LONG >= 8
     if (PyLong_CheckExact(v)) {
         int overflow;
@@ -78,6 +102,9 @@ accel_as_s64(PyObject *v)
 static inline unsigned long long
 accel_as_u64(PyObject *v)
 {
+    long long c;
+    if (accel_compact(v, &c) && c >= 0)
+        return (unsigned long long)c;
 #if SIZEOF_LONG >= 8
     if (PyLong_CheckExact(v)) {
         int overflow;

@@ -14,7 +14,9 @@
  *   the record fields it looked up for the lower (``AccelMemo``).
  *   ``may_enter`` is read and written at its slot's offset in ci
  *   (``AccelSlot``, ``_accel.h``; ComponentInstance's ``__slots__``), else in
- *   ci's ``__dict__`` when it lives plainly there, else as an attribute.
+ *   ci's ``__dict__`` when it lives plainly there, else as an attribute;
+ *   ``rec.poisoned`` is read at its slot's offset the same way (the
+ *   InstanceRecord's ``__slots__``), else as an attribute.
  * - ``Drive``: ``polyengine.sync``'s call of a synchronous-path export: the
  *   private loop made the running loop and the call run in a copy of the
  *   caller's context; a call with keywords, inside a running loop or on a
@@ -27,7 +29,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +94,7 @@ typedef struct {
     Py_ssize_t n;
     int seq;              /* 1: call(args) with one tuple; 0: call(a0, a1, ...) */
     PyObject *core;       /* the specialised core call, exact integer formats */
+    vectorcallfunc core_call; /* core's vectorcall entry, or NULL */
     PyObject *rec;        /* the instance record (``poisoned``) */
     PyObject *ci;         /* the component instance (``may_enter``) */
     PyObject *name;
@@ -102,27 +104,23 @@ typedef struct {
     PyObject *arity;      /* arity(args): raises for a wrong argument count, or None */
     PyObject *ci_dict;    /* ci's __dict__ when it holds may_enter plainly, else NULL */
     PyObject *values;     /* the compiled values' plan (_accel_values.c), or NULL */
-    Py_ssize_t poisoned_offset; /* of rec's ``poisoned`` slot, or -1 */
     unsigned long owner;  /* the thread that may call (the thread rule) */
+    AccelSlot poisoned;   /* rec's ``poisoned`` slot */
     AccelSlot may_enter;  /* ci's ``may_enter`` slot */
 } Export;
 
 /* rec.poisoned (a new reference) */
-static PyObject *
+static inline PyObject *
 export_poisoned(Export *self)
 {
-    if (self->poisoned_offset >= 0) {
-        PyObject *v = *(PyObject **)((char *)self->rec + self->poisoned_offset);
-        if (v != NULL) {
-            Py_INCREF(v);
-            return v;
-        }
-    }
+    PyObject *v;
+    if (accel_slot_get(&self->poisoned, self->rec, str_poisoned, &v))
+        return v;
     return ACCEL_APPLY_DEFERRED() < 0 ? NULL : PyObject_GetAttr(self->rec, str_poisoned);
 }
 
 /* ci.may_enter = value */
-static int
+static inline int
 export_set_may_enter(Export *self, PyObject *value)
 {
     if (accel_slot_set(&self->may_enter, self->ci, str_may_enter, value))
@@ -135,7 +133,7 @@ export_set_may_enter(Export *self, PyObject *value)
 }
 
 /* ci.may_enter (a new reference) */
-static PyObject *
+static inline PyObject *
 export_may_enter(Export *self)
 {
     PyObject *v;
@@ -279,9 +277,10 @@ export_enter_and_call(Export *self, PyObject *const *items, Py_ssize_t n, PyObje
     }
     if (export_set_may_enter(self, Py_False) < 0)
         return NULL;
-    PyObject *result = self->values != NULL
-                           ? accel_values_call(self->values, self->core, items, n, memo)
-                           : PyObject_Vectorcall(self->core, items, n, NULL);
+    PyObject *result = self->values != NULL ? accel_values_call(self->values, self->core, items,
+                                                                n, memo)
+                       : self->core_call != NULL ? self->core_call(self->core, items, n, NULL)
+                                                 : PyObject_Vectorcall(self->core, items, n, NULL);
     if (result == NULL) {
         if (self->values == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
             /* an argument out of its slot's range, refused before the guest ran */
@@ -299,7 +298,7 @@ export_enter_and_call(Export *self, PyObject *const *items, Py_ssize_t n, PyObje
         export_reenter(self);
         return NULL;
     }
-    if (export_reenter(self) < 0) {
+    if (export_set_may_enter(self, Py_True) < 0) {
         Py_DECREF(result);
         return NULL;
     }
@@ -350,7 +349,9 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
     }
     /* the inline type test: exact ints only (their slots check the range), or
      * the values the compiled lower takes exactly */
-    AccelMemo memo = {.n = 0, .full = 0};
+    AccelMemo memo; /* only the items below n are ever read */
+    memo.n = 0;
+    memo.full = 0;
     if (self->values != NULL) {
         int taken = accel_values_check(self->values, items, n, &memo);
         if (taken <= 0) {
@@ -369,6 +370,28 @@ export_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject 
         accel_memo_clear(&memo);
     return result;
 }
+
+/* ``Export.call``: the same call as a METH_FASTCALL builtin method, which the
+ * interpreter calls through its path for builtins (the facade's coroutines). */
+static PyObject *
+export_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return export_vectorcall(self, args, (size_t)nargs, NULL);
+}
+
+static PyMethodDef export_fast_def = {"call", (PyCFunction)(void (*)(void))export_fast,
+                                       METH_FASTCALL, "the compiled export call"};
+
+static PyObject *
+export_get_call(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyCFunction_New(&export_fast_def, self);
+}
+
+static PyGetSetDef export_getset[] = {
+    {"call", export_get_call, NULL, "the same call as a builtin method", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
 
 static int
 export_traverse(Export *self, visitproc visit, void *arg)
@@ -410,31 +433,18 @@ export_dealloc(Export *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The offset of the ``poisoned`` slot of ``rec``'s type when ``descr`` is that
- * slot's member descriptor (an object slot, writable), else -1. */
-static Py_ssize_t
-slot_offset(PyObject *rec, PyObject *descr)
-{
-    if (!Py_IS_TYPE(descr, &PyMemberDescr_Type))
-        return -1;
-    PyMemberDescrObject *m = (PyMemberDescrObject *)descr;
-    PyMemberDef *def = m->d_member;
-    if (m->d_common.d_type != Py_TYPE(rec) || def->type != T_OBJECT_EX || (def->flags & READONLY))
-        return -1;
-    return def->offset;
-}
-
-/* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity,
- *        poisoned_descr, ci_dict, owner[, values]): poisoned_descr and ci_dict are None
- * unless the caller checked that ``rec.poisoned`` is that slot and ``ci.may_enter``
- * plainly lives in ``ci_dict``; ``owner`` is the ident of the only thread that may call
- * (the thread rule).  With ``values`` (a plan of abi/kernels.py), ``core(flat)`` takes
+/* Export(core, n, seq, rec, ci, name, check_enter, general, failed, arity, ci_dict,
+ *        owner[, values]): ci_dict is None unless the caller checked that
+ * ``ci.may_enter`` plainly lives in it; ``owner`` is the ident of the only thread
+ * that may call (the thread rule).  ``rec.poisoned`` and ``ci.may_enter`` are read
+ * at their slots' offsets while the objects' types are the ones the slots were
+ * found in (AccelSlot, _accel.h), else through the attribute protocol.  With ``values`` (a plan of abi/kernels.py), ``core(flat)`` takes
  * the list of core values and the arguments are lowered and the result lifted in C. */
 static PyObject *
 export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *core, *rec, *ci, *name, *check_enter, *general, *failed, *arity;
-    PyObject *poisoned_descr, *ci_dict, *values = Py_None;
+    PyObject *ci_dict, *values = Py_None;
     Py_ssize_t n;
     int seq;
     unsigned long owner;
@@ -442,9 +452,8 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Export takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOOk|O", &core, &n, &seq, &rec, &ci, &name,
-                          &check_enter, &general, &failed, &arity, &poisoned_descr, &ci_dict,
-                          &owner, &values))
+    if (!PyArg_ParseTuple(args, "OnpOOOOOOOOk|O", &core, &n, &seq, &rec, &ci, &name,
+                          &check_enter, &general, &failed, &arity, &ci_dict, &owner, &values))
         return NULL;
     if (values != Py_None && (!PyTuple_CheckExact(values) || PyTuple_GET_SIZE(values) != 10
                               || !PyTuple_CheckExact(PyTuple_GET_ITEM(values, 0))
@@ -482,6 +491,7 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->seq = seq;
 #define KEEP(field) (Py_INCREF(field), self->field = field)
     KEEP(core);
+    self->core_call = PyVectorcall_Function(core);
     KEEP(rec);
     KEEP(ci);
     KEEP(name);
@@ -490,8 +500,9 @@ export_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     KEEP(failed);
     KEEP(arity);
 #undef KEEP
-    self->poisoned_offset = slot_offset(rec, poisoned_descr);
     self->owner = owner;
+    self->poisoned.tp = NULL;
+    self->poisoned.offset = -1;
     self->may_enter.tp = NULL;
     self->may_enter.offset = -1;
     if (ci_dict != Py_None) {
@@ -515,7 +526,19 @@ static PyTypeObject ExportType = {
     .tp_traverse = (traverseproc)export_traverse,
     .tp_clear = (inquiry)export_clear,
     .tp_dealloc = (destructor)export_dealloc,
+    .tp_getset = export_getset,
 };
+
+/* an Export, or its ``call`` method: a compiled export call (no Python code of its own) */
+static int
+is_export_call(PyObject *t)
+{
+    if (Py_IS_TYPE(t, &ExportType))
+        return 1;
+    return PyCFunction_CheckExact(t)
+           && PyCFunction_GET_FUNCTION(t) == (PyCFunction)(void (*)(void))export_fast
+           && PyCFunction_GET_SELF(t) != NULL && Py_IS_TYPE(PyCFunction_GET_SELF(t), &ExportType);
+}
 
 /* -- Drive ---------------------------------------------------------------- */
 
@@ -543,7 +566,7 @@ drive_set_running(Drive *self, PyObject *loop)
     return 0;
 }
 
-/* The call of a compiled export (``Export``): the loop and the context copy are
+/* The call of a compiled export (``Export`` or its ``call``): the loop and the context copy are
  * deferred until Python code is about to run during the call (_accel.h), and
  * undone after it only if they were applied.  An ``Export`` runs no Python
  * code of its own on its fast path, so what a call can observe is the same. */
@@ -606,7 +629,7 @@ drive_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *
         return NULL;
     if (inside || c)
         return PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
-    if (self->target != NULL && Py_IS_TYPE(self->target, &ExportType))
+    if (self->target != NULL && is_export_call(self->target))
         return drive_deferred(self, args, PyVectorcall_NARGS(nargsf));
     PyObject *context = PyContext_CopyCurrent();
     if (context == NULL)

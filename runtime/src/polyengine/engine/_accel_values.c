@@ -309,7 +309,7 @@ store_block(Lowering *lw, const char *data, Py_ssize_t n, const char *what)
     PyObject *ptr_obj = accel_allocate(lw->v, n);
     if (ptr_obj == NULL)
         return -1;
-    unsigned long long ptr = PyLong_AsUnsignedLongLong(ptr_obj);
+    unsigned long long ptr = accel_as_u64(ptr_obj);
     if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
         Py_DECREF(ptr_obj);
         return -1;

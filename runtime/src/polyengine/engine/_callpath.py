@@ -375,7 +375,10 @@ def export_kernel(
     before anything ran); and on any other failure calls ``failed(exc)``,
     the poisoning step, raising what it returns (``from`` its cause) or else
     the failure itself. Positional calls with another count of arguments
-    go to ``arity`` (which raises) when given, else to ``general``.
+    go to ``arity`` (which raises) when given, else to ``general``. The call
+    over ``a0, a1, ...`` is returned as a builtin method of the compiled call
+    (``Export.call``): the interpreter calls a builtin without its generic
+    dispatch.
 
     With ``values`` (a plan of ``abi/kernels.py``: the export's value
     programs), the type test is the compiled lower's (values it does not take
@@ -385,7 +388,7 @@ def export_kernel(
     """
     if _ACCEL is None or not callee._state.compiled or n >= _ACCEL.MAX_SLOTS:
         return None
-    kernel: Callable[..., Any] = _ACCEL.Export(
+    kernel: Any = _ACCEL.Export(
         core,
         n,
         sequence,
@@ -396,12 +399,17 @@ def export_kernel(
         general,
         failed,
         arity,
-        type(rec).__dict__.get("poisoned"),
         _plain_dict(ci, "may_enter"),
         owner,
         values,
     )
-    return kernel
+    if sequence:
+        whole: Callable[..., Any] = kernel
+        return whole
+    # over a0, a1, ...: the Export's builtin method, which the interpreter calls
+    # through its specialised path for builtins (generated code calls it)
+    call: Callable[..., Any] = kernel.call
+    return call
 
 
 def _plain_dict(obj: Any, name: str) -> dict[str, Any] | None:
