@@ -257,6 +257,29 @@ done:
     return r;
 }
 
+/* ``values`` (a ``bytearray``) resized to ``size`` bytes, with room for
+ * ``bound`` bytes reserved at once when it has to grow: the writes that fill
+ * one host read then need one allocation, where ``PyByteArray_Resize``
+ * reallocates (and copies) to the exact size on every large growth.  Only a
+ * bytearray with no buffer exported and no bytes deleted from its front is
+ * resized here; any other goes through ``PyByteArray_Resize``.  -1 on error. */
+static int
+grow_bytes(PyObject *values, Py_ssize_t size, Py_ssize_t bound)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)values;
+    if (b->ob_exports != 0 || b->ob_start != b->ob_bytes || size < Py_SIZE(b))
+        return PyByteArray_Resize(values, size);
+    if (size >= b->ob_alloc) {
+        if (bound <= size)
+            return PyByteArray_Resize(values, size);
+        if (PyByteArray_Resize(values, bound) < 0)
+            return -1;
+    }
+    Py_SET_SIZE(b, size);
+    b->ob_start[size] = '\0'; /* the trailing NUL a bytearray keeps */
+    return 0;
+}
+
 /* The copy ``(i, ptr, n)`` done here: 1 with *payload set, 0 for the Python
  * entry (nothing changed), -1 with an exception after the copy changed state. */
 static int
@@ -325,7 +348,7 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         if (opened != capacity && set_size(pending, s_capacity, opened) < 0)
             goto out;
         Py_ssize_t have = PyByteArray_GET_SIZE(values);
-        if (PyByteArray_Resize(values, have + k) < 0)
+        if (grow_bytes(values, have + k, opened) < 0)
             goto out;
         memmove(PyByteArray_AS_STRING(values) + have, at, k);
         if (set_size(pending, s_progress, progress + k) < 0)
