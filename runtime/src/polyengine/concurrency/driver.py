@@ -280,7 +280,7 @@ class Driver:
         """At most ``batch`` ticks; the runner is woken when it has more to do."""
         store = self.store
         try:
-            ticks = tick_all(store, self.batch)
+            ticks = store.tick_ready(self.batch)  # (tick_all)
         except BaseException as exc:
             self._escaped = exc
         else:

@@ -121,15 +121,21 @@ BuiltinFn = Callable[[Thread, list[CoreVal]], "list[CoreVal] | Suspends[list[Cor
 
 
 class _Parked:
-    """The placeholder a parked host function waits on (the engine's ``HostPending``)."""
+    """The placeholder a parked host function waits on (the engine's ``HostPending``).
 
-    __slots__ = ("_callbacks", "_cancelled", "_done", "_result")
+    Its done-callbacks are not kept: the one the engine adds would wake the
+    parked call through its waker, which is :func:`_no_wake` (the
+    activation polls the call itself once the built-in finished,
+    :meth:`EngineActivation.resume`); a callback added once it is done runs
+    at once.
+    """
+
+    __slots__ = ("_cancelled", "_done", "_result")
 
     def __init__(self) -> None:
         self._done = False
         self._cancelled = False
         self._result: Sequence[CoreValue] = ()
-        self._callbacks: list[Callable[[Any], object]] = []
 
     def done(self) -> bool:
         return self._done
@@ -148,16 +154,11 @@ class _Parked:
     def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
         if self._done:
             fn(self)
-        else:
-            self._callbacks.append(fn)
 
     def set_result(self, result: Sequence[CoreValue]) -> None:
         assert not self._done
         self._done = True
         self._result = result
-        callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(self)
 
 
 _TO_SCHEDULER = Block(None)

@@ -94,7 +94,8 @@ class _Copy:
             reclaim()  # progress inside ``start``: nothing is left offered
         elif self.later is None:
             self.later = reclaim
-        self.settle(CopyResult.COMPLETED)
+        if self.outcome is None:  # (settle, without the call once settled)
+            self.settle(CopyResult.COMPLETED)
 
     def on_copy_done(self, result: CopyResult) -> None:
         self.later = None  # the buffer is no longer offered: nothing to reclaim

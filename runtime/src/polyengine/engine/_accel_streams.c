@@ -46,7 +46,7 @@ static PyObject *s_current, *s_task, *s_inst, *s_ci, *s_may_leave, *s_record, *s
     *s_ft, *s_is_async, *s_handles, *s_array, *s_shared, *s_t, *s_state, *s_wset,
     *s_pending_event, *s_waiter, *s_has_sync_waiter, *s_dropped, *s_pending_buffer,
     *s_pending_inst, *s_values, *s_capacity, *s_progress, *s_ahead, *s_queued,
-    *s_read_bytes, *s_failure, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
+    *s_read_bytes, *s_failure, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_on_wake, *s_record_host_error;
 
 static unsigned long long fast_copies = 0; /* copies completed here (tests read it) */
 
@@ -143,7 +143,7 @@ guest_range(StreamCopy *sc, PyObject *inst, uint32_t ptr, uint32_t n, unsigned c
     return ok;
 }
 
-/* The host's ``on_copy(reset_pending)``, then ``store.wake()``; -1 on error. */
+/* The host's ``on_copy(reset_pending)``, then what ``store.wake()`` does; -1 on error. */
 static int
 notify_host(StreamCopy *sc, PyObject *shared)
 {
@@ -157,8 +157,12 @@ notify_host(StreamCopy *sc, PyObject *shared)
     if (r == NULL)
         return -1;
     Py_DECREF(r);
-    PyObject *args[1] = {sc->store};
-    r = PyObject_VectorcallMethod(s_wake, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* Store.wake(): its ``on_wake``, when one is installed */
+    PyObject *on_wake = PyObject_GetAttr(sc->store, s_on_wake);
+    if (on_wake == NULL)
+        return -1;
+    r = on_wake == Py_None ? Py_NewRef(Py_None) : PyObject_CallNoArgs(on_wake);
+    Py_DECREF(on_wake);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
@@ -669,7 +673,7 @@ accel_streams_register(PyObject *module)
         {&s_ahead, "ahead"}, {&s_queued, "queued"}, {&s_read_bytes, "read_bytes"}, {&s_failure, "failure"},
         {&s_chunks, "chunks"}, {&s_offset, "offset"}, {&s_popleft, "popleft"},
         {&s_pending_on_copy, "pending_on_copy"}, {&s_reset_pending, "reset_pending"},
-        {&s_wake, "wake"}, {&s_record_host_error, "record_host_error"},
+        {&s_on_wake, "on_wake"}, {&s_record_host_error, "record_host_error"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].name)) == NULL)
