@@ -109,7 +109,8 @@ class _Copy:
         offered for :meth:`wait`.
         """
         self.held = True
-        if not _run_here(store):
+        run = store.run_here  # (_run_here)
+        if run is None or not run():
             store.wake()
             return None
         outcome = self.outcome

@@ -389,7 +389,8 @@ class Store:
         """
         assert self.nesting_depth == 0
         ready = self.ready
-        ready.retry_deferred()
+        if ready.deferred:
+            ready.retry_deferred()
         while True:
             thread = ready.take()
             if thread is None:
