@@ -428,31 +428,21 @@ def builtin_host_func(
     option or immediate) and ``waitable-set.poll``: a generator such a
     built-in returns (a future copy is written as one) ends at its first step.
     """
-    if kind is not None and not defer and kind not in NONBLOCKING_KINDS and (
-        never_parks(kind, is_async)
-    ):
-        step_kind = kind
-
-        def plain_step_entry(args: Sequence[CoreValue]) -> Any:
-            thread = store.current
-            if thread is None:
-                no_current_task(step_kind)
-            out: Any = fn(thread, list(args))
-            if isinstance(out, GeneratorType):
-                return _complete_or_trap(out)  # returns at its first step: it never waits
-            return out
-
-        return define_host_func(estore, params, results, plain_step_entry)
-
-    if kind in NONBLOCKING_KINDS and not defer:
+    if kind is not None and not defer and never_parks(kind, is_async):
+        plain_kind = kind
+        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
+        # return one that ends at its first step
+        steps = kind not in NONBLOCKING_KINDS
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
             if thread is None:
-                no_current_task(kind)
+                no_current_task(plain_kind)
             out: Any = fn(thread, list(args))
-            assert not isinstance(out, GeneratorType), f"{kind} may block"
-            return out  # list[CoreVal]: a nonblocking kind never returns a generator
+            if isinstance(out, GeneratorType):
+                assert steps, f"{plain_kind} may block"
+                return _complete_or_trap(out)  # returns at its first step: it never waits
+            return out
 
         return define_host_func(estore, params, results, plain_entry)
 
