@@ -251,7 +251,8 @@ class HostStreamReader(_HostEnd):
 
     async def read(self, max_count: int) -> list[Any] | bytes | None:
         """Up to ``max_count`` values (``bytes`` for ``stream<u8>``); ``None`` at the end."""
-        self._check_usable()
+        if self._busy or not self._open:
+            self._check_usable()  # raises
         if max_count < 1:
             raise ValueError("max_count must be at least 1")
         stash = self.stash
@@ -379,7 +380,8 @@ class HostStreamWriter(_HostEnd):
         dropped (what it did not take is lost with it); ``CANCELLED`` when the
         offer was withdrawn (:meth:`take_rest` gives back what was not taken).
         """
-        self._check_usable()
+        if self._busy or not self._open:
+            self._check_usable()  # raises
         a = self.ahead
         if a is not None and a.outcome is None:
             a.buf.push(data)  # still offered: the reader takes it behind the rest
