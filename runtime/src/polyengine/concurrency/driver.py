@@ -256,13 +256,14 @@ class Driver:
         store.wake()
 
     def _run_here(self) -> bool:
-        """Run the ready threads in the caller: a host end about to wait for a guest.
+        """Run the next ready thread in the caller: a host end about to wait for a guest.
 
         Only when the store is idle (no thread of it running, no guest call
-        on the stack) and driven by this driver; whether it ran them. The
-        threads run as the runner would run them one loop iteration later
-        (the same ready queue and policy, at most ``batch`` of them), so the
-        host end whose operation they complete need not wait for it.
+        on the stack) and driven by this driver; whether it ran. The thread
+        is the one the runner would run first one loop iteration later (the
+        same ready queue and policy), so the host end whose operation it
+        completes need not wait for it; one only, so that the caller's task
+        does not take over the runner's work for the other threads.
         """
         store = self.store
         if (
@@ -273,21 +274,22 @@ class Driver:
             or store.on_wake != self._on_wake
         ):
             return False
-        self._tick_batch()
+        self._tick_batch(1)
         return True
 
-    def _tick_batch(self) -> None:
-        """At most ``batch`` ticks; the runner is woken when it has more to do."""
+    def _tick_batch(self, limit: int | None = None) -> None:
+        """At most ``limit`` ticks (``batch``); the runner is woken when it has more to do."""
         store = self.store
+        limit = self.batch if limit is None else limit
         try:
-            ticks = store.tick_ready(self.batch)  # (tick_all)
+            ticks = store.tick_ready(limit)  # (tick_all)
         except BaseException as exc:
             self._escaped = exc
         else:
             # fewer ticks than the batch: the last one found nothing ready,
             # so only threads set aside for an entered instance can be
             # (what ``store.has_ready()`` would answer)
-            if ticks < self.batch and store.host_pending > 0 and not store.ready.deferred:
+            if ticks < limit and store.host_pending > 0 and not store.ready.deferred:
                 return
         store.wake()
 

@@ -102,7 +102,7 @@ class _Copy:
         self.settle(result)
 
     def run_guest(self, store: Store) -> CopyResult | None:
-        """Run ``store``'s ready threads with the copy still offered (:func:`_run_here`).
+        """Run ``store``'s next ready thread with the copy still offered (:func:`_run_here`).
 
         The outcome if they completed it (its buffer then reclaimed, as
         :meth:`wait` does when it resumes), else ``None``: the copy stays
@@ -169,23 +169,26 @@ READ_AHEAD = 64 * 1024
 WRITE_AHEAD = 64 * 1024
 
 
-#: how many operations of one host end in a row may complete by running the guest
-#: at once (:func:`_run_here`) before the end waits through the event loop again
-HERE_RUNS = 16
+#: how many reads (writes ahead) of one host end in a row may complete by running
+#: the guest at once (:func:`_run_here`) before the end waits through the event loop
+#: again: a task reading a guest's stream is often the one that must also see other
+#: events promptly (a response body and its client's disconnect)
+HERE_READS = 2
+HERE_WRITES = 16
 
 
 def _run_here(store: Store) -> bool:
-    """Run ``store``'s ready threads at once; whether they ran (the store was idle).
+    """Run ``store``'s next ready thread at once; whether it ran (the store was idle).
 
     A host operation that has to wait for a guest (a read with nothing
-    offered, a write ahead with its bound full) starts it first: a guest
+    offered, a write ahead with its bound full) runs it first: the guest
     thread its previous operation readied (a guest write it took, a guest
-    read it fed) would run in the driver one loop iteration later anyway,
-    from the same ready queue in the same order (Concurrency.md §"Waiting
-    and resumption": which ready thread runs when is the host's choice),
-    and the operation then often completes without waiting. The end counts
-    these (:data:`HERE_RUNS`), so the task using it still gives the event
-    loop a turn now and then.
+    read it fed) would run first in the driver one loop iteration later
+    anyway, from the same ready queue (Concurrency.md §"Waiting and
+    resumption": which ready thread runs when is the host's choice), and the
+    operation then often completes without waiting. The end counts these
+    (:data:`HERE_READS`, :data:`HERE_WRITES`), so the task using it still
+    gives the event loop a turn now and then.
     """
     run = store.run_here
     return run is not None and run()
@@ -273,7 +276,7 @@ class HostStreamReader(_HostEnd):
             c = _Copy()
             shared.read(None, buf, c.on_copy, c.on_copy_done)
             result = c.outcome
-            if result is None and self._here < HERE_RUNS:
+            if result is None and self._here < HERE_READS:
                 result = c.run_guest(self.store)  # the guest writer first (see _run_here)
                 self._here += 1
             else:
@@ -391,7 +394,7 @@ class HostStreamWriter(_HostEnd):
             a = self._offer(buf)
         if a.outcome is None and a.buf.queued >= a.limit:
             # the guest reader first (see _run_here); then wait if it left too many
-            if self._here < HERE_RUNS and _run_here(self.store):
+            if self._here < HERE_WRITES and _run_here(self.store):
                 self._here += 1
             if a.outcome is None and a.buf.queued >= a.limit:
                 self._here = 0
