@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from polyengine.abi.compile import Codec
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
@@ -169,22 +169,18 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
     e = _copy_prologue(thread, end_t, what, stream_t, async_, i)
     inst = thread.task.inst
     cx = LiftLowerContext(opts.opts, inst.ci, None)
-    buffer: ReadableGuestBuffer | WritableGuestBuffer
-    if reading:
-        buffer = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
-    else:
-        buffer = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
-
-    copy = _StreamCopy(e, buffer, event_code, i)
-    on_copy, on_copy_done = copy.on_copy, copy.on_copy_done
-
-    e.state = CopyState.COPYING
     # ``e.copy`` without the indirection: the end's shared state takes the copy
-    shared = cast(SharedStreamImpl, e.shared)
+    shared: SharedStreamImpl = e.shared  # type: ignore[assignment]  # a stream end's
     if reading:
-        shared.read(inst, cast(WritableGuestBuffer, buffer), on_copy, on_copy_done)
+        dst = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
+        copy = _StreamCopy(e, dst, event_code, i)
+        e.state = CopyState.COPYING
+        shared.read(inst, dst, copy.on_copy, copy.on_copy_done)
     else:
-        shared.write(inst, cast(ReadableGuestBuffer, buffer), on_copy, on_copy_done)
+        src = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
+        copy = _StreamCopy(e, src, event_code, i)
+        e.state = CopyState.COPYING
+        shared.write(inst, src, copy.on_copy, copy.on_copy_done)
     if e.pending_event is None:
         if not async_:
             return _copy_wait(thread, e, event_code, i)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from polyengine.abi.trap import host_import_trap
 
+from .engine_seam import EngineActivation
 from .hostcall import HostCall, deadlock, run_to_completion, start_host_call, sync_scope, tick_all
 from .hostfunc import CancelMode, host_func_inst
 from .lift import CanonLift
@@ -68,6 +69,7 @@ class Driver:
         #: one bound method for every call (no object per call)
         self._settle_call = self._settle
         store.on_wake = self._on_wake
+        store.run_here = self._run_here
 
     # -- calls ------------------------------------------------------------------
 
@@ -215,6 +217,7 @@ class Driver:
         if runner is not None and not runner.done():
             runner.cancel()
         self.store.on_wake = None
+        self.store.run_here = None
 
     # -- the runner ---------------------------------------------------------------------
 
@@ -248,16 +251,46 @@ class Driver:
             store.wake()  # closed, or driven by someone else now
             return
         if self._escaped is None and store.current is None and store.nesting_depth == 0:
-            try:
-                ticks = tick_all(store, self.batch)
-            except BaseException as exc:
-                self._escaped = exc
-            else:
-                # fewer ticks than the batch: the last one found nothing ready,
-                # so only threads set aside for an entered instance can be
-                # (what ``store.has_ready()`` would answer)
-                if ticks < self.batch and store.host_pending > 0 and not store.ready.deferred:
-                    return
+            self._tick_batch()
+            return
+        store.wake()
+
+    def _run_here(self) -> bool:
+        """Run the next ready thread in the caller: a host end about to wait for a guest.
+
+        Only when the store is idle (no thread of it running, no guest call
+        on the stack) and driven by this driver; whether it ran. The thread
+        is the one the runner would run first one loop iteration later (the
+        same ready queue and policy), so the host end whose operation it
+        completes need not wait for it; one only, so that the caller's task
+        does not take over the runner's work for the other threads.
+        """
+        store = self.store
+        if (
+            self._escaped is not None
+            or store.current is not None
+            or store.nesting_depth
+            or EngineActivation._active
+            or store.on_wake != self._on_wake
+        ):
+            return False
+        self._tick_batch(1)
+        return True
+
+    def _tick_batch(self, limit: int | None = None) -> None:
+        """At most ``limit`` ticks (``batch``); the runner is woken when it has more to do."""
+        store = self.store
+        limit = self.batch if limit is None else limit
+        try:
+            ticks = store.tick_ready(limit)  # (tick_all)
+        except BaseException as exc:
+            self._escaped = exc
+        else:
+            # fewer ticks than the batch: the last one found nothing ready,
+            # so only threads set aside for an entered instance can be
+            # (what ``store.has_ready()`` would answer)
+            if ticks < limit and store.host_pending > 0 and not store.ready.deferred:
+                return
         store.wake()
 
     def _on_wake(self) -> None:

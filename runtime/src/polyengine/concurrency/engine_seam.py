@@ -121,15 +121,21 @@ BuiltinFn = Callable[[Thread, list[CoreVal]], "list[CoreVal] | Suspends[list[Cor
 
 
 class _Parked:
-    """The placeholder a parked host function waits on (the engine's ``HostPending``)."""
+    """The placeholder a parked host function waits on (the engine's ``HostPending``).
 
-    __slots__ = ("_callbacks", "_cancelled", "_done", "_result")
+    Its done-callbacks are not kept: the one the engine adds would wake the
+    parked call through its waker, which is :func:`_no_wake` (the
+    activation polls the call itself once the built-in finished,
+    :meth:`EngineActivation.resume`); a callback added once it is done runs
+    at once.
+    """
+
+    __slots__ = ("_cancelled", "_done", "_result")
 
     def __init__(self) -> None:
         self._done = False
         self._cancelled = False
         self._result: Sequence[CoreValue] = ()
-        self._callbacks: list[Callable[[Any], object]] = []
 
     def done(self) -> bool:
         return self._done
@@ -148,16 +154,11 @@ class _Parked:
     def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
         if self._done:
             fn(self)
-        else:
-            self._callbacks.append(fn)
 
     def set_result(self, result: Sequence[CoreValue]) -> None:
         assert not self._done
         self._done = True
         self._result = result
-        callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(self)
 
 
 _TO_SCHEDULER = Block(None)
@@ -427,31 +428,21 @@ def builtin_host_func(
     option or immediate) and ``waitable-set.poll``: a generator such a
     built-in returns (a future copy is written as one) ends at its first step.
     """
-    if kind is not None and not defer and kind not in NONBLOCKING_KINDS and (
-        never_parks(kind, is_async)
-    ):
-        step_kind = kind
-
-        def plain_step_entry(args: Sequence[CoreValue]) -> Any:
-            thread = store.current
-            if thread is None:
-                no_current_task(step_kind)
-            out: Any = fn(thread, list(args))
-            if isinstance(out, GeneratorType):
-                return _complete_or_trap(out)  # returns at its first step: it never waits
-            return out
-
-        return define_host_func(estore, params, results, plain_step_entry)
-
-    if kind in NONBLOCKING_KINDS and not defer:
+    if kind is not None and not defer and never_parks(kind, is_async):
+        plain_kind = kind
+        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
+        # return one that ends at its first step
+        steps = kind not in NONBLOCKING_KINDS
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
             if thread is None:
-                no_current_task(kind)
+                no_current_task(plain_kind)
             out: Any = fn(thread, list(args))
-            assert not isinstance(out, GeneratorType), f"{kind} may block"
-            return out  # list[CoreVal]: a nonblocking kind never returns a generator
+            if isinstance(out, GeneratorType):
+                assert steps, f"{plain_kind} may block"
+                return _complete_or_trap(out)  # returns at its first step: it never waits
+            return out
 
         return define_host_func(estore, params, results, plain_entry)
 

@@ -69,15 +69,18 @@ class _Copy:
     """One host copy's callbacks and outcome (see :func:`_copy`).
 
     ``later`` is the reclaim of a copy that made progress while still
-    offered; ``fut`` exists once the copy had to wait.
+    offered; ``fut`` exists once the copy had to wait; ``held``: the copy
+    stays offered past ``start`` (it waits, or runs the guest first:
+    :meth:`run_guest`).
     """
 
-    __slots__ = ("fut", "later", "outcome")
+    __slots__ = ("fut", "held", "later", "outcome")
 
     def __init__(self) -> None:
         self.outcome: CopyResult | None = None
         self.fut: asyncio.Future[CopyResult] | None = None
         self.later: ReclaimBuffer | None = None
+        self.held = False
 
     def settle(self, result: CopyResult) -> None:
         if self.outcome is None:
@@ -87,20 +90,42 @@ class _Copy:
                 fut.set_result(result)
 
     def on_copy(self, reclaim: ReclaimBuffer) -> None:
-        if self.fut is None:
+        if not self.held:
             reclaim()  # progress inside ``start``: nothing is left offered
         elif self.later is None:
             self.later = reclaim
-        self.settle(CopyResult.COMPLETED)
+        if self.outcome is None:  # (settle, without the call once settled)
+            self.settle(CopyResult.COMPLETED)
 
     def on_copy_done(self, result: CopyResult) -> None:
         self.later = None  # the buffer is no longer offered: nothing to reclaim
         self.settle(result)
 
+    def run_guest(self, store: Store) -> CopyResult | None:
+        """Run ``store``'s next ready thread with the copy still offered (:func:`_run_here`).
+
+        The outcome if they completed it (its buffer then reclaimed, as
+        :meth:`wait` does when it resumes), else ``None``: the copy stays
+        offered for :meth:`wait`.
+        """
+        self.held = True
+        run = store.run_here  # (_run_here)
+        if run is None or not run():
+            store.wake()
+            return None
+        outcome = self.outcome
+        if outcome is not None:
+            later = self.later
+            if later is not None:
+                self.later = None
+                later()
+        return outcome
+
     async def wait(self, store: Store, cancel: Callable[[], None]) -> CopyResult:
         """Wait for the outcome of a copy that did not complete when it started."""
         fut: asyncio.Future[CopyResult] = asyncio.get_running_loop().create_future()
         self.fut = fut
+        self.held = True
         try:
             return await fut
         except asyncio.CancelledError:
@@ -144,6 +169,31 @@ READ_AHEAD = 64 * 1024
 WRITE_AHEAD = 64 * 1024
 
 
+#: how many reads (writes ahead) of one host end in a row may complete by running
+#: the guest at once (:func:`_run_here`) before the end waits through the event loop
+#: again: a task reading a guest's stream is often the one that must also see other
+#: events promptly (a response body and its client's disconnect)
+HERE_READS = 2
+HERE_WRITES = 16
+
+
+def _run_here(store: Store) -> bool:
+    """Run ``store``'s next ready thread at once; whether it ran (the store was idle).
+
+    A host operation that has to wait for a guest (a read with nothing
+    offered, a write ahead with its bound full) runs it first: the guest
+    thread its previous operation readied (a guest write it took, a guest
+    read it fed) would run first in the driver one loop iteration later
+    anyway, from the same ready queue (Concurrency.md §"Waiting and
+    resumption": which ready thread runs when is the host's choice), and the
+    operation then often completes without waiting. The end counts these
+    (:data:`HERE_READS`, :data:`HERE_WRITES`), so the task using it still
+    gives the event loop a turn now and then.
+    """
+    run = store.run_here
+    return run is not None and run()
+
+
 class HostStreamReader(_HostEnd):
     """The host's readable end of a stream.
 
@@ -160,11 +210,13 @@ class HostStreamReader(_HostEnd):
     types are read at most ``max_count`` at a time.
     """
 
-    __slots__ = ("shared", "stash")
+    __slots__ = ("_here", "shared", "stash")
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
         super().__init__(store)
         self.shared = shared
+        #: reads completed by running the writer here since this end last waited
+        self._here = 0
         #: bytes a guest's write delivered past a read's count (``stream<u8>`` only)
         self.stash: bytearray | None = bytearray() if isinstance(shared.t, m.U8) else None
 
@@ -202,7 +254,8 @@ class HostStreamReader(_HostEnd):
 
     async def read(self, max_count: int) -> list[Any] | bytes | None:
         """Up to ``max_count`` values (``bytes`` for ``stream<u8>``); ``None`` at the end."""
-        self._check_usable()
+        if self._busy or not self._open:
+            self._check_usable()  # raises
         if max_count < 1:
             raise ValueError("max_count must be at least 1")
         stash = self.stash
@@ -222,9 +275,14 @@ class HostStreamReader(_HostEnd):
             # :func:`_copy` inline: this is the per-chunk path of a host reader
             c = _Copy()
             shared.read(None, buf, c.on_copy, c.on_copy_done)
-            self.store.wake()
             result = c.outcome
+            if result is None and self._here < HERE_READS:
+                result = c.run_guest(self.store)  # the guest writer first (see _run_here)
+                self._here += 1
+            else:
+                self.store.wake()
             if result is None:
+                self._here = 0
                 result = await c.wait(self.store, shared.cancel)
         except asyncio.CancelledError:
             if stash is not None and buf.values:
@@ -309,12 +367,14 @@ class HostStreamWriter(_HostEnd):
     completes with what the writer offered).
     """
 
-    __slots__ = ("ahead", "shared")
+    __slots__ = ("_here", "ahead", "shared")
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
         super().__init__(store)
         self.shared = shared
         self.ahead: _Ahead | None = None
+        #: writes ahead that ran the reader here since this end last waited
+        self._here = 0
 
     async def write_ahead(self, data: bytes | bytearray | memoryview) -> CopyResult | None:
         """Queue ``data`` behind the bytes still offered; wait while too many are.
@@ -323,7 +383,8 @@ class HostStreamWriter(_HostEnd):
         dropped (what it did not take is lost with it); ``CANCELLED`` when the
         offer was withdrawn (:meth:`take_rest` gives back what was not taken).
         """
-        self._check_usable()
+        if self._busy or not self._open:
+            self._check_usable()  # raises
         a = self.ahead
         if a is not None and a.outcome is None:
             a.buf.push(data)  # still offered: the reader takes it behind the rest
@@ -332,7 +393,12 @@ class HostStreamWriter(_HostEnd):
             buf.push(data)
             a = self._offer(buf)
         if a.outcome is None and a.buf.queued >= a.limit:
-            await a.wait(self.store, self.shared)  # (it returns at once otherwise)
+            # the guest reader first (see _run_here); then wait if it left too many
+            if self._here < HERE_WRITES and _run_here(self.store):
+                self._here += 1
+            if a.outcome is None and a.buf.queued >= a.limit:
+                self._here = 0
+                await a.wait(self.store, self.shared)  # (it returns at once otherwise)
         return None if a.outcome is None or a.outcome is CopyResult.COMPLETED else a.outcome
 
     def _offer(self, buf: QueuedBytes) -> _Ahead:

@@ -242,7 +242,9 @@ class Store:
     counts host operations in flight that may still make a waiting thread
     ready; with none in flight and nothing ready, a call that has not
     finished is a deadlock. ``on_wake`` is called whenever state changed
-    outside a tick (the asyncio driver installs it). ``on_poison`` hooks are
+    outside a tick (the asyncio driver installs it); ``run_here()``, when the
+    driver installed it, runs the ready threads at once if the store is idle
+    (a host end about to wait for a guest: :mod:`.host_ends`). ``on_poison`` hooks are
     called with each instance a trap escapes from.
 
     ``fibers`` counts the live activations on fibers (started core calls
@@ -263,6 +265,7 @@ class Store:
         "on_wake",
         "policy",
         "ready",
+        "run_here",
         "states",
         "waiting",
     )
@@ -276,6 +279,7 @@ class Store:
         self.host_pending = 0
         self.states: dict[ComponentInstance, InstanceState] = {}
         self.on_wake: Callable[[], None] | None = None
+        self.run_here: Callable[[], bool] | None = None
         self.on_poison: list[Callable[[InstanceState, Trap], None]] = []
         self.fibers = 0
         self.max_stackful: int | None = DEFAULT_MAX_STACKFUL
@@ -385,7 +389,8 @@ class Store:
         """
         assert self.nesting_depth == 0
         ready = self.ready
-        ready.retry_deferred()
+        if ready.deferred:
+            ready.retry_deferred()
         while True:
             thread = ready.take()
             if thread is None:

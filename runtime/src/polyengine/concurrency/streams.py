@@ -176,7 +176,7 @@ class SharedStreamImpl:
             room = dst.remain()
             if room > 0:
                 moved = dst.progress
-                transfer(cast(ReadableBuffer, pending), dst, room if room < offered else offered)
+                transfer(pending, dst, room if room < offered else offered)  # type: ignore[arg-type]
                 if dst.progress == moved:
                     self._no_progress(pending, inst, dst, on_copy, on_copy_done)
                     return
@@ -216,7 +216,7 @@ class SharedStreamImpl:
             offered = src.remain()
             if offered > 0:
                 moved = src.progress
-                transfer(src, cast(WritableBuffer, pending), room if room < offered else offered)
+                transfer(src, pending, room if room < offered else offered)  # type: ignore[arg-type]
                 if src.progress == moved:
                     self._no_progress(pending, inst, src, on_copy, on_copy_done)
                     return

@@ -220,7 +220,7 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
         src = self._usable(internal)
         if max_count < 1:
             raise ValueError("read needs a positive element count")
-        if not (isinstance(src, HostStreamReader) and src.stashed):
+        if self._peer_trap is not None and not (isinstance(src, HostStreamReader) and src.stashed):
             self._check_peer(None)  # bytes the writer was told were taken come first
         self._busy = True
         try:

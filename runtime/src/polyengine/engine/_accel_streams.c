@@ -46,7 +46,7 @@ static PyObject *s_current, *s_task, *s_inst, *s_ci, *s_may_leave, *s_record, *s
     *s_ft, *s_is_async, *s_handles, *s_array, *s_shared, *s_t, *s_state, *s_wset,
     *s_pending_event, *s_waiter, *s_has_sync_waiter, *s_dropped, *s_pending_buffer,
     *s_pending_inst, *s_values, *s_capacity, *s_progress, *s_ahead, *s_queued,
-    *s_read_bytes, *s_failure, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_wake, *s_record_host_error;
+    *s_read_bytes, *s_failure, *s_chunks, *s_offset, *s_popleft, *s_pending_on_copy, *s_reset_pending, *s_on_wake, *s_record_host_error;
 
 static unsigned long long fast_copies = 0; /* copies completed here (tests read it) */
 
@@ -71,11 +71,35 @@ typedef struct {
     int async_;
 } StreamCopy;
 
+/* One attribute access site of this file: its member slot once found
+ * (``AccelSlot``, ``_accel.h``), so that reading or writing a ``__slots__``
+ * attribute costs a type check instead of an attribute lookup. */
+enum {
+    SITE_CURRENT, SITE_TASK, SITE_INST, SITE_CI, SITE_MAY_LEAVE, SITE_RECORD, SITE_POISONED,
+    SITE_FT, SITE_IS_ASYNC, SITE_HANDLES, SITE_ARRAY, SITE_SHARED, SITE_T, SITE_STATE,
+    SITE_WSET, SITE_PENDING_EVENT, SITE_WAITER, SITE_SYNC_WAITER, SITE_DROPPED,
+    SITE_PENDING_INST, SITE_PENDING_BUFFER, SITE_SINK_VALUES, SITE_SINK_CAPACITY,
+    SITE_SINK_PROGRESS, SITE_SINK_AHEAD, SITE_QUEUED, SITE_SOURCE_VALUES, SITE_SOURCE_PROGRESS,
+    SITE_HEAD_OFFSET, SITE_HEAD_QUEUED, SITE_HEAD_PROGRESS, SITE_ON_COPY, SITE_ON_WAKE,
+    SITE_COUNT
+};
+static AccelSlot sites[SITE_COUNT];
+
+/* ``o.name`` (a new reference), through the site's slot when it has one */
+static PyObject *
+site_get(int site, PyObject *o, PyObject *name)
+{
+    PyObject *v;
+    if (accel_slot_get(&sites[site], o, name, &v))
+        return v;
+    return PyObject_GetAttr(o, name);
+}
+
 /* The attribute ``name`` of ``o`` is ``want`` (identity); -1 on error. */
 static int
-attr_is(PyObject *o, PyObject *name, PyObject *want)
+attr_is(int site, PyObject *o, PyObject *name, PyObject *want)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = site_get(site, o, name);
     if (v == NULL)
         return -1;
     int r = v == want;
@@ -85,9 +109,9 @@ attr_is(PyObject *o, PyObject *name, PyObject *want)
 
 /* An int attribute as a Py_ssize_t; -1 with an exception, -2 when not an int. */
 static Py_ssize_t
-attr_size(PyObject *o, PyObject *name)
+attr_size(int site, PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = site_get(site, o, name);
     if (v == NULL)
         return -1;
     Py_ssize_t r = PyLong_CheckExact(v) ? PyLong_AsSsize_t(v) : -2;
@@ -99,12 +123,12 @@ attr_size(PyObject *o, PyObject *name)
 
 /* ``o.name = v``; -1 on error. */
 static int
-set_size(PyObject *o, PyObject *name, Py_ssize_t v)
+set_size(int site, PyObject *o, PyObject *name, Py_ssize_t v)
 {
     PyObject *x = PyLong_FromSsize_t(v);
     if (x == NULL)
         return -1;
-    int r = PyObject_SetAttr(o, name, x);
+    int r = accel_slot_set(&sites[site], o, name, x) ? 0 : PyObject_SetAttr(o, name, x);
     Py_DECREF(x);
     return r;
 }
@@ -116,9 +140,9 @@ set_size(PyObject *o, PyObject *name, Py_ssize_t v)
         if ((expr) <= 0)     \
             goto out;        \
     } while (0)
-#define GET(var, o, name)                               \
+#define GET(var, o, name, site)                         \
     do {                                                \
-        Py_XSETREF(var, PyObject_GetAttr(o, name));     \
+        Py_XSETREF(var, site_get(site, o, name));       \
         if ((var) == NULL)                              \
             goto out;                                   \
     } while (0)
@@ -143,11 +167,11 @@ guest_range(StreamCopy *sc, PyObject *inst, uint32_t ptr, uint32_t n, unsigned c
     return ok;
 }
 
-/* The host's ``on_copy(reset_pending)``, then ``store.wake()``; -1 on error. */
+/* The host's ``on_copy(reset_pending)``, then what ``store.wake()`` does; -1 on error. */
 static int
 notify_host(StreamCopy *sc, PyObject *shared)
 {
-    PyObject *on_copy = PyObject_GetAttr(shared, s_pending_on_copy);
+    PyObject *on_copy = site_get(SITE_ON_COPY, shared, s_pending_on_copy);
     if (on_copy == NULL)
         return -1;
     PyObject *reset = PyObject_GetAttr(shared, s_reset_pending);
@@ -157,8 +181,12 @@ notify_host(StreamCopy *sc, PyObject *shared)
     if (r == NULL)
         return -1;
     Py_DECREF(r);
-    PyObject *args[1] = {sc->store};
-    r = PyObject_VectorcallMethod(s_wake, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* Store.wake(): its ``on_wake``, when one is installed */
+    PyObject *on_wake = site_get(SITE_ON_WAKE, sc->store, s_on_wake);
+    if (on_wake == NULL)
+        return -1;
+    r = on_wake == Py_None ? Py_NewRef(Py_None) : PyObject_CallNoArgs(on_wake);
+    Py_DECREF(on_wake);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
@@ -222,9 +250,9 @@ take_head(PyObject *queue, uint32_t k, unsigned char *at)
     if (chunks == NULL)
         return -1;
     PyObject *head = PySequence_Size(chunks) > 0 ? PySequence_GetItem(chunks, 0) : NULL;
-    Py_ssize_t offset = attr_size(queue, s_offset);
-    Py_ssize_t queued = attr_size(queue, s_queued);
-    Py_ssize_t progress = attr_size(queue, s_progress);
+    Py_ssize_t offset = attr_size(SITE_HEAD_OFFSET, queue, s_offset);
+    Py_ssize_t queued = attr_size(SITE_HEAD_QUEUED, queue, s_queued);
+    Py_ssize_t progress = attr_size(SITE_HEAD_PROGRESS, queue, s_progress);
     int r = 0;
     const char *data = NULL;
     Py_ssize_t len = 0;
@@ -247,14 +275,38 @@ take_head(PyObject *queue, uint32_t k, unsigned char *at)
         Py_DECREF(gone);
         next = 0;
     }
-    if (set_size(queue, s_offset, next) < 0 || set_size(queue, s_queued, queued - k) < 0
-        || set_size(queue, s_progress, progress + k) < 0)
+    if (set_size(SITE_HEAD_OFFSET, queue, s_offset, next) < 0
+        || set_size(SITE_HEAD_QUEUED, queue, s_queued, queued - k) < 0
+        || set_size(SITE_HEAD_PROGRESS, queue, s_progress, progress + k) < 0)
         goto done;
     r = 1;
 done:
     Py_XDECREF(head);
     Py_DECREF(chunks);
     return r;
+}
+
+/* ``values`` (a ``bytearray``) resized to ``size`` bytes, with room for
+ * ``bound`` bytes reserved at once when it has to grow: the writes that fill
+ * one host read then need one allocation, where ``PyByteArray_Resize``
+ * reallocates (and copies) to the exact size on every large growth.  Only a
+ * bytearray with no buffer exported and no bytes deleted from its front is
+ * resized here; any other goes through ``PyByteArray_Resize``.  -1 on error. */
+static int
+grow_bytes(PyObject *values, Py_ssize_t size, Py_ssize_t bound)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)values;
+    if (b->ob_exports != 0 || b->ob_start != b->ob_bytes || size < Py_SIZE(b))
+        return PyByteArray_Resize(values, size);
+    if (size >= b->ob_alloc) {
+        if (bound <= size)
+            return PyByteArray_Resize(values, size);
+        if (PyByteArray_Resize(values, bound) < 0)
+            return -1;
+    }
+    Py_SET_SIZE(b, size);
+    b->ob_start[size] = '\0'; /* the trailing NUL a bytearray keeps */
+    return 0;
 }
 
 /* The copy ``(i, ptr, n)`` done here: 1 with *payload set, 0 for the Python
@@ -269,35 +321,35 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
     if (n == 0 || n > MAX_LENGTH)
         return 0;
     /* _copy_prologue: the current thread, may_leave, may_block, the handle */
-    GET(thread, sc->store, s_current);
+    GET(thread, sc->store, s_current, SITE_CURRENT);
     CHECK(thread != Py_None);
-    GET(task, thread, s_task);
-    GET(inst, task, s_inst);
-    GET(ci, inst, s_ci);
-    CHECK(attr_is(ci, s_may_leave, Py_True));
-    GET(tmp, inst, s_record);
-    CHECK(attr_is(tmp, s_poisoned, Py_None));
+    GET(task, thread, s_task, SITE_TASK);
+    GET(inst, task, s_inst, SITE_INST);
+    GET(ci, inst, s_ci, SITE_CI);
+    CHECK(attr_is(SITE_MAY_LEAVE, ci, s_may_leave, Py_True));
+    GET(tmp, inst, s_record, SITE_RECORD);
+    CHECK(attr_is(SITE_POISONED, tmp, s_poisoned, Py_None));
     if (!sc->async_) {
-        GET(tmp, task, s_ft);
-        CHECK(attr_is(tmp, s_is_async, Py_True));
+        GET(tmp, task, s_ft, SITE_FT);
+        CHECK(attr_is(SITE_IS_ASYNC, tmp, s_is_async, Py_True));
     }
-    GET(tmp, ci, s_handles);
-    GET(array, tmp, s_array);
+    GET(tmp, ci, s_handles, SITE_HANDLES);
+    GET(array, tmp, s_array, SITE_ARRAY);
     CHECK(PyList_CheckExact(array) && i < (uint64_t)PyList_GET_SIZE(array));
     e = Py_NewRef(PyList_GET_ITEM(array, (Py_ssize_t)i));
     CHECK((PyObject *)Py_TYPE(e) == sc->end_type);
-    GET(shared, e, s_shared);
-    CHECK(attr_is(shared, s_t, sc->elem));
-    CHECK(attr_is(e, s_state, sc->idle));
-    CHECK(attr_is(e, s_wset, Py_None));
-    CHECK(attr_is(e, s_pending_event, Py_None));
-    CHECK(attr_is(e, s_waiter, Py_None));
-    CHECK(attr_is(e, s_has_sync_waiter, Py_False));
+    GET(shared, e, s_shared, SITE_SHARED);
+    CHECK(attr_is(SITE_T, shared, s_t, sc->elem));
+    CHECK(attr_is(SITE_STATE, e, s_state, sc->idle));
+    CHECK(attr_is(SITE_WSET, e, s_wset, Py_None));
+    CHECK(attr_is(SITE_PENDING_EVENT, e, s_pending_event, Py_None));
+    CHECK(attr_is(SITE_WAITER, e, s_waiter, Py_None));
+    CHECK(attr_is(SITE_SYNC_WAITER, e, s_has_sync_waiter, Py_False));
     /* SharedStreamImpl.read/write: a host operation pending, the stream open */
     CHECK(shared_known(sc, shared));
-    CHECK(attr_is(shared, s_dropped, Py_False));
-    CHECK(attr_is(shared, s_pending_inst, Py_None));
-    GET(pending, shared, s_pending_buffer);
+    CHECK(attr_is(SITE_DROPPED, shared, s_dropped, Py_False));
+    CHECK(attr_is(SITE_PENDING_INST, shared, s_pending_inst, Py_None));
+    GET(pending, shared, s_pending_buffer, SITE_PENDING_BUFFER);
     PyObject *ptype = (PyObject *)Py_TYPE(pending);
     unsigned char *at = NULL;
     uint32_t k;
@@ -305,14 +357,14 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         /* a guest write meets a host read: append to its bytearray */
         int ahead = ptype == sc->ahead_type;
         CHECK(ahead || ptype == sc->sink_type);
-        GET(values, pending, s_values);
+        GET(values, pending, s_values, SITE_SINK_VALUES);
         CHECK(PyByteArray_CheckExact(values));
-        Py_ssize_t capacity = attr_size(pending, s_capacity);
-        Py_ssize_t progress = attr_size(pending, s_progress);
+        Py_ssize_t capacity = attr_size(SITE_SINK_CAPACITY, pending, s_capacity);
+        Py_ssize_t progress = attr_size(SITE_SINK_PROGRESS, pending, s_progress);
         CHECK(capacity >= 0 && progress >= 0);
         Py_ssize_t opened = capacity;
         if (ahead) {
-            Py_ssize_t bound = attr_size(pending, s_ahead);
+            Py_ssize_t bound = attr_size(SITE_SINK_AHEAD, pending, s_ahead);
             CHECK(bound >= 0);
             opened = bound > capacity ? bound : capacity;
         }
@@ -322,28 +374,28 @@ stream_try(StreamCopy *sc, uint32_t i, uint32_t ptr, uint32_t n, uint32_t *paylo
         k = room < (Py_ssize_t)n ? (uint32_t)room : n;
         /* from here on the copy happens: errors become traps */
         rc = -1;
-        if (opened != capacity && set_size(pending, s_capacity, opened) < 0)
+        if (opened != capacity && set_size(SITE_SINK_CAPACITY, pending, s_capacity, opened) < 0)
             goto out;
         Py_ssize_t have = PyByteArray_GET_SIZE(values);
-        if (PyByteArray_Resize(values, have + k) < 0)
+        if (grow_bytes(values, have + k, opened) < 0)
             goto out;
         memmove(PyByteArray_AS_STRING(values) + have, at, k);
-        if (set_size(pending, s_progress, progress + k) < 0)
+        if (set_size(SITE_SINK_PROGRESS, pending, s_progress, progress + k) < 0)
             goto out;
     }
     else {
         /* a guest read meets a host offer: take its next bytes */
         Py_ssize_t offered;
         if (ptype == sc->queued_type) {
-            offered = attr_size(pending, s_queued);
+            offered = attr_size(SITE_QUEUED, pending, s_queued);
             CHECK(plain_chunks(pending));
         }
         else {
             CHECK(ptype == sc->source_type);
-            GET(values, pending, s_values);
+            GET(values, pending, s_values, SITE_SOURCE_VALUES);
             CHECK(PyBytes_CheckExact(values) || PyByteArray_CheckExact(values));
             Py_ssize_t len = PyObject_Length(values);
-            Py_ssize_t progress = attr_size(pending, s_progress);
+            Py_ssize_t progress = attr_size(SITE_SOURCE_PROGRESS, pending, s_progress);
             if (len < 0)
                 PyErr_Clear();
             offered = len < 0 || progress < 0 ? -1 : len - progress;
@@ -646,7 +698,7 @@ accel_streams_register(PyObject *module)
         {&s_ahead, "ahead"}, {&s_queued, "queued"}, {&s_read_bytes, "read_bytes"}, {&s_failure, "failure"},
         {&s_chunks, "chunks"}, {&s_offset, "offset"}, {&s_popleft, "popleft"},
         {&s_pending_on_copy, "pending_on_copy"}, {&s_reset_pending, "reset_pending"},
-        {&s_wake, "wake"}, {&s_record_host_error, "record_host_error"},
+        {&s_on_wake, "on_wake"}, {&s_record_host_error, "record_host_error"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].name)) == NULL)
