@@ -78,8 +78,10 @@ class _Reaper:
                 target: Any = self._run
                 if native is not None:
                     target = native.reaper_loop
-                    args: tuple[int, ...] = (ffi.address(ffi.store_delete),
-                                             ffi.address(ffi.linker_delete))
+                    args: tuple[int, ...] = (
+                        ffi.address(ffi.store_delete),
+                        ffi.address(ffi.linker_delete),
+                    )
                 else:
                     args = ()
                 thread = threading.Thread(
