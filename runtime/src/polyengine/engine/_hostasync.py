@@ -233,6 +233,20 @@ class _Signature:
             self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
 
 
+#: the signatures made so far: one per core type, shared by every store's functions
+_SIGNATURES: dict[tuple[tuple[str, ...], tuple[str, ...]], _Signature] = {}
+
+
+def _signature(params: tuple[str, ...], results: tuple[str, ...]) -> _Signature:
+    """The (stateless) :class:`_Signature` of ``params -> results``, made once."""
+    found = _SIGNATURES.get((params, results))
+    if found is None:
+        if len(_SIGNATURES) >= 4096:
+            _SIGNATURES.clear()
+        found = _SIGNATURES[(params, results)] = _Signature(params, results)
+    return found
+
+
 def _make_entry(
     state: _StoreState, sig: _Signature, fn: AsyncHostFunction, template: int
 ) -> Callable[..., int]:
@@ -333,7 +347,7 @@ def define_async_host_func(
         state.async_linker = ffi.linker_new(store.engine._ptr) or 0
         if not state.async_linker:
             raise EngineError("wasmtime_linker_new failed")
-    sig = _Signature(p, r)
+    sig = _signature(p, r)
     env: int | None = None
     if _compiled_entry is not None and _callpath.compiled_store(state):
         # The compiled shim calls the Python entry found at ``env``, kept alive

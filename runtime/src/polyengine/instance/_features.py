@@ -27,15 +27,35 @@ def _func_has_async_value(ft: m.FuncType) -> bool:
 
 def needs_task_model(plan: pln.Plan, marked: Callable[[tuple[str, ...]], bool]) -> bool:
     """Whether ``plan`` must run on the task model (``marked(path)``: a suspending import)."""
-    if plan.uses_async():
-        return True
-    for tr in plan.trampolines:
-        if isinstance(tr, pln.LowerImport):
-            if marked(tr.path) or _func_has_async_value(tr.type):
-                return True
-        elif isinstance(tr, pln.Adapter) and _func_has_async_value(tr.type):
-            return True
-    return any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+    by_plan, lowered = _plan_needs(plan)
+    return by_plan or any(marked(path) for path in lowered)
+
+
+#: per plan: whether the plan alone needs the task model, and its lowered imports'
+#: paths (whether one is marked depends on the imports): ``id(plan) -> (plan, ...)``
+_NEEDS: dict[int, tuple[pln.Plan, bool, tuple[tuple[str, ...], ...]]] = {}
+_NEEDS_LIMIT = 64
+
+
+def _plan_needs(plan: pln.Plan) -> tuple[bool, tuple[tuple[str, ...], ...]]:
+    """What :func:`needs_task_model` asks of the plan alone, worked out once per plan."""
+    found = _NEEDS.get(id(plan))
+    if found is None or found[0] is not plan:
+        by_plan = (
+            plan.uses_async()
+            or any(
+                isinstance(tr, pln.LowerImport | pln.Adapter) and _func_has_async_value(tr.type)
+                for tr in plan.trampolines
+            )
+            or any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+        )
+        lowered = tuple(
+            dict.fromkeys(tr.path for tr in plan.trampolines if isinstance(tr, pln.LowerImport))
+        )
+        if len(_NEEDS) >= _NEEDS_LIMIT:
+            _NEEDS.pop(next(iter(_NEEDS)))
+        found = _NEEDS[id(plan)] = (plan, by_plan, lowered)
+    return found[1], found[2]
 
 
 def _export_lifts(exports: tuple[pln.Export, ...]) -> list[pln.Lift]:
