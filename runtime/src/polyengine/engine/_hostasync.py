@@ -364,9 +364,8 @@ def define_async_host_func(
         cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn, _TEMPLATE_ADDR))
         state.keepalive.append(cb)
     name = f"async-host-{state.token()}".encode()
-    ty = functype(store.engine._ptr, p, r)
     err = ffi.linker_define_async_func(
-        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, env, None
+        state.async_linker, b"", 0, name, len(name), _functype_address(store, p, r), cb, env, None
     )
     if err:
         raise EngineError(f"cannot define async host function: {ffi.take_error_message(err)}")
@@ -375,5 +374,21 @@ def define_async_host_func(
         raise EngineError("cannot materialize async host function")
     state.require_async()
     func = ffi.FuncStruct()
-    ctypes.pointer(func)[0] = ext.of.func
+    ctypes.memmove(ctypes.addressof(func), ctypes.addressof(ext) + _FUNC_OFFSET, _FUNC_SIZE)
     return CoreFunc._wrap(store, func, (p, r))
+
+
+_FUNC_OFFSET: int = ffi.Extern.of.offset
+_FUNC_SIZE = ctypes.sizeof(ffi.FuncStruct)
+#: the address of each functype by (engine, params, results): ``functype`` keeps
+#: the type itself alive for the engine's life
+_FUNCTYPE_ADDRESSES: dict[tuple[int, tuple[str, ...], tuple[str, ...]], int] = {}
+
+
+def _functype_address(store: EngineStore, params: tuple[str, ...], results: tuple[str, ...]) -> int:
+    key = (store.engine._ptr, params, results)
+    found = _FUNCTYPE_ADDRESSES.get(key)
+    if found is None:
+        ty = functype(store.engine._ptr, params, results)
+        found = _FUNCTYPE_ADDRESSES[key] = ffi.address(ty.ptr())
+    return found

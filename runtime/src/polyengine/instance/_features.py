@@ -17,8 +17,24 @@ __all__ = ["needs_task_model"]
 
 
 def _has_async_value(t: m.ValType | None) -> bool:
-    """Whether a value of type ``t`` may hold a stream, future or error-context."""
-    return contains(t, lambda u: isinstance(u, m.Stream | m.Future | m.ErrorContext))
+    """Whether a value of type ``t`` may hold a stream, future or error-context
+    (once per type object: every instance of a plan asks of the same ones)."""
+    if t is None:
+        return False
+    found = _ASYNC_VALUED.get(id(t))
+    if found is None or found[0] is not t:
+        if len(_ASYNC_VALUED) >= 20_000:
+            _ASYNC_VALUED.clear()
+        found = _ASYNC_VALUED[id(t)] = (t, contains(t, _is_async_value))
+    return found[1]
+
+
+def _is_async_value(u: m.ValType) -> bool:
+    return isinstance(u, m.Stream | m.Future | m.ErrorContext)
+
+
+#: ``id(type) -> (type, whether it may hold an async value)``, the type kept alive
+_ASYNC_VALUED: dict[int, tuple[m.ValType, bool]] = {}
 
 
 def _func_has_async_value(ft: m.FuncType) -> bool:

@@ -254,18 +254,28 @@ class ComponentRuntime:
         """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64).
 
         A live memory says so itself (the engine asks wasmtime); before its core
-        instance exists, the exporting module's signature is read instead.
+        instance exists, the exporting module's signature is read instead. Once
+        per plan and memory: every instance of a plan has the same memory types.
         """
         m = o.memory
         if m is None:
             return "i32"
-        if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
-            live = self.core_instances[m.instance].get(m.name)
-            if isinstance(live, engine.GuestMemory):
-                return "i64" if live.is_64() else "i32"
-        from polyengine.instance._memtype import memory_addrtype
+        known = _ADDRTYPES.get(id(self.plan))  # a memory's type is the plan's: kept per plan
+        if known is None or known[0] is not self.plan:
+            if len(_ADDRTYPES) >= _PRES_LIMIT:
+                _ADDRTYPES.pop(next(iter(_ADDRTYPES)))
+            known = _ADDRTYPES[id(self.plan)] = (self.plan, {})
+        found = known[1].get(m)
+        if found is None:
+            if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
+                live = self.core_instances[m.instance].get(m.name)
+                if isinstance(live, engine.GuestMemory):
+                    found = known[1][m] = "i64" if live.is_64() else "i32"
+                    return found
+            from polyengine.instance._memtype import memory_addrtype
 
-        return memory_addrtype(self.plan, self.artifacts.component_bytes, m)
+            found = known[1][m] = memory_addrtype(self.plan, self.artifacts.component_bytes, m)
+        return found
 
     def resolve_options(
         self, o: pln.CanonOptions, *, host_side: bool | None = None, side: str | None = None
@@ -657,6 +667,8 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+#: the address type of each memory a plan's options name: (plan, {memory: addrtype})
+_ADDRTYPES: dict[int, tuple[pln.Plan, dict[pln.CoreDef, PtrType]]] = {}
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
 _PLAIN_SIGNATURES: dict[int, tuple[pln.Plan, int, _PlainSigs]] = {}
