@@ -29,6 +29,7 @@ def deletions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, str]]
 
     monkeypatch.setattr(_reaper, "_delete_now", record)
     monkeypatch.setattr(_reaper, "_REAPER", _reaper._Reaper(native=False))
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 0)  # every store goes to the reaper
     yield seen
     _reaper.drain()
 
@@ -139,6 +140,7 @@ def test_with_the_compiled_path_the_loop_is_native(
         real(store, linker)
 
     monkeypatch.setattr(_reaper, "_delete_now", record)
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 0)
     _closed_store(wat)  # starts the thread if no earlier test did
     reaper = _reaper._REAPER
     assert reaper.native is accel and reaper.thread is not None
@@ -167,6 +169,7 @@ def test_a_drained_native_reaper_deletes_later_stores_in_place(
         import threading, wasmtime
         from polyengine.engine import EngineStore, compile_module, instantiate, _reaper
         from polyengine.engine._accelerator import ACCEL
+        _reaper.IN_PLACE_BYTES = 0
         mod = compile_module(wasmtime.wat2wasm('(module (memory 1) (func (export "f")))'))
         def closed():
             store = EngineStore()
@@ -193,3 +196,24 @@ def test_a_drained_native_reaper_deletes_later_stores_in_place(
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "DONE" in proc.stdout
     assert "panicked" not in proc.stderr
+
+
+def test_a_store_with_small_memories_is_deleted_in_place(
+    wat: Wat, deletions: list[tuple[int, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 1 << 20)
+    me = threading.current_thread().name
+
+    def closed(pages: int) -> int:
+        store = EngineStore()
+        inst = instantiate(store, wat(f'(module (memory (export "m") {pages}))'), [])
+        assert inst.memory("m").size() == pages << 16  # a memory the host knows of
+        ptr = store._state.store_ptr
+        store.close()
+        return ptr
+
+    small = closed(1)  # 64 KiB
+    assert (small, me) in deletions
+    big = closed(32)  # 2 MiB
+    _wait_for(lambda: any(d[0] == big for d in deletions))
+    assert (big, "polyengine-store-reaper") in deletions
