@@ -488,6 +488,9 @@ class HostLinker:
 
     def lowers_on_tasks(self, tr: pln.LowerImport) -> bool:
         """Whether :meth:`task_trampoline` makes a trampoline of its own for ``tr``."""
+        marked = self._suspending.get(tr.path)  # (worked out by now, most often)
+        if marked is not None:
+            return marked or tr.type.is_async or tr.options.is_async
         return tr.type.is_async or tr.options.is_async or self.is_marked(tr.path)
 
     def task_trampoline(self, site: ImportSite, tr: pln.LowerImport) -> CoreFunc | None:

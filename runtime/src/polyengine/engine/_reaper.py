@@ -64,9 +64,7 @@ class _Reaper:
     def _native(self) -> Any:
         found = self.native
         if found is _UNSET:
-            from ._accelerator import ACCEL
-
-            found = self.native = ACCEL if hasattr(ACCEL, "reaper_loop") else None
+            found = self.native = _NATIVE[0]
         return found
 
     def submit(self, store: int, linker: int) -> bool:
@@ -148,6 +146,16 @@ def _delete_now(store: int, linker: int) -> None:
 
 
 _UNSET: Any = object()
+#: the extension's reaper functions, once the compiled call path is loaded (``set_native``)
+_NATIVE: list[Any] = [None]
+
+
+def set_native(accel: Any) -> None:
+    """Use the loop and queue of the extension ``accel`` (``_accelerator.py`` calls this
+    once it is loaded; ``None``, or an extension without them: the Python loop)."""
+    _NATIVE[0] = accel if hasattr(accel, "reaper_loop") else None
+
+
 _REAPER = _Reaper()
 
 

@@ -36,6 +36,7 @@ from polyengine.abi.resources import (
 )
 from polyengine.abi.trap import escaped, fault
 from polyengine.errors import LinkError, ThreadRuleError
+from polyengine.instance._perplan import lowered_imports, options_of_a_kind
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import (
@@ -434,9 +435,7 @@ class ComponentRuntime:
             lowered = self._task_lowered
             if lowered is None:
                 return None  # every import is offered to the task model
-            for i, tr in enumerate(self.plan.trampolines):
-                if isinstance(tr, pln.LowerImport) and lowered(tr):
-                    taken.add(i)
+            taken.update(i for i, tr in lowered_imports(self.plan) if lowered(tr))
         return engine.PlainHosts(sigs, self._build_plain, taken)
 
     def _build_plain(self, index: int) -> engine.HostFunction:
@@ -516,7 +515,7 @@ class ComponentRuntime:
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
         """What the embed layer's trampoline of host import ``tr`` needs of this runtime
         (one per distinct canonical options: the imports lowered alike share it)."""
-        o = _options_of_a_kind(self.plan, tr.options)
+        o = options_of_a_kind(self.plan, tr.options)
         site = self._sites.get(id(o))
         if site is None:
             site = self._sites[id(o)] = self._new_import_site(o)
@@ -672,31 +671,6 @@ _ADDRTYPES: dict[int, tuple[pln.Plan, dict[pln.CoreDef, PtrType]]] = {}
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
 _PLAIN_SIGNATURES: dict[int, tuple[pln.Plan, int, _PlainSigs]] = {}
-
-
-#: a plan's canonical options: the distinct values, and the one standing for each
-#: options object (by its identity): (plan, distinct values, representatives)
-_OPTION_KINDS: dict[
-    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
-] = {}
-
-
-def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
-    """The plan's first options object equal to ``o`` (compared once per plan and object)."""
-    found = _OPTION_KINDS.get(id(plan))
-    if found is None or found[0] is not plan:
-        if len(_OPTION_KINDS) >= _PRES_LIMIT:
-            _OPTION_KINDS.pop(next(iter(_OPTION_KINDS)))
-        found = _OPTION_KINDS[id(plan)] = (plan, [], {})
-    _, distinct, reps = found
-    rep = reps.get(id(o))
-    if rep is None:
-        rep = next((d for d in distinct if d == o), None)
-        if rep is None:
-            distinct.append(o)
-            rep = o
-        reps[id(o)] = rep
-    return rep
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
