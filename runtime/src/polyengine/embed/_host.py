@@ -420,8 +420,16 @@ class HostLinker:
         if len(import_path) == 1:
             cls = self.imports.top_level(key)
         else:
-            found = self.imports.interface(import_path[0])
-            cls = None if found is None else get_member(found[1], key)
+            iface = import_path[0]
+            # as resolution found it (an interface id: a plain-named instance's
+            # provider serves its functions, never its resource classes here)
+            cls = self._classes.get((iface, key), _ABSENT) if ":" in iface else _ABSENT
+            if cls is _ABSENT:
+                provider = self._providers.get(iface, _ABSENT) if ":" in iface else _ABSENT
+                if provider is _ABSENT:
+                    found = self.imports.interface(iface)
+                    provider = None if found is None else found[1]
+                cls = None if provider is None else get_member(provider, key)
         return cls if isinstance(cls, type) else None
 
     def bind_resource(self, rtype: ResourceType, res: pln.ResourceType) -> None:

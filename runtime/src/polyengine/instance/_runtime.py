@@ -188,6 +188,8 @@ class ComponentRuntime:
         #: which imports ``task_lowerer`` may take (``None``: offer it every one)
         self._task_lowered = task_lowered
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
+        #: the same by the options object's identity (kept alive with its entry)
+        self._option_ids: dict[tuple[int, str], tuple[pln.CanonOptions, ResolvedOptions]] = {}
         #: what an import site's options resolver holds of the runtime (weakly)
         self._weak_self = weakref.ref(self)
         self._sites: dict[int, ImportSite] = {}
@@ -292,9 +294,13 @@ class ComponentRuntime:
         """
         if side is None:
             side = "host" if host_side else "guest"
+        seen = self._option_ids.get((id(o), side))  # without hashing the options' fields
+        if seen is not None and seen[0] is o:
+            return seen[1]
         key = (o, side)
         cached = self._option_cache.get(key)
         if cached is not None:
+            self._option_ids[(id(o), side)] = (o, cached)
             return cached
         memory = None
         if o.memory is not None:
@@ -331,6 +337,7 @@ class ComponentRuntime:
         compiler.kernels = engine.compiled_path(self.store)
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
+        self._option_ids[(id(o), side)] = (o, ro)
         return ro
 
     def lender(self, ft: FuncType) -> Any:
@@ -650,6 +657,7 @@ class ComponentRuntime:
         self._linking.release()
         self._sites.clear()
         self._option_cache.clear()
+        self._option_ids.clear()
         self._host_trampolines = _closed_trampolines
         self._task_lowerer = None
         self._task_lowered = None
