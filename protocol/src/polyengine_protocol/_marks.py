@@ -54,6 +54,8 @@ _MARK_NAMES: Final[dict[str, str]] = {
     ABORTABLE: "abortable",
 }
 _CONSTRUCTORS: Final = frozenset({"__init__", "__new__"})
+#: the mark keys (what :func:`marks_of` keeps of a callable's brand)
+_MARK_KEYS: Final = frozenset(_MARK_NAMES)
 
 
 def _carried(obj: object) -> frozenset[str]:
@@ -63,6 +65,8 @@ def _carried(obj: object) -> frozenset[str]:
         return frozenset()
     if isinstance(carried, str):
         return frozenset((carried,))
+    if type(carried) is frozenset and all(type(k) is str for k in carried):
+        return carried  # what the mark decorators carry, as it is
     if isinstance(carried, tuple | frozenset | set):
         return frozenset(k for k in carried if isinstance(k, str))
     return frozenset()
@@ -211,9 +215,9 @@ def marks_of(f: object) -> frozenset[str]:
         outer = _carried(f)
         f = f.__func__
         return outer | marks_of(f)
-    if inspect.ismethod(f):
+    if type(f) is types.MethodType:  # inspect.ismethod (the type has no subclasses)
         f = f.__func__
-    return _carried(f) & frozenset(_MARK_NAMES)
+    return _carried(f) & _MARK_KEYS
 
 
 def is_suspending(f: object) -> bool:

@@ -6,6 +6,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,8 @@ def deletions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, str]]
         real(store, linker)
 
     monkeypatch.setattr(_reaper, "_delete_now", record)
-    monkeypatch.setattr(_reaper, "_REAPER", _reaper._Reaper())
+    monkeypatch.setattr(_reaper, "_REAPER", _reaper._Reaper(native=False))
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 0)  # every store goes to the reaper
     yield seen
     _reaper.drain()
 
@@ -116,3 +118,104 @@ def test_a_process_that_closes_many_stores_exits_cleanly(
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "DONE" in proc.stdout
     assert "panicked" not in proc.stderr
+
+
+def _native() -> object:
+    from polyengine.engine._accelerator import ACCEL
+
+    if not hasattr(ACCEL, "reaper_loop"):
+        pytest.skip("the compiled call path is not active")
+    return ACCEL
+
+
+def test_with_the_compiled_path_the_loop_is_native(
+    wat: Wat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accel: Any = _native()
+    in_place: list[int] = []
+    real = _reaper._delete_now
+
+    def record(store: int, linker: int) -> None:
+        in_place.append(store)
+        real(store, linker)
+
+    monkeypatch.setattr(_reaper, "_delete_now", record)
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 0)
+    _closed_store(wat)  # starts the thread if no earlier test did
+    reaper = _reaper._REAPER
+    assert reaper.native is accel and reaper.thread is not None
+    assert reaper.thread.name == "polyengine-store-reaper" and reaper.thread.is_alive()
+    before = accel.reaper_state()[1]
+    ptrs = [_closed_store(wat) for _ in range(5)]
+    _wait_for(lambda: accel.reaper_state()[1] >= before + 5)
+    assert not set(ptrs) & set(in_place), "a store was deleted in place"
+    assert not reaper.pending  # the Python queue is not used
+
+
+def test_the_native_queue_refuses_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    accel: Any = _native()
+    # A limit of 0 takes nothing: the caller deletes in place (nothing is queued).
+    assert accel.reaper_push(0, 0, 0) is False
+    with pytest.raises(ValueError, match="null function address"):
+        accel.reaper_loop(0, 0)
+
+
+def test_a_drained_native_reaper_deletes_later_stores_in_place(
+    run_isolated: Callable[[str], subprocess.CompletedProcess[str]],
+) -> None:
+    _native()
+    proc = run_isolated(
+        """
+        import threading, wasmtime
+        from polyengine.engine import EngineStore, compile_module, instantiate, _reaper
+        from polyengine.engine._accelerator import ACCEL
+        _reaper.IN_PLACE_BYTES = 0
+        mod = compile_module(wasmtime.wat2wasm('(module (memory 1) (func (export "f")))'))
+        def closed():
+            store = EngineStore()
+            instantiate(store, mod, []).func("f").call_raw([])
+            ptr = store._state.store_ptr
+            store.close()
+            return ptr
+        for _ in range(100):
+            closed()
+        thread = _reaper._REAPER.thread
+        _reaper.drain()
+        queued, deleted, open_ = ACCEL.reaper_state()
+        assert (queued, open_) == (0, False), (queued, open_)
+        assert not thread.is_alive()
+        seen = []
+        real = _reaper._delete_now
+        _reaper._delete_now = lambda s, l: (seen.append(s), real(s, l))
+        late = closed()
+        assert seen == [late], seen
+        assert ACCEL.reaper_state()[1] == deleted
+        print("DONE", deleted)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "DONE" in proc.stdout
+    assert "panicked" not in proc.stderr
+
+
+def test_a_store_with_small_memories_is_deleted_in_place(
+    wat: Wat, deletions: list[tuple[int, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 1 << 20)
+    me = threading.current_thread().name
+
+    def closed(pages: int) -> int:
+        store = EngineStore()
+        inst = instantiate(store, wat(f'(module (memory (export "m") {pages}))'), [])
+        assert inst.memory("m").size() == pages << 16  # a memory the host knows of
+        ptr = store._state.store_ptr
+        store.close()
+        return ptr
+
+    before = len(deletions)
+    small = closed(1)  # 64 KiB
+    assert (small, me) in deletions[before:]
+    before = len(deletions)
+    big = closed(32)  # 2 MiB (its address may be the small one's, deleted already)
+    _wait_for(lambda: (big, "polyengine-store-reaper") in deletions[before:])
+    assert (big, me) not in deletions[before:]

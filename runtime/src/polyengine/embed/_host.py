@@ -58,19 +58,23 @@ def describe_import(path: Sequence[str]) -> str:
     return f"{path[0]}#{'/'.join(path[1:])}"
 
 
-#: a lowered import path's parsed name and description (both depend on the path alone)
-_PATHS: dict[tuple[str, ...], tuple[FuncName, str]] = {}
+#: a lowered import path's parsed name, description and Python names: its member's
+#: snake_case name and its resource's PascalCase class name (all depend on the path alone)
+_PATHS: dict[tuple[str, ...], tuple[FuncName, str, str, str]] = {}
 _PATHS_LIMIT = 20_000
 
 
-def _parsed_path(path: tuple[str, ...]) -> tuple[FuncName, str]:
-    """``parse_func_name`` of the path's last name and ``describe_import`` of the path,
-    worked out once per path (every instance of a component resolves the same ones)."""
+def _parsed_path(path: tuple[str, ...]) -> tuple[FuncName, str, str, str]:
+    """``parse_func_name`` of the path's last name, ``describe_import`` of the path, and
+    the member's and the resource class's Python names (``""``: no resource), worked
+    out once per path (every instance of a component resolves the same ones)."""
     found = _PATHS.get(path)
     if found is None:
         if len(_PATHS) >= _PATHS_LIMIT:
             _PATHS.clear()
-        found = _PATHS[path] = (parse_func_name(path[-1]), describe_import(path))
+        parsed = parse_func_name(path[-1])
+        cls = "" if parsed.resource is None else pascal(parsed.resource)
+        found = _PATHS[path] = (parsed, describe_import(path), snake(parsed.name), cls)
     return found
 
 
@@ -303,6 +307,11 @@ class HostLinker:
         self._providers: dict[str, object] = {}
         #: whether the import at a path is marked ``suspending()``, by path
         self._suspending: dict[tuple[str, ...], bool] = {}
+        #: the resource class of each (interface, class name) looked up so far
+        self._classes: dict[tuple[str, str], object] = {}
+        #: what carries the marks of each resource method resolved so far: the class
+        #: attribute (A2: the class is the authority), as resolution found it
+        self._carriers: dict[tuple[str, ...], object] = {}
         #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
 
     # resolution ------------------------------------------------------------------
@@ -326,9 +335,39 @@ class HostLinker:
         if found is not None:
             return found
         name = path[-1]
-        parsed, where = _parsed_path(path)
+        parsed, where, member, cls_name = _parsed_path(path)
         provider: object
-        if len(path) == 1:
+        fn: object
+        kind = parsed.kind
+        if len(path) == 2 and kind in ("func", "method"):
+            # the common cases, a function or a resource method of an interface:
+            # what _member does, inline, each class looked up once per interface
+            provider = self._providers.get(path[0], _ABSENT)
+            if provider is _ABSENT:
+                provider = self.provider_for(path[0], name)
+            if kind == "func":
+                fn = get_member(provider, member)
+                if fn is None:
+                    raise MissingImportError(
+                        f"missing import {where}: the provider has no member {member!r}"
+                    )
+            else:
+                key = (path[0], cls_name)
+                cls = self._classes.get(key, _ABSENT)
+                if cls is _ABSENT:
+                    cls = self._classes[key] = get_member(provider, cls_name)
+                if cls is None:
+                    raise MissingImportError(
+                        f"missing import {where}: the provider has no resource class {cls_name!r}"
+                    )
+                attr = _class_attribute(cls, member, _ABSENT)
+                if attr is _ABSENT:  # (a member that is not callable still binds: _member)
+                    raise MissingImportError(
+                        f"missing import {where}: {cls_name} has no method {member!r}"
+                    )
+                fn = _method_caller(cls, member)
+                self._carriers[path] = attr
+        elif len(path) == 1:
             if parsed.kind == "func":
                 fn = self.imports.top_level(snake(parsed.name))
                 if fn is None:
@@ -381,8 +420,16 @@ class HostLinker:
         if len(import_path) == 1:
             cls = self.imports.top_level(key)
         else:
-            found = self.imports.interface(import_path[0])
-            cls = None if found is None else get_member(found[1], key)
+            iface = import_path[0]
+            # as resolution found it (an interface id: a plain-named instance's
+            # provider serves its functions, never its resource classes here)
+            cls = self._classes.get((iface, key), _ABSENT) if ":" in iface else _ABSENT
+            if cls is _ABSENT:
+                provider = self._providers.get(iface, _ABSENT) if ":" in iface else _ABSENT
+                if provider is _ABSENT:
+                    found = self.imports.interface(iface)
+                    provider = None if found is None else found[1]
+                cls = None if provider is None else get_member(provider, key)
         return cls if isinstance(cls, type) else None
 
     def bind_resource(self, rtype: ResourceType, res: pln.ResourceType) -> None:
@@ -430,15 +477,7 @@ class HostLinker:
             raise MissingImportError(
                 f"missing import {where}: {pascal(resource)} has no method {method!r}"
             )
-
-        def call_method(self_: object, *args: Any) -> Any:
-            bound = getattr(self_, method, None)
-            if not callable(bound):
-                raise TypeError(f"the instance has no method {method!r}")
-            return bound(*args)
-
-        call_method.__polyengine_method_of__ = (cls, method)  # type: ignore[attr-defined]
-        return call_method
+        return _method_caller(cls, method)
 
     # trampolines ---------------------------------------------------------------------
 
@@ -446,11 +485,20 @@ class HostLinker:
         """Whether the import at ``path`` is marked ``suspending()`` (worked out once)."""
         found = self._suspending.get(path)
         if found is None:
-            found = self._suspending[path] = _is_marked_suspending(self.resolve(path))
+            fn = self.resolve(path)
+            carrier = self._carriers.get(path, _ABSENT)
+            if carrier is _ABSENT:
+                found = _is_marked_suspending(fn)
+            else:
+                found = _carries(carrier, is_suspending)
+            self._suspending[path] = found
         return found
 
     def lowers_on_tasks(self, tr: pln.LowerImport) -> bool:
         """Whether :meth:`task_trampoline` makes a trampoline of its own for ``tr``."""
+        marked = self._suspending.get(tr.path)  # (worked out by now, most often)
+        if marked is not None:
+            return marked or tr.type.is_async or tr.options.is_async
         return tr.type.is_async or tr.options.is_async or self.is_marked(tr.path)
 
     def task_trampoline(self, site: ImportSite, tr: pln.LowerImport) -> CoreFunc | None:
@@ -528,6 +576,19 @@ class HostLinker:
 _ABSENT = object()
 
 
+def _method_caller(cls: object, method: str) -> Callable[..., Any]:
+    """The import callable of resource method ``method`` of host class ``cls``."""
+
+    def call_method(self_: object, *args: Any) -> Any:
+        bound = getattr(self_, method, None)
+        if not callable(bound):
+            raise TypeError(f"the instance has no method {method!r}")
+        return bound(*args)
+
+    call_method.__polyengine_method_of__ = (cls, method)  # type: ignore[attr-defined]
+    return call_method
+
+
 def _is_marked_suspending(fn: Callable[..., Any]) -> bool:
     return _marked(fn, is_suspending)
 
@@ -539,6 +600,11 @@ def _marked(fn: Callable[..., Any], test: Callable[[object], bool]) -> bool:
     if method_of is not None:
         cls, name = method_of
         carrier = _class_attribute(cls, name)
+    return _carries(carrier, test)
+
+
+def _carries(carrier: object, test: Callable[[object], bool]) -> bool:
+    """Whether the callable (or class attribute) ``carrier`` carries the mark ``test`` reads."""
     if type(carrier) in _PLAIN_CALLABLES and getattr(carrier, BRAND_ATTRIBUTE, None) is None:
         return False  # the common case, without ``marks_of``'s general walk
     return test(carrier)

@@ -31,10 +31,9 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from polyengine.embed._names import parse_func_name, pascal, snake
-from polyengine.embed._providers import Imports, get_member
+from polyengine.embed._providers import Imports
 from polyengine.errors import LinkError
 from polyengine.translate import plan as pln
 
@@ -276,10 +275,16 @@ class _Checker:
         if isinstance(expected, pln.InstanceDesc):
             if callable(obj) and not isinstance(obj, type) and not _is_namespace(obj):
                 raise self.fail(where, f"expected instance found {_supplied_kind(obj)}")
-            for name, sub in expected.exports:
-                member = _member(obj, name, sub)
-                if member is not None:
-                    self.supplied(member, sub, f"{where}/{name}", f"export '{name}'")
+            get = obj.get if isinstance(obj, Mapping) else None
+            for name, attr, sub in _members_of(expected):
+                if attr is None:
+                    continue  # resource members are checked through their class's type
+                member = get(attr) if get is not None else getattr(obj, attr, None)
+                if member is None:
+                    continue
+                if _untyped(member, sub):
+                    continue
+                self.supplied(member, sub, f"{where}/{name}", f"export '{name}'")
             return
         if isinstance(expected, pln.ModuleDesc | pln.ComponentDesc):
             raise self.fail(
@@ -287,6 +292,21 @@ class _Checker:
                 f"expected {_kind(expected)} found {_supplied_kind(obj)} "
                 "(a core module is supplied as its binary, bytes)",
             )
+
+
+def _untyped(member: object, desc: pln.ExternDesc) -> bool:
+    """Whether :meth:`_Checker.supplied` has nothing to check of ``member`` for ``desc``:
+    a plain function for a function, a class carrying no type for a resource type
+    (the common members, answered without the general walk)."""
+    if isinstance(desc, pln.FuncDesc):
+        return (
+            type(member) in _PLAIN_CALLABLES
+            and getattr(member, LINK_ATTR, None) is None
+            and getattr(member, "exports", None) is None
+        )
+    if isinstance(desc, pln.TypeDesc):
+        return isinstance(member, type) and not isinstance(getattr(member, LINK_ATTR, None), Known)
+    return False
 
 
 def _is_namespace(obj: object) -> bool:
@@ -300,18 +320,41 @@ def _is_namespace(obj: object) -> bool:
 _PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType, types.BuiltinFunctionType})
 
 
-def _member(provider: object, name: str, desc: pln.ExternDesc) -> Any:
-    """The member of untyped ``provider`` that serves export ``name`` (``None``: none)."""
+def _member_attr(name: str, desc: pln.ExternDesc) -> str | None:
+    """The name under which an untyped provider serves export ``name`` (``None``: it is
+    not looked up there: a resource member, a type, a value)."""
     if isinstance(desc, pln.FuncDesc):
         parsed = parse_func_name(name)
         if parsed.kind != "func":
             return None  # resource members are checked through their class's type
-        return get_member(provider, snake(parsed.name))
+        return snake(parsed.name)
     if isinstance(desc, pln.TypeDesc) and desc.resource is not None:
-        return get_member(provider, pascal(name))
+        return pascal(name)
     if isinstance(desc, pln.InstanceDesc | pln.ModuleDesc | pln.ComponentDesc):
-        return get_member(provider, name)
+        return name
     return None
+
+
+#: each instance type's exports with the provider member serving each, by the
+#: type's identity (the type is kept, so its id stays its own): every instance
+#: of a component checks the same types, so the names are worked out once
+_MEMBERS: dict[
+    int, tuple[pln.InstanceDesc, tuple[tuple[str, str | None, pln.ExternDesc], ...]]
+] = {}
+_MEMBERS_LIMIT = 4096
+
+
+def _members_of(desc: pln.InstanceDesc) -> tuple[tuple[str, str | None, pln.ExternDesc], ...]:
+    """``(export name, provider member name or None, type)`` of each export of ``desc``."""
+    found = _MEMBERS.get(id(desc))
+    if found is None or found[0] is not desc:
+        if len(_MEMBERS) >= _MEMBERS_LIMIT:
+            _MEMBERS.clear()
+        found = _MEMBERS[id(desc)] = (
+            desc,
+            tuple((name, _member_attr(name, sub), sub) for name, sub in desc.exports),
+        )
+    return found[1]
 
 
 def _root_member(imports: Imports, imp: pln.Import) -> object | None:

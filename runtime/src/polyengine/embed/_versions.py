@@ -65,8 +65,10 @@ def _pre_key(pre: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split("."))
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_version(text: str) -> Version | None:
-    """Parse a full semver version, or return ``None`` when ``text`` is not one."""
+    """Parse a full semver version, or return ``None`` when ``text`` is not one
+    (cached: every instantiation's imports mapping spells the same versions)."""
     m = _SEMVER.match(text)
     if m is None:
         return None

@@ -355,7 +355,170 @@ accel_init_plain(PyObject *mod, PyObject *fn)
     Py_RETURN_NONE;
 }
 
+/* -- the store reaper's queue ---------------------------------------------
+ *
+ * ``_reaper.py`` deletes closed stores on a thread of its own. Its loop runs
+ * here, with the GIL released for its whole life: the ctypes loop it replaces
+ * took the GIL back after every deletion, and each of the serving thread's
+ * ctypes calls (dozens per instantiation, every one releasing the GIL) could
+ * then hand the GIL to it and wait for its return. ``reaper_push`` queues a
+ * (store, linker) pair without releasing the GIL; ``reaper_loop`` deletes
+ * them in order until ``reaper_close``, draining the queue first. */
+
+#include <pthread.h>
+#include <time.h>
+
+#define REAPER_SLOTS 64
+
+typedef void (*delete_fn)(void *);
+
+static pthread_mutex_t reaper_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reaper_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long long reaper_queue[REAPER_SLOTS][2];
+static size_t reaper_head = 0, reaper_count = 0;
+static int reaper_open = 1;
+static unsigned long long reaper_deleted = 0;
+/* the loop waits without a timeout (a push must wake it) */
+static int reaper_parked = 0;
+/* while stores keep coming the loop looks every REAPER_TICK_NS on its own, and
+ * parks after REAPER_IDLE_TICKS looks that found nothing: a push then wakes it
+ * only when it is parked or the queue is half full, so the thread closing
+ * stores rarely wakes a thread that could then take its core */
+#define REAPER_TICK_NS 1000000L
+#define REAPER_IDLE_TICKS 200
+
+/* reaper_push(store, linker, limit) -> bool: queued (False: full, past limit, or closed) */
+static PyObject *
+accel_reaper_push(PyObject *mod, PyObject *args)
+{
+    unsigned long long store, linker;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "KKn", &store, &linker, &limit))
+        return NULL;
+    int queued = 0;
+    pthread_mutex_lock(&reaper_mu);
+    if (reaper_open && limit > 0 && reaper_count < (size_t)limit
+        && reaper_count < REAPER_SLOTS) {
+        size_t slot = (reaper_head + reaper_count) % REAPER_SLOTS;
+        reaper_queue[slot][0] = store;
+        reaper_queue[slot][1] = linker;
+        reaper_count++;
+        queued = 1;
+        if (reaper_parked || reaper_count * 2 >= (size_t)limit)
+            pthread_cond_signal(&reaper_cv);
+    }
+    pthread_mutex_unlock(&reaper_mu);
+    return PyBool_FromLong(queued);
+}
+
+/* reaper_loop(store_delete, linker_delete) -> None: the reaper thread's whole life */
+static PyObject *
+accel_reaper_loop(PyObject *mod, PyObject *args)
+{
+    unsigned long long store_addr, linker_addr;
+    if (!PyArg_ParseTuple(args, "KK", &store_addr, &linker_addr))
+        return NULL;
+    if (store_addr == 0 || linker_addr == 0) {
+        PyErr_SetString(PyExc_ValueError, "reaper_loop: a null function address");
+        return NULL;
+    }
+    delete_fn store_delete = (delete_fn)(uintptr_t)store_addr;
+    delete_fn linker_delete = (delete_fn)(uintptr_t)linker_addr;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&reaper_mu);
+    int idle = REAPER_IDLE_TICKS;
+    for (;;) {
+        while (reaper_count == 0 && reaper_open) {
+            if (idle >= REAPER_IDLE_TICKS) {
+                reaper_parked = 1;
+                pthread_cond_wait(&reaper_cv, &reaper_mu);
+                reaper_parked = 0;
+                idle = 0;
+                continue;
+            }
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += REAPER_TICK_NS;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec += 1;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&reaper_cv, &reaper_mu, &until);
+            if (reaper_count == 0)
+                idle++;
+        }
+        if (reaper_count == 0)
+            break;
+        idle = 0;
+        unsigned long long store = reaper_queue[reaper_head][0];
+        unsigned long long linker = reaper_queue[reaper_head][1];
+        reaper_head = (reaper_head + 1) % REAPER_SLOTS;
+        reaper_count--;
+        pthread_mutex_unlock(&reaper_mu);
+        if (store)
+            store_delete((void *)(uintptr_t)store);
+        if (linker)
+            linker_delete((void *)(uintptr_t)linker);
+        pthread_mutex_lock(&reaper_mu);
+        reaper_deleted++;
+    }
+    pthread_mutex_unlock(&reaper_mu);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* reaper_close() -> [(store, linker), ...]: stop taking pairs, wake the loop; the
+ * pairs still queued are handed back when no loop will take them (``loop_gone``) */
+static PyObject *
+accel_reaper_close(PyObject *mod, PyObject *loop_gone)
+{
+    int take = PyObject_IsTrue(loop_gone);
+    if (take < 0)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    pthread_mutex_lock(&reaper_mu);
+    reaper_open = 0;
+    pthread_cond_broadcast(&reaper_cv);
+    while (take && reaper_count > 0) {
+        PyObject *pair = Py_BuildValue("(KK)", reaper_queue[reaper_head][0],
+                                       reaper_queue[reaper_head][1]);
+        if (pair == NULL || PyList_Append(out, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(out);
+            pthread_mutex_unlock(&reaper_mu);
+            return NULL;
+        }
+        Py_DECREF(pair);
+        reaper_head = (reaper_head + 1) % REAPER_SLOTS;
+        reaper_count--;
+    }
+    pthread_mutex_unlock(&reaper_mu);
+    return out;
+}
+
+/* reaper_state() -> (queued, deleted, open) */
+static PyObject *
+accel_reaper_state(PyObject *mod, PyObject *unused)
+{
+    pthread_mutex_lock(&reaper_mu);
+    size_t queued = reaper_count;
+    unsigned long long deleted = reaper_deleted;
+    int open = reaper_open;
+    pthread_mutex_unlock(&reaper_mu);
+    return Py_BuildValue("(nKO)", (Py_ssize_t)queued, deleted, open ? Py_True : Py_False);
+}
+
 static PyMethodDef link_methods[] = {
+    {"reaper_push", accel_reaper_push, METH_VARARGS,
+     "reaper_push(store, linker, limit) -> bool: queued for the reaper loop"},
+    {"reaper_loop", accel_reaper_loop, METH_VARARGS,
+     "reaper_loop(store_delete, linker_delete): delete queued stores until closed"},
+    {"reaper_close", accel_reaper_close, METH_O,
+     "reaper_close(loop_gone) -> pairs left: stop taking stores"},
+    {"reaper_state", accel_reaper_state, METH_NOARGS,
+     "reaper_state() -> (queued, deleted, open)"},
     {"init_async", accel_init_async, METH_VARARGS,
      "init_async(template, size, poll, drop): the continuation callbacks' Python side"},
     {"async_addresses", accel_async_addresses, METH_NOARGS,

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _ffi as ffi
+from . import _reaper
 from ._store import HOST_ENTRIES, _StoreState, plain_entry
 from ._values import normalize, raw_struct
 
@@ -79,6 +80,7 @@ def pack_results_slow(addr: int, rformats: str, out: Any) -> None:
 #: the extension module when the compiled path is active, else ``None``
 ACCEL: ModuleType | None
 ACCEL, _DESCRIPTION = _load()
+_reaper.set_native(ACCEL)  # the reaper thread's loop in C when the extension has it
 
 
 def call_path() -> str:

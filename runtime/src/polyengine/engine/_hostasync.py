@@ -233,6 +233,20 @@ class _Signature:
             self.results_struct.pack_into(self.buf_type.from_address(addr), 0, *flat)
 
 
+#: the signatures made so far: one per core type, shared by every store's functions
+_SIGNATURES: dict[tuple[tuple[str, ...], tuple[str, ...]], _Signature] = {}
+
+
+def _signature(params: tuple[str, ...], results: tuple[str, ...]) -> _Signature:
+    """The (stateless) :class:`_Signature` of ``params -> results``, made once."""
+    found = _SIGNATURES.get((params, results))
+    if found is None:
+        if len(_SIGNATURES) >= 4096:
+            _SIGNATURES.clear()
+        found = _SIGNATURES[(params, results)] = _Signature(params, results)
+    return found
+
+
 def _make_entry(
     state: _StoreState, sig: _Signature, fn: AsyncHostFunction, template: int
 ) -> Callable[..., int]:
@@ -333,7 +347,7 @@ def define_async_host_func(
         state.async_linker = ffi.linker_new(store.engine._ptr) or 0
         if not state.async_linker:
             raise EngineError("wasmtime_linker_new failed")
-    sig = _Signature(p, r)
+    sig = _signature(p, r)
     env: int | None = None
     if _compiled_entry is not None and _callpath.compiled_store(state):
         # The compiled shim calls the Python entry found at ``env``, kept alive
@@ -350,9 +364,8 @@ def define_async_host_func(
         cb = ffi.ASYNC_CALLBACK(_make_entry(state, sig, fn, _TEMPLATE_ADDR))
         state.keepalive.append(cb)
     name = f"async-host-{state.token()}".encode()
-    ty = functype(store.engine._ptr, p, r)
     err = ffi.linker_define_async_func(
-        state.async_linker, b"", 0, name, len(name), ffi.address(ty.ptr()), cb, env, None
+        state.async_linker, b"", 0, name, len(name), _functype_address(store, p, r), cb, env, None
     )
     if err:
         raise EngineError(f"cannot define async host function: {ffi.take_error_message(err)}")
@@ -361,5 +374,21 @@ def define_async_host_func(
         raise EngineError("cannot materialize async host function")
     state.require_async()
     func = ffi.FuncStruct()
-    ctypes.pointer(func)[0] = ext.of.func
+    ctypes.memmove(ctypes.addressof(func), ctypes.addressof(ext) + _FUNC_OFFSET, _FUNC_SIZE)
     return CoreFunc._wrap(store, func, (p, r))
+
+
+_FUNC_OFFSET: int = ffi.Extern.of.offset
+_FUNC_SIZE = ctypes.sizeof(ffi.FuncStruct)
+#: the address of each functype by (engine, params, results): ``functype`` keeps
+#: the type itself alive for the engine's life
+_FUNCTYPE_ADDRESSES: dict[tuple[int, tuple[str, ...], tuple[str, ...]], int] = {}
+
+
+def _functype_address(store: EngineStore, params: tuple[str, ...], results: tuple[str, ...]) -> int:
+    key = (store.engine._ptr, params, results)
+    found = _FUNCTYPE_ADDRESSES.get(key)
+    if found is None:
+        ty = functype(store.engine._ptr, params, results)
+        found = _FUNCTYPE_ADDRESSES[key] = ffi.address(ty.ptr())
+    return found

@@ -149,6 +149,7 @@ class _StoreState:
         "host_errors",
         "interrupt_reason",
         "keepalive",
+        "mapped",
         "memories",
         "next_token",
         "owner_thread",
@@ -208,6 +209,8 @@ class _StoreState:
         self.views: list[weakref.ref[object]] = []
         # Memories whose cached view is dropped on close.
         self.memories: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Bytes of those memories when the store was closed (how deleting it is done).
+        self.mapped = 0
         # Interruption (``_interrupt.py``): a pending request, the wall-clock
         # deadline of the running call (``time.monotonic``, 0 for none) and its
         # length, the asyncio task that entered the guest last.
@@ -260,6 +263,8 @@ class _StoreState:
         self.futures.clear()
         for fut in reversed(futures):
             ffi.call_future_delete(fut)
+        ctx = self.ctx
+        self.mapped = sum(ffi.memory_data_size(ctx, m._addr) for m in self.memories)
         self.ctx = 0
         self.direct = False
         self.cell.value = 0
@@ -292,7 +297,7 @@ class _StoreState:
         if store or linker:
             # Nothing of the store can run any more (``close``): the deletion may
             # overlap the caller's next work on a thread of its own (``_reaper.py``).
-            delete_store(store, linker)
+            delete_store(store, linker, self.mapped)
         self.keepalive.clear()
 
     def raise_closed(self) -> NoReturn:

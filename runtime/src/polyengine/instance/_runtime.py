@@ -36,6 +36,7 @@ from polyengine.abi.resources import (
 )
 from polyengine.abi.trap import escaped, fault
 from polyengine.errors import LinkError, ThreadRuleError
+from polyengine.instance._perplan import lowered_imports, options_of_a_kind
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import (
@@ -187,6 +188,8 @@ class ComponentRuntime:
         #: which imports ``task_lowerer`` may take (``None``: offer it every one)
         self._task_lowered = task_lowered
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
+        #: the same by the options object's identity (kept alive with its entry)
+        self._option_ids: dict[tuple[int, str], tuple[pln.CanonOptions, ResolvedOptions]] = {}
         #: what an import site's options resolver holds of the runtime (weakly)
         self._weak_self = weakref.ref(self)
         self._sites: dict[int, ImportSite] = {}
@@ -254,18 +257,28 @@ class ComponentRuntime:
         """The address type of ``o``'s memory: ``"i64"`` for a 64-bit one (memory64).
 
         A live memory says so itself (the engine asks wasmtime); before its core
-        instance exists, the exporting module's signature is read instead.
+        instance exists, the exporting module's signature is read instead. Once
+        per plan and memory: every instance of a plan has the same memory types.
         """
         m = o.memory
         if m is None:
             return "i32"
-        if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
-            live = self.core_instances[m.instance].get(m.name)
-            if isinstance(live, engine.GuestMemory):
-                return "i64" if live.is_64() else "i32"
-        from polyengine.instance._memtype import memory_addrtype
+        known = _ADDRTYPES.get(id(self.plan))  # a memory's type is the plan's: kept per plan
+        if known is None or known[0] is not self.plan:
+            if len(_ADDRTYPES) >= _PRES_LIMIT:
+                _ADDRTYPES.pop(next(iter(_ADDRTYPES)))
+            known = _ADDRTYPES[id(self.plan)] = (self.plan, {})
+        found = known[1].get(m)
+        if found is None:
+            if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
+                live = self.core_instances[m.instance].get(m.name)
+                if isinstance(live, engine.GuestMemory):
+                    found = known[1][m] = "i64" if live.is_64() else "i32"
+                    return found
+            from polyengine.instance._memtype import memory_addrtype
 
-        return memory_addrtype(self.plan, self.artifacts.component_bytes, m)
+            found = known[1][m] = memory_addrtype(self.plan, self.artifacts.component_bytes, m)
+        return found
 
     def resolve_options(
         self, o: pln.CanonOptions, *, host_side: bool | None = None, side: str | None = None
@@ -281,9 +294,13 @@ class ComponentRuntime:
         """
         if side is None:
             side = "host" if host_side else "guest"
+        seen = self._option_ids.get((id(o), side))  # without hashing the options' fields
+        if seen is not None and seen[0] is o:
+            return seen[1]
         key = (o, side)
         cached = self._option_cache.get(key)
         if cached is not None:
+            self._option_ids[(id(o), side)] = (o, cached)
             return cached
         memory = None
         if o.memory is not None:
@@ -320,6 +337,7 @@ class ComponentRuntime:
         compiler.kernels = engine.compiled_path(self.store)
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
         self._option_cache[key] = ro
+        self._option_ids[(id(o), side)] = (o, ro)
         return ro
 
     def lender(self, ft: FuncType) -> Any:
@@ -424,9 +442,7 @@ class ComponentRuntime:
             lowered = self._task_lowered
             if lowered is None:
                 return None  # every import is offered to the task model
-            for i, tr in enumerate(self.plan.trampolines):
-                if isinstance(tr, pln.LowerImport) and lowered(tr):
-                    taken.add(i)
+            taken.update(i for i, tr in lowered_imports(self.plan) if lowered(tr))
         return engine.PlainHosts(sigs, self._build_plain, taken)
 
     def _build_plain(self, index: int) -> engine.HostFunction:
@@ -506,7 +522,7 @@ class ComponentRuntime:
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
         """What the embed layer's trampoline of host import ``tr`` needs of this runtime
         (one per distinct canonical options: the imports lowered alike share it)."""
-        o = _options_of_a_kind(self.plan, tr.options)
+        o = options_of_a_kind(self.plan, tr.options)
         site = self._sites.get(id(o))
         if site is None:
             site = self._sites[id(o)] = self._new_import_site(o)
@@ -641,6 +657,7 @@ class ComponentRuntime:
         self._linking.release()
         self._sites.clear()
         self._option_cache.clear()
+        self._option_ids.clear()
         self._host_trampolines = _closed_trampolines
         self._task_lowerer = None
         self._task_lowered = None
@@ -657,34 +674,11 @@ _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
 #: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
 _SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
+#: the address type of each memory a plan's options name: (plan, {memory: addrtype})
+_ADDRTYPES: dict[int, tuple[pln.Plan, dict[pln.CoreDef, PtrType]]] = {}
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
 _PLAIN_SIGNATURES: dict[int, tuple[pln.Plan, int, _PlainSigs]] = {}
-
-
-#: a plan's canonical options: the distinct values, and the one standing for each
-#: options object (by its identity): (plan, distinct values, representatives)
-_OPTION_KINDS: dict[
-    int, tuple[pln.Plan, list[pln.CanonOptions], dict[int, pln.CanonOptions]]
-] = {}
-
-
-def _options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
-    """The plan's first options object equal to ``o`` (compared once per plan and object)."""
-    found = _OPTION_KINDS.get(id(plan))
-    if found is None or found[0] is not plan:
-        if len(_OPTION_KINDS) >= _PRES_LIMIT:
-            _OPTION_KINDS.pop(next(iter(_OPTION_KINDS)))
-        found = _OPTION_KINDS[id(plan)] = (plan, [], {})
-    _, distinct, reps = found
-    rep = reps.get(id(o))
-    if rep is None:
-        rep = next((d for d in distinct if d == o), None)
-        if rep is None:
-            distinct.append(o)
-            rep = o
-        reps[id(o)] = rep
-    return rep
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
