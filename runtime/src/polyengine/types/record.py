@@ -172,13 +172,35 @@ def _eq(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
     def eq_method(self: Any, other: object) -> Any:
         if other is self:
             return True
-        if other.__class__ is self.__class__:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        # Two records of one type tree compared at call time (a stream's element
+        # type against the one a built-in names) are compared again on every call:
+        # the field walk runs once per pair, the answer is remembered by identity.
+        key = (id(self), id(other))
+        if key in _EQUAL:
+            return True
+        try:
+            if hash(self) != hash(other):
+                return False  # equal records hash alike (both are of their fields)
+        except TypeError:  # a field that cannot be hashed may change: never remembered
             return _values(self, names) == _values(other, names)
-        return NotImplemented
+        if _values(self, names) != _values(other, names):
+            return False
+        if len(_EQUAL) >= _EQUAL_MAX:
+            _EQUAL.clear()
+        _EQUAL[key] = (self, other)  # held, so neither id is reused while remembered
+        return True
 
     eq_method.__name__ = "__eq__"
     return eq_method
 
+
+#: pairs of distinct records found equal, by their ids (hashable fields only: a
+#: record's fields never change, nor do those of the hashable values they hold)
+_EQUAL: dict[tuple[int, int], tuple[object, object]] = {}
+#: how many pairs :data:`_EQUAL` remembers before it starts over
+_EQUAL_MAX = 4096
 
 #: the slot a root class keeps its instances' hash in (not a field)
 _HASH_SLOT = "_record_hash"
