@@ -24,6 +24,7 @@ are ``reuse`` and ``idle_timeout``), and maps each ``http`` scope onto
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from typing import Any
 
 from polyengine.asgi._io import (
     ERROR_PAGE,
+    Begun,
     ImportsFactory,
     Receive,
     Scope,
@@ -51,6 +53,12 @@ from polyengine.translate import Artifacts, translate
 from polyengine_protocol import is_component_exception
 
 __all__ = ["App", "ERROR_PAGE", "ImportsFactory", "P2_HANDLER", "P3_HANDLER", "default_imports"]
+
+def _forget(pending: Begun | None) -> None:
+    """Stop reading the trailers of a response that is not sent to its end."""
+    if pending is not None:
+        pending.cancel()
+
 
 class _Aborted(Exception):
     """The response had started when the guest failed: the connection is cut."""
@@ -442,9 +450,18 @@ class App:
         }
         if trailers_ok:
             start["trailers"] = True
-        await send(start)
-        answer.started = True
         contents, trailers = _consume_response(response)
+        # The trailers are read from now on, beside the body: a guest that writes
+        # them right after its body finds the host's read posted and goes on,
+        # instead of parking until the body is sent (an activation of the guest
+        # less per response). They are still sent after the body.
+        pending = Begun(trailers) if inspect.isawaitable(trailers) else None
+        try:
+            await send(start)
+        except BaseException:
+            _forget(pending)
+            raise
+        answer.started = True
         try:
             if contents is not None:
                 async for chunk in contents:
@@ -455,9 +472,10 @@ class App:
                             {"type": "http.response.body", "body": bytes(chunk),
                              "more_body": True}
                         )
-            sent = await trailers
+            sent = await (trailers if pending is None else pending)
         except OSError as exc:
             # The guest's stream loses its reader; its transmission future fails.
+            _forget(pending)
             drop = getattr(contents, "drop", None)
             if drop is not None:
                 drop()
@@ -465,10 +483,14 @@ class App:
             self._log(f"error: the client disconnected: {exc}")
             return
         except Exception as exc:
+            _forget(pending)
             response.finished(
                 {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
             )
             raise _Aborted(str(exc)) from exc
+        except BaseException:
+            _forget(pending)
+            raise
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         fields = sent.get("value") if isinstance(sent, dict) else None
         if trailers_ok:
