@@ -24,7 +24,6 @@ are ``reuse`` and ``idle_timeout``), and maps each ``http`` scope onto
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -33,13 +32,11 @@ from typing import Any
 
 from polyengine.asgi._io import (
     ERROR_PAGE,
-    Begun,
     ImportsFactory,
     Receive,
     Scope,
     Send,
     _authority,
-    _consume_response,
     _error_page,
     _Incoming,
     _may_have_length,
@@ -54,10 +51,11 @@ from polyengine_protocol import is_component_exception
 
 __all__ = ["App", "ERROR_PAGE", "ImportsFactory", "P2_HANDLER", "P3_HANDLER", "default_imports"]
 
-def _forget(pending: Begun | None) -> None:
-    """Stop reading the trailers of a response that is not sent to its end."""
-    if pending is not None:
-        pending.cancel()
+def _forget(*reads: Any) -> None:
+    """Stop the reads of a response that is not sent to its end (``None``: no read)."""
+    for read in reads:
+        if read is not None:
+            read.cancel()
 
 
 class _Aborted(Exception):
@@ -450,20 +448,27 @@ class App:
         }
         if trailers_ok:
             start["trailers"] = True
-        contents, trailers = _consume_response(response)
-        # The trailers are read from now on, beside the body: a guest that writes
-        # them right after its body finds the host's read posted and goes on,
-        # instead of parking until the body is sent (an activation of the guest
-        # less per response). They are still sent after the body.
-        pending = Begun(trailers) if inspect.isawaitable(trailers) else None
+        # The guest's body and trailers are being read since the guest made the
+        # response (``Response.host_body``): its writes did not wait for the host.
+        first, contents, trailers = response.host_body()
         try:
             await send(start)
         except BaseException:
-            _forget(pending)
+            _forget(first, trailers)
             raise
         answer.started = True
         try:
-            if contents is not None:
+            more = contents is not None
+            if first is not None:
+                chunk = await first
+                more = bool(chunk)
+                if more:
+                    if incoming.gone():
+                        raise OSError("http.disconnect")
+                    await send(
+                        {"type": "http.response.body", "body": bytes(chunk), "more_body": True}
+                    )
+            if more:
                 async for chunk in contents:
                     if chunk:
                         if incoming.gone():
@@ -472,10 +477,10 @@ class App:
                             {"type": "http.response.body", "body": bytes(chunk),
                              "more_body": True}
                         )
-            sent = await (trailers if pending is None else pending)
+            sent = await trailers
         except OSError as exc:
             # The guest's stream loses its reader; its transmission future fails.
-            _forget(pending)
+            _forget(first, trailers)
             drop = getattr(contents, "drop", None)
             if drop is not None:
                 drop()
@@ -483,13 +488,13 @@ class App:
             self._log(f"error: the client disconnected: {exc}")
             return
         except Exception as exc:
-            _forget(pending)
+            _forget(first, trailers)
             response.finished(
                 {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
             )
             raise _Aborted(str(exc)) from exc
         except BaseException:
-            _forget(pending)
+            _forget(first, trailers)
             raise
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         fields = sent.get("value") if isinstance(sent, dict) else None

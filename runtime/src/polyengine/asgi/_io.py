@@ -12,15 +12,7 @@ import asyncio
 import contextlib
 import sys
 from collections import deque
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Collection,
-    Generator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -146,72 +138,6 @@ def instance_imports(
         found = _INTERFACES[id(plan)] = (plan, tuple(imp.name for imp in plan.imports))
     narrowing: Callable[..., Mapping[str, object]] = factory
     return narrowing(instance_id, interfaces=found[1])
-
-
-def _consume_response(response: Any) -> tuple[Any, Any]:
-    """The guest response's body stream and trailers future (host side)."""
-    response._consumed = True
-    return response.contents, response.trailers
-
-
-class Begun:
-    """An awaitable already run up to its first suspension (as an eager task starts).
-
-    ``Begun(aw)`` steps ``aw`` at once, so whatever it does before it first
-    waits (posting a read on a guest's future, say) is done before the caller
-    returns to the event loop; awaiting the ``Begun`` then waits for the rest.
-    Not awaited, :meth:`cancel` stops it as a cancelled task would be stopped
-    (``CancelledError`` thrown in where it waits).
-    """
-
-    __slots__ = ("_error", "_it", "_next", "_value")
-
-    def __init__(self, aw: Awaitable[Any]) -> None:
-        self._it: Any = None
-        self._next: Any = None
-        self._value: Any = None
-        self._error: BaseException | None = None
-        try:
-            it = aw.__await__()
-            self._next = it.send(None)
-        except StopIteration as stop:
-            self._value = stop.value
-        except Exception as exc:  # raised where it is awaited, as the awaitable would
-            self._error = exc
-        else:
-            self._it = it
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        it, pending = self._it, self._next
-        self._it = self._next = None
-        if it is None:
-            if self._error is not None:
-                raise self._error
-            return self._value
-        while True:
-            try:
-                sent = yield pending
-            except BaseException as exc:  # thrown in by the awaiting task: passed on
-                try:
-                    pending = it.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    pending = it.send(sent)
-                except StopIteration as stop:
-                    return stop.value
-
-    def cancel(self) -> None:
-        """Stop it where it waits, if it was never awaited (a no-op otherwise)."""
-        it, self._it, self._next = self._it, None, None
-        if it is None:
-            return
-        try:
-            it.throw(asyncio.CancelledError())
-        except BaseException:  # its end: cancelled, finished or failed
-            return
-        it.close()  # it went on waiting: it is not awaited again
 
 
 async def call_quietly(call: asyncio.Future[Any]) -> None:
