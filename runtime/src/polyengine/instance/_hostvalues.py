@@ -571,7 +571,7 @@ def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReade
 
     def later(ref: weakref.ref[object]) -> None:
         _WATCHED.discard(ref)
-        if not loop.is_closed():
+        if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
             loop.call_soon(_drop_if_open, end)
 
     # a weak reference with a callback, kept alive by the set until it fires: the
