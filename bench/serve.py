@@ -229,6 +229,8 @@ def in_process(guest: Path, requests: int, profile: bool) -> None:
             times.append((time.process_time() - t) * 1e3)
         if profiler is not None:
             profiler.disable()
+            if os.environ.get("PDUMP"):
+                profiler.dump_stats(os.environ["PDUMP"])
             order, count = os.environ.get("PSORT", "cumulative"), int(os.environ.get("PN", "30"))
             pstats.Stats(profiler).sort_stats(order).print_stats(count)
         await app.shutdown()

@@ -151,3 +151,55 @@ def test_the_hash_is_computed_once() -> None:
     assert "_record_hash" not in [f.name for f in dataclasses.fields(Made)]
     plain = Made(2, "y")
     assert hash(pickle.loads(pickle.dumps(plain))) == hash(plain)
+
+
+def test_equal_types_of_distinct_objects_compare_once_and_stay_equal() -> None:
+    """Two equal type trees made separately (a stream's element type against a
+    built-in's) compare equal every time; the pair is remembered by identity, so
+    their fields are compared once; unequal ones stay unequal."""
+    from polyengine.types import record
+
+    def tree() -> m.ValType:
+        return m.Result(m.Option(m.List(m.U8())), m.Variant((m.Case("x", m.String()),)))
+
+    a, b, other = tree(), tree(), m.Result(m.Option(m.List(m.U16())), None)
+    assert a is not b
+    record._EQUAL.clear()
+    assert a == b and b == a
+    assert (id(a), id(b)) in record._EQUAL
+    calls = 0
+    real = record._values
+
+    def counted(self: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+        nonlocal calls
+        calls += 1
+        return real(self, names)
+
+    record._values = counted  # type: ignore[assignment]
+    try:
+        assert a == b
+        assert calls == 0  # remembered: no field walk
+        assert a != other
+    finally:
+        record._values = real  # type: ignore[assignment]
+
+
+def test_plan_records_are_compared_by_value_and_not_held() -> None:
+    from polyengine.types import record
+
+    record._EQUAL.clear()
+    one, two = Made(1, "x", (2,)), Made(1, "x", (2,))
+    assert one == two and one != Made(1, "x", (3,))
+    assert not record._EQUAL  # not the type model: nothing remembered
+
+
+def test_a_type_with_an_unhashable_field_compares_by_value_and_is_not_held() -> None:
+    from polyengine.types import record
+
+    record._EQUAL.clear()
+    fields = [m.U8()]
+    one, two = m.Tuple(fields), m.Tuple([m.U8()])  # type: ignore[arg-type]
+    assert one == two
+    assert (id(one), id(two)) not in record._EQUAL  # a list may change: not remembered
+    fields.append(m.U8())
+    assert one != two

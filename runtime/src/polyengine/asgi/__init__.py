@@ -37,7 +37,6 @@ from polyengine.asgi._io import (
     Scope,
     Send,
     _authority,
-    _consume_response,
     _error_page,
     _Incoming,
     _may_have_length,
@@ -51,6 +50,13 @@ from polyengine.translate import Artifacts, translate
 from polyengine_protocol import is_component_exception
 
 __all__ = ["App", "ERROR_PAGE", "ImportsFactory", "P2_HANDLER", "P3_HANDLER", "default_imports"]
+
+def _forget(*reads: Any) -> None:
+    """Stop the reads of a response that is not sent to its end (``None``: no read)."""
+    for read in reads:
+        if read is not None:
+            read.cancel()
+
 
 class _Aborted(Exception):
     """The response had started when the guest failed: the connection is cut."""
@@ -442,11 +448,27 @@ class App:
         }
         if trailers_ok:
             start["trailers"] = True
-        await send(start)
-        answer.started = True
-        contents, trailers = _consume_response(response)
+        # The guest's body and trailers are being read since the guest made the
+        # response (``Response.host_body``): its writes did not wait for the host.
+        first, contents, trailers = response.host_body()
         try:
-            if contents is not None:
+            await send(start)
+        except BaseException:
+            _forget(first, trailers)
+            raise
+        answer.started = True
+        try:
+            more = contents is not None
+            if first is not None:
+                chunk = await first
+                more = bool(chunk)
+                if more:
+                    if incoming.gone():
+                        raise OSError("http.disconnect")
+                    await send(
+                        {"type": "http.response.body", "body": bytes(chunk), "more_body": True}
+                    )
+            if more:
                 async for chunk in contents:
                     if chunk:
                         if incoming.gone():
@@ -458,6 +480,7 @@ class App:
             sent = await trailers
         except OSError as exc:
             # The guest's stream loses its reader; its transmission future fails.
+            _forget(first, trailers)
             drop = getattr(contents, "drop", None)
             if drop is not None:
                 drop()
@@ -465,10 +488,14 @@ class App:
             self._log(f"error: the client disconnected: {exc}")
             return
         except Exception as exc:
+            _forget(first, trailers)
             response.finished(
                 {"kind": "err", "value": {"kind": "internal-error", "value": str(exc)}}
             )
             raise _Aborted(str(exc)) from exc
+        except BaseException:
+            _forget(first, trailers)
+            raise
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         fields = sent.get("value") if isinstance(sent, dict) else None
         if trailers_ok:

@@ -140,12 +140,6 @@ def instance_imports(
     return narrowing(instance_id, interfaces=found[1])
 
 
-def _consume_response(response: Any) -> tuple[Any, Any]:
-    """The guest response's body stream and trailers future (host side)."""
-    response._consumed = True
-    return response.contents, response.trailers
-
-
 async def call_quietly(call: asyncio.Future[Any]) -> None:
     """Wait for the guest's ``handle`` to return; its failure was reported already."""
     with contextlib.suppress(Exception):

@@ -73,6 +73,7 @@ class HostLower:
         "is_async",
         "lowered",
         "marked",
+        "ok_value",
         "opts",
         "ro",
         "scalar_cx",
@@ -108,6 +109,8 @@ class HostLower:
         self.is_async = tr.options.is_async
         #: the error model of a ``result``-typed function (``None`` for other types)
         self.wrap = wrap_result(ft)
+        #: the ``ok`` case of a ``result``-typed function carries a value
+        self.ok_value = isinstance(ft.result, Result) and ft.result.ok is not None
         self.marked = marked
         #: A12: an import whose result is a future returns the future's source
         self.source = isinstance(ft.result, Future)
@@ -207,14 +210,24 @@ class HostLower:
         self.lower_results(None, [value] if self.ft.result is not None else [], flat)
 
     def call(self, args: Sequence[Any]) -> Any:
-        """Call the host in place: its value under the error model, else :meth:`fault`."""
-        fn, wrap = self.fn, self.wrap
+        """Call the host in place: its value under the error model, else :meth:`fault`.
+
+        What ``wrap(lambda: self.settled(fn(*args)))`` does, without a closure
+        per call: a component exception (from the host or the settling) is the
+        ``err`` case of a ``result``-typed function, any other one a fault.
+        """
+        wrap = self.wrap
         try:
-            if wrap is not None:
-                return wrap(lambda: self.settled(fn(*args)))
-            return self.settled(fn(*args))
+            value = self.fn(*args)
+            if type(value) not in _PLAIN:
+                value = self.settled(value)
         except Exception as exc:
+            if wrap is not None and is_component_exception(exc):
+                return wrap(_raiser(exc))
             self.fail(exc)
+        if wrap is None:
+            return value
+        return {"kind": "ok", "value": value} if self.ok_value else {"kind": "ok"}
 
     def finish(self, value: Any) -> Any:
         """:meth:`call`'s end for a value the host returned (the generated call's

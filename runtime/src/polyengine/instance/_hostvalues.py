@@ -39,9 +39,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from polyengine.abi.errors import LowerTypeError
 from polyengine.abi.options import LiftLowerContext
@@ -250,7 +250,10 @@ class HostValues:
 
     def _returning(self, shared: SharedStreamImpl | SharedFutureImpl) -> _Handle | None:
         """The host handle that passed ``shared`` into a guest, if any (the A5 identity)."""
-        handle: _Handle | None = self.passed.pop(id(shared), None)
+        passed = self.passed
+        if not passed:  # the common case: nothing passed into a guest awaits its return
+            return None
+        handle: _Handle | None = passed.pop(id(shared), None)
         if handle is not None and handle._via is shared:
             return handle
         return None
@@ -400,6 +403,8 @@ class HostValues:
         self, v: object, t: m.Future, cx: LiftLowerContext | None = None
     ) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
+        if type(v) is asyncio.Future:  # the common source: pumped, no other checks apply
+            return self._pumped(v, v, t, cx, None)
         if isinstance(v, SharedFutureImpl):
             return v
         if isinstance(v, FutureSource):
@@ -430,6 +435,17 @@ class HostValues:
             raise LowerTypeError(
                 f"expected a future source (a Future or an awaitable), got {type(v).__name__}"
             )
+        return self._pumped(v, given, t, cx, done)
+
+    def _pumped(
+        self,
+        v: Awaitable[Any],
+        given: object,
+        t: m.Future,
+        cx: LiftLowerContext | None,
+        done: Callable[[], None] | None,
+    ) -> SharedFutureImpl:
+        """A fresh future fed by awaiting ``v`` (``given``, as the host passed it)."""
         site = lowering_site(cx, given) or f"a future ({type(given).__name__})"
         fed = HostFedFuture(t.t)
         writer = HostFutureWriter(self.store, fed)
@@ -494,20 +510,32 @@ def _path_to(node: object, v: object, budget: list[int]) -> str | None:
     if node is v:
         return ""
     budget[0] -= 1
-    if budget[0] < 0 or isinstance(node, str | bytes | bytearray | memoryview):
+    kind = type(node)
+    if budget[0] < 0 or kind in _LEAVES:
+        return None
+    if kind is list or kind is tuple:  # exactly: neither is a Mapping
+        return _path_in_items(enumerate(cast("Sequence[object]", node)), v, budget, "[{}]")
+    if isinstance(node, str | bytes | bytearray | memoryview):
         return None
     if isinstance(node, Mapping):
-        for key, item in node.items():
-            sub = _path_to(item, v, budget)
-            if sub is not None:
-                return f".{key}{sub}"
-    elif isinstance(node, list | tuple):
-        for i, item in enumerate(node):
-            sub = _path_to(item, v, budget)
-            if sub is not None:
-                return f"[{i}]{sub}"
+        return _path_in_items(node.items(), v, budget, ".{}")
+    if isinstance(node, list | tuple):
+        return _path_in_items(enumerate(node), v, budget, "[{}]")
     return None
 
+
+def _path_in_items(
+    items: Iterable[tuple[object, object]], v: object, budget: list[int], step: str
+) -> str | None:
+    for key, item in items:
+        sub = _path_to(item, v, budget)
+        if sub is not None:
+            return step.format(key) + sub
+    return None
+
+
+#: exact types of values that hold no other value (``_path_to`` looks no further)
+_LEAVES = frozenset({str, bytes, bytearray, memoryview, int, float, bool, type(None)})
 
 #: how many value nodes the search for a producer inside its value visits
 _SITE_NODES = 10_000
@@ -541,11 +569,18 @@ def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReade
     except RuntimeError:
         return
 
-    def later() -> None:
-        if not loop.is_closed():
+    def later(ref: weakref.ref[object]) -> None:
+        _WATCHED.discard(ref)
+        if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
             loop.call_soon(_drop_if_open, end)
 
-    weakref.finalize(handle, later)
+    # a weak reference with a callback, kept alive by the set until it fires: the
+    # work of ``weakref.finalize`` without its registry and exit hook, per handle
+    _WATCHED.add(weakref.ref(handle, later))
+
+
+#: the weak references :func:`_drop_when_collected` waits on
+_WATCHED: set[weakref.ref[object]] = set()
 
 
 def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:

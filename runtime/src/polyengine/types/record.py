@@ -102,7 +102,7 @@ def _make(cls: T) -> T:
     methods: dict[str, Any] = {
         "__init__": _init(cls.__qualname__, names, defaults),
         "__repr__": _repr(names),
-        "__eq__": _eq(names),
+        "__eq__": _eq(names, cls.__module__ in _REMEMBERED),
         "__hash__": _hash(names),
         "__setattr__": _frozen_setattr,
         "__delattr__": _frozen_delattr,
@@ -168,17 +168,53 @@ def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
     return repr_method
 
 
-def _eq(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
-    def eq_method(self: Any, other: object) -> Any:
+def _eq(names: tuple[str, ...], remember: bool) -> Callable[[Any, object], Any]:
+    """``__eq__``; with ``remember`` (the type model's small records) equal pairs
+    are remembered by identity."""
+
+    def plain_eq(self: Any, other: object) -> Any:
         if other is self:
             return True
         if other.__class__ is self.__class__:
             return _values(self, names) == _values(other, names)
         return NotImplemented
 
-    eq_method.__name__ = "__eq__"
-    return eq_method
+    def eq_method(self: Any, other: object) -> Any:
+        if other is self:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        # Two types of one tree compared at call time (a stream's element type
+        # against the one a built-in names) are compared again on every call: the
+        # field walk runs once per pair, the answer is remembered by identity.
+        key = (id(self), id(other))
+        if key in _EQUAL:
+            return True
+        try:
+            if hash(self) != hash(other):
+                return False  # equal records hash alike (both are of their fields)
+        except TypeError:  # a field that cannot be hashed may change: never remembered
+            return _values(self, names) == _values(other, names)
+        if not _values(self, names) == _values(other, names):  # noqa: SIM201 (as ==)
+            return False
+        if len(_EQUAL) >= _EQUAL_MAX:
+            _EQUAL.clear()
+        _EQUAL[key] = (self, other)  # held, so neither id is reused while remembered
+        return True
 
+    chosen = eq_method if remember else plain_eq
+    chosen.__name__ = "__eq__"
+    return chosen
+
+
+#: the modules whose records' equal pairs are remembered (the type model: small
+#: trees compared at call time; a plan's records may be large, and are not)
+_REMEMBERED = frozenset({"polyengine.types.model"})
+#: pairs of distinct records found equal, by their ids (hashable fields only: a
+#: record's fields never change, nor do those of the hashable values they hold)
+_EQUAL: dict[tuple[int, int], tuple[object, object]] = {}
+#: how many pairs :data:`_EQUAL` remembers before it starts over
+_EQUAL_MAX = 4096
 
 #: the slot a root class keeps its instances' hash in (not a field)
 _HASH_SLOT = "_record_hash"

@@ -12,12 +12,14 @@ transport.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable
 from types import SimpleNamespace
 from typing import Any
 
 from polyengine_protocol import ComponentException, define_realm_local
 
+from ._begun import Begun
 from ._fields import Fields
 from ._p2 import (
     _scheme_name,
@@ -245,10 +247,20 @@ class Request(_Message):
 
 @define_realm_local
 class Response(_Message):
-    """``response`` (0.3): status 200 unless set."""
+    """``response`` (0.3): status 200 unless set.
+
+    The host reads the body and trailers of a response the guest makes from
+    the moment it is made (:meth:`_read_ahead`): the guest's writes complete
+    as it makes them, up to a chunk, instead of parking it until the host
+    sends the response. A guest that consumes the body itself gets what was
+    read first (:meth:`consume_body`); one that drops the response stops the
+    reads (:meth:`close`).
+    """
 
     def __init__(self) -> None:
         self._status = 200
+        #: the host's reads begun when the guest made it: (body's first chunk, trailers)
+        self._ahead: tuple[Begun | None, Begun | None] | None = None
 
     @staticmethod
     def new(
@@ -256,7 +268,47 @@ class Response(_Message):
     ) -> tuple[Response, Awaitable[dict[str, object]]]:
         made = Response()
         done = made._init_body(headers, contents, trailers)
+        made._read_ahead()
         return made, done
+
+    def _read_ahead(self) -> None:
+        """Begin reading the guest's body stream and trailers future (python-mapping.md §6:
+        a host reader is always ready, up to a bound)."""
+        contents, trailers = self.contents, self.trailers
+        read = getattr(contents, "read", None)
+        first = Begun(read(FIRST_READ)) if contents is not None and callable(read) else None
+        later = Begun(trailers) if inspect.isawaitable(trailers) else None
+        self._ahead = (first, later)
+
+    def host_body(self) -> tuple[Begun | None, Any, Begun]:
+        """Host side (sending it): the body's first read (``None``: read ``contents``
+        from the start), the body stream, and the trailers result being read.
+
+        An empty first chunk is the end of the body.
+        """
+        self._consumed = True
+        first, later = self._ahead or (None, None)
+        self._ahead = None
+        if later is None:
+            later = Begun(self.trailers if self.trailers is not None else _ok_none())
+        return first, self.contents, later
+
+    def _consume(self, res: Any) -> tuple[Any, Any]:
+        if self._consumed:
+            raise _refused()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:  # the guest reads its own response: what was read comes first
+            self.contents = _body_back(ahead[0], self.contents)
+            self.trailers = _trailers_back(ahead[1], self.trailers)
+        return super()._consume(res)
+
+    def close(self) -> None:
+        """The guest dropped the response: the host's reads ahead stop (its body and
+        trailers then end for their writer as the handles are let go, as before)."""
+        ahead, self._ahead = self._ahead, None
+        for read in ahead or ():
+            if read is not None:
+                read.cancel()
 
     def get_status_code(self) -> int:
         return self._status
@@ -273,6 +325,47 @@ class Response(_Message):
     def finished(self, value: dict[str, object]) -> None:
         """Host side: settle the transmission future (``ok`` or ``err``)."""
         _settle(self.transmission, value)
+
+
+#: the most bytes the host's first read of a guest-made response's body takes
+FIRST_READ = 64 * 1024
+
+
+def _body_back(first: Begun | None, contents: Any) -> Any:
+    """The body a guest consuming its own response reads: ``contents``, after the
+    chunk the host's first read took (a read still waiting is cancelled: bytes
+    it took stay with the stream, read first)."""
+    if first is None:
+        return contents
+    if not first.done():
+        first.cancel()
+        return contents
+    try:
+        chunk = first.result()
+    except Exception:
+        return contents  # the read failed: the stream reports it again
+    return _prepend(bytes(chunk), contents) if chunk else contents
+
+
+async def _prepend(chunk: bytes, contents: Any) -> AsyncIterator[bytes]:
+    yield chunk
+    async for more in contents:
+        yield bytes(more)
+
+
+def _trailers_back(later: Begun | None, trailers: Any) -> Any:
+    """The trailers a guest consuming its own response reads: ``trailers``, or the
+    outcome the host's read got, handed over as a future of it."""
+    if later is None:
+        return trailers
+    if not later.done():
+        later.cancel()
+        return trailers
+    return _outcome(later)
+
+
+async def _outcome(read: Begun) -> Any:
+    return read.result()
 
 
 async def _chunks(stream: Any) -> AsyncIterator[bytes]:
