@@ -471,6 +471,10 @@ class App:
             if more:
                 async for chunk in contents:
                     if chunk:
+                        # One event-loop turn per further chunk: the watch for the
+                        # client leaving runs even when the guest's writes and the
+                        # sends complete without waiting.
+                        await asyncio.sleep(0)
                         if incoming.gone():
                             raise OSError("http.disconnect")
                         await send(
