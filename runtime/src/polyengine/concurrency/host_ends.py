@@ -109,8 +109,7 @@ class _Copy:
         offered for :meth:`wait`.
         """
         self.held = True
-        run = store.run_here  # (_run_here)
-        if run is None or not run():
+        if not _run_here(store):
             store.wake()
             return None
         outcome = self.outcome

@@ -243,7 +243,7 @@ class Store:
     ready; with none in flight and nothing ready, a call that has not
     finished is a deadlock. ``on_wake`` is called whenever state changed
     outside a tick (the asyncio driver installs it); ``run_here()``, when the
-    driver installed it, runs the ready threads at once if the store is idle
+    driver installed it, runs the next ready thread at once if the store is idle
     (a host end about to wait for a guest: :mod:`.host_ends`). ``on_poison`` hooks are
     called with each instance a trap escapes from.
 
