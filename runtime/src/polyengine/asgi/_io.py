@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from polyengine.memo import IdentityMemo
+
 if TYPE_CHECKING:
     from polyengine.translate import Artifacts
 
@@ -113,9 +115,8 @@ def default_imports(
 #: marks a factory of :func:`default_imports` (it takes the imported interfaces)
 _NARROWS = "__polyengine_narrows_imports__"
 
-#: the names of the interfaces each plan imports: ``id(plan) -> (plan, names)``
-_INTERFACES: dict[int, tuple[object, tuple[str, ...]]] = {}
-_INTERFACES_LIMIT = 16
+#: the names of the interfaces each plan imports
+_INTERFACES: IdentityMemo[Any, tuple[str, ...]] = IdentityMemo(16)
 
 
 def instance_imports(
@@ -130,14 +131,13 @@ def instance_imports(
     """
     if not getattr(factory, _NARROWS, False):
         return factory(instance_id)
-    plan = artifacts.plan
-    found = _INTERFACES.get(id(plan))
-    if found is None or found[0] is not plan:
-        if len(_INTERFACES) >= _INTERFACES_LIMIT:
-            _INTERFACES.pop(next(iter(_INTERFACES)))
-        found = _INTERFACES[id(plan)] = (plan, tuple(imp.name for imp in plan.imports))
+    interfaces = _INTERFACES.get(artifacts.plan, _interface_names)
     narrowing: Callable[..., Mapping[str, object]] = factory
-    return narrowing(instance_id, interfaces=found[1])
+    return narrowing(instance_id, interfaces=interfaces)
+
+
+def _interface_names(plan: Any) -> tuple[str, ...]:
+    return tuple(imp.name for imp in plan.imports)
 
 
 async def call_quietly(call: asyncio.Future[Any]) -> None:

@@ -18,6 +18,7 @@ from polyengine.embed._providers import Imports
 from polyengine.errors import LinkError
 from polyengine.instance import ComponentRuntime, needs_task_model
 from polyengine.limits import Limits
+from polyengine.memo import IdentityMemo
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
 from polyengine.translate import plan as pln
 from polyengine.types.model import FuncType
@@ -141,21 +142,16 @@ class ImportLeaf:
         return self.path[0] if len(self.path) == 1 else f"{self.path[0]}#{'/'.join(self.path[1:])}"
 
 
-#: the paths of each plan's imported functions, by plan: (plan, paths)
-_FUNC_PATHS: dict[int, tuple[pln.Plan, tuple[tuple[str, ...], ...]]] = {}
-_FUNC_PATHS_LIMIT = 64
+#: the paths of each plan's imported functions
+_FUNC_PATHS: IdentityMemo[pln.Plan, tuple[tuple[str, ...], ...]] = IdentityMemo(64)
 
 
 def _func_import_paths(arts: Artifacts) -> tuple[tuple[str, ...], ...]:
     """The paths of the function leaves of :func:`required_imports` (once per plan)."""
-    plan = arts.plan
-    found = _FUNC_PATHS.get(id(plan))
-    if found is None or found[0] is not plan:
-        if len(_FUNC_PATHS) >= _FUNC_PATHS_LIMIT:
-            _FUNC_PATHS.pop(next(iter(_FUNC_PATHS)))
-        paths = tuple(leaf.path for leaf in required_imports(arts) if leaf.kind == "func")
-        found = _FUNC_PATHS[id(plan)] = (plan, paths)
-    return found[1]
+    return _FUNC_PATHS.get(
+        arts.plan,
+        lambda _plan: tuple(leaf.path for leaf in required_imports(arts) if leaf.kind == "func"),
+    )
 
 
 def required_imports(artifacts: Any) -> list[ImportLeaf]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from polyengine.embed._names import parse_func_name, pascal, snake
 from polyengine.embed._providers import Imports
 from polyengine.errors import LinkError
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 
 __all__ = ["LINK_ATTR", "Known", "attach", "check_links", "known_type"]
@@ -335,26 +336,20 @@ def _member_attr(name: str, desc: pln.ExternDesc) -> str | None:
     return None
 
 
-#: each instance type's exports with the provider member serving each, by the
-#: type's identity (the type is kept, so its id stays its own): every instance
-#: of a component checks the same types, so the names are worked out once
-_MEMBERS: dict[
-    int, tuple[pln.InstanceDesc, tuple[tuple[str, str | None, pln.ExternDesc], ...]]
-] = {}
-_MEMBERS_LIMIT = 4096
+_Members = tuple[tuple[str, str | None, pln.ExternDesc], ...]
+
+#: each instance type's exports with the provider member serving each: every
+#: instance of a component checks the same types, so the names are worked out once
+_MEMBERS: IdentityMemo[pln.InstanceDesc, _Members] = IdentityMemo(4096)
 
 
-def _members_of(desc: pln.InstanceDesc) -> tuple[tuple[str, str | None, pln.ExternDesc], ...]:
+def _members_of(desc: pln.InstanceDesc) -> _Members:
     """``(export name, provider member name or None, type)`` of each export of ``desc``."""
-    found = _MEMBERS.get(id(desc))
-    if found is None or found[0] is not desc:
-        if len(_MEMBERS) >= _MEMBERS_LIMIT:
-            _MEMBERS.clear()
-        found = _MEMBERS[id(desc)] = (
-            desc,
-            tuple((name, _member_attr(name, sub), sub) for name, sub in desc.exports),
-        )
-    return found[1]
+    return _MEMBERS.get(desc, _work_out_members)
+
+
+def _work_out_members(desc: pln.InstanceDesc) -> _Members:
+    return tuple((name, _member_attr(name, sub), sub) for name, sub in desc.exports)
 
 
 def _root_member(imports: Imports, imp: pln.Import) -> object | None:

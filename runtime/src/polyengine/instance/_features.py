@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import contains
@@ -19,22 +20,19 @@ __all__ = ["needs_task_model"]
 def _has_async_value(t: m.ValType | None) -> bool:
     """Whether a value of type ``t`` may hold a stream, future or error-context
     (once per type object: every instance of a plan asks of the same ones)."""
-    if t is None:
-        return False
-    found = _ASYNC_VALUED.get(id(t))
-    if found is None or found[0] is not t:
-        if len(_ASYNC_VALUED) >= 20_000:
-            _ASYNC_VALUED.clear()
-        found = _ASYNC_VALUED[id(t)] = (t, contains(t, _is_async_value))
-    return found[1]
+    return t is not None and _ASYNC_VALUED.get(t, _holds_async_value)
+
+
+def _holds_async_value(t: m.ValType) -> bool:
+    return contains(t, _is_async_value)
 
 
 def _is_async_value(u: m.ValType) -> bool:
     return isinstance(u, m.Stream | m.Future | m.ErrorContext)
 
 
-#: ``id(type) -> (type, whether it may hold an async value)``, the type kept alive
-_ASYNC_VALUED: dict[int, tuple[m.ValType, bool]] = {}
+#: whether each type object may hold an async value
+_ASYNC_VALUED: IdentityMemo[m.ValType, bool] = IdentityMemo(20_000)
 
 
 def _func_has_async_value(ft: m.FuncType) -> bool:
@@ -48,30 +46,28 @@ def needs_task_model(plan: pln.Plan, marked: Callable[[tuple[str, ...]], bool]) 
 
 
 #: per plan: whether the plan alone needs the task model, and its lowered imports'
-#: paths (whether one is marked depends on the imports): ``id(plan) -> (plan, ...)``
-_NEEDS: dict[int, tuple[pln.Plan, bool, tuple[tuple[str, ...], ...]]] = {}
-_NEEDS_LIMIT = 64
+#: paths (whether one is marked depends on the imports)
+_NEEDS: IdentityMemo[pln.Plan, tuple[bool, tuple[tuple[str, ...], ...]]] = IdentityMemo(64)
 
 
 def _plan_needs(plan: pln.Plan) -> tuple[bool, tuple[tuple[str, ...], ...]]:
     """What :func:`needs_task_model` asks of the plan alone, worked out once per plan."""
-    found = _NEEDS.get(id(plan))
-    if found is None or found[0] is not plan:
-        by_plan = (
-            plan.uses_async()
-            or any(
-                isinstance(tr, pln.LowerImport | pln.Adapter) and _func_has_async_value(tr.type)
-                for tr in plan.trampolines
-            )
-            or any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+    return _NEEDS.get(plan, _work_out_needs)
+
+
+def _work_out_needs(plan: pln.Plan) -> tuple[bool, tuple[tuple[str, ...], ...]]:
+    by_plan = (
+        plan.uses_async()
+        or any(
+            isinstance(tr, pln.LowerImport | pln.Adapter) and _func_has_async_value(tr.type)
+            for tr in plan.trampolines
         )
-        lowered = tuple(
-            dict.fromkeys(tr.path for tr in plan.trampolines if isinstance(tr, pln.LowerImport))
-        )
-        if len(_NEEDS) >= _NEEDS_LIMIT:
-            _NEEDS.pop(next(iter(_NEEDS)))
-        found = _NEEDS[id(plan)] = (plan, by_plan, lowered)
-    return found[1], found[2]
+        or any(_func_has_async_value(lift.type) for lift in _export_lifts(plan.exports))
+    )
+    lowered = tuple(
+        dict.fromkeys(tr.path for tr in plan.trampolines if isinstance(tr, pln.LowerImport))
+    )
+    return by_plan, lowered
 
 
 def _export_lifts(exports: tuple[pln.Export, ...]) -> list[pln.Lift]:

@@ -37,6 +37,7 @@ from polyengine.abi.resources import (
 from polyengine.abi.trap import escaped, fault
 from polyengine.errors import LinkError, ThreadRuleError
 from polyengine.instance._perplan import lowered_imports, options_of_a_kind
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
 from polyengine.types.layout import (
@@ -263,21 +264,17 @@ class ComponentRuntime:
         m = o.memory
         if m is None:
             return "i32"
-        known = _ADDRTYPES.get(id(self.plan))  # a memory's type is the plan's: kept per plan
-        if known is None or known[0] is not self.plan:
-            if len(_ADDRTYPES) >= _PRES_LIMIT:
-                _ADDRTYPES.pop(next(iter(_ADDRTYPES)))
-            known = _ADDRTYPES[id(self.plan)] = (self.plan, {})
-        found = known[1].get(m)
+        known = _ADDRTYPES.get(self.plan, _new_table)  # a memory's type is the plan's
+        found = known.get(m)
         if found is None:
             if isinstance(m, pln.CoreExport) and m.instance < len(self.core_instances):
                 live = self.core_instances[m.instance].get(m.name)
                 if isinstance(live, engine.GuestMemory):
-                    found = known[1][m] = "i64" if live.is_64() else "i32"
+                    found = known[m] = "i64" if live.is_64() else "i32"
                     return found
             from polyengine.instance._memtype import memory_addrtype
 
-            found = known[1][m] = memory_addrtype(self.plan, self.artifacts.component_bytes, m)
+            found = known[m] = memory_addrtype(self.plan, self.artifacts.component_bytes, m)
         return found
 
     def resolve_options(
@@ -460,13 +457,12 @@ class ComponentRuntime:
         instance worked out binding it (:meth:`_lowered_signature`, with live
         memories: no module is read); the first instance binds one by one."""
         plan = self.plan
-        known = _SIGNATURES.get(id(plan))
-        if known is None or known[0] is not plan:
+        lowered = _SIGNATURES.peek(plan)
+        if lowered is None:
             return None
-        lowered = known[1]
-        found = _PLAIN_SIGNATURES.get(id(plan))
-        if found is not None and found[0] is plan and found[1] == len(lowered):
-            return found[2]
+        found = _PLAIN_SIGNATURES.peek(plan)
+        if found is not None and found[0] == len(lowered):
+            return found[1]
         sigs = tuple(
             lowered.get(i)
             if isinstance(tr, pln.LowerImport)
@@ -475,9 +471,7 @@ class ComponentRuntime:
             else None
             for i, tr in enumerate(plan.trampolines)
         )
-        if len(_PLAIN_SIGNATURES) >= _PRES_LIMIT:
-            _PLAIN_SIGNATURES.pop(next(iter(_PLAIN_SIGNATURES)))
-        _PLAIN_SIGNATURES[id(plan)] = (plan, len(lowered), sigs)
+        _PLAIN_SIGNATURES.put(plan, (len(lowered), sigs))
         return sigs
 
     def _task_trampoline(
@@ -504,13 +498,7 @@ class ComponentRuntime:
         It depends on the plan alone (the memory's address type included), so
         it is worked out once per plan.
         """
-        plan = self.plan
-        found = _SIGNATURES.get(id(plan))
-        if found is None or found[0] is not plan:
-            if len(_SIGNATURES) >= _PRES_LIMIT:
-                _SIGNATURES.pop(next(iter(_SIGNATURES)))
-            found = _SIGNATURES[id(plan)] = (plan, {})
-        sigs = found[1]
+        sigs = _SIGNATURES.get(self.plan, _new_table)
         sig = sigs.get(index)
         if sig is None:
             core = flatten_functype(
@@ -672,13 +660,19 @@ class ComponentRuntime:
 #: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
 _PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
 _PRES_LIMIT = 64
-#: the core signatures of a plan's lowered imports, by trampoline index: (plan, signatures)
-_SIGNATURES: dict[int, tuple[pln.Plan, dict[int, tuple[tuple[str, ...], tuple[str, ...]]]]] = {}
-#: the address type of each memory a plan's options name: (plan, {memory: addrtype})
-_ADDRTYPES: dict[int, tuple[pln.Plan, dict[pln.CoreDef, PtrType]]] = {}
+_CoreSig: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
+#: the core signatures of a plan's lowered imports, by trampoline index
+_SIGNATURES: IdentityMemo[pln.Plan, dict[int, _CoreSig]] = IdentityMemo(_PRES_LIMIT)
+#: the address type of each memory a plan's options name
+_ADDRTYPES: IdentityMemo[pln.Plan, dict[pln.CoreDef, PtrType]] = IdentityMemo(_PRES_LIMIT)
 #: each plan's plain host signatures, with how many lowered ones they were made from
-_PlainSigs: TypeAlias = tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...]
-_PLAIN_SIGNATURES: dict[int, tuple[pln.Plan, int, _PlainSigs]] = {}
+_PlainSigs: TypeAlias = tuple[_CoreSig | None, ...]
+_PLAIN_SIGNATURES: IdentityMemo[pln.Plan, tuple[int, _PlainSigs]] = IdentityMemo(_PRES_LIMIT)
+
+
+def _new_table(plan: pln.Plan) -> dict[Any, Any]:
+    """A plan's table, empty until its instances fill it."""
+    return {}
 
 
 def _engine_for(limits: Limits | None) -> engine.Engine:
