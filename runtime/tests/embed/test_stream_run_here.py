@@ -92,3 +92,38 @@ async def test_a_write_ahead_runs_the_guest_reader_instead_of_waiting(wat: Wat) 
         # each full write ahead ran the reader, which took it all: no wait for the pump
         assert turns.count < cycles // 2
         assert turns.count >= cycles // HERE_WRITES - 1
+
+
+@aio
+async def test_a_read_cancelled_in_its_loop_turn_keeps_what_the_guest_wrote(wat: Wat) -> None:
+    # after HERE_READS inline runs a read gives the loop a turn, in which the driver's
+    # runner goes first and runs the writer into the read's offered buffer; a
+    # cancellation arriving then keeps those bytes (the writer was told they were taken)
+    k = 4096
+    per_cycle = READ_AHEAD // k + 1
+    n = 4 * per_cycle
+    inst = await polyengine.instantiate(wat(DRIP))
+    with inst:
+        stream = await inst.exports.burst(n, k)
+        got = [0]
+        for _ in range(per_cycle + 1):  # the offered write, then a whole read-ahead
+            got[0] += len(await stream.read(k))
+        src = stream._source
+        assert src.stashed == 0 and src.shared.pending_buffer is not None
+
+        async def two_reads() -> None:
+            got[0] += len(await stream.read(k))  # the write offered: the writer is readied
+            src._here = HERE_READS  # so this read gives the loop a turn
+            got[0] += len(await stream.read(k))
+
+        reader = asyncio.ensure_future(two_reads())
+        await asyncio.sleep(0)  # the reader takes the offered write, offers a read, yields
+        assert got[0] == (per_cycle + 2) * k and not reader.done()
+        reader.cancel()
+        await asyncio.sleep(0)  # the runner runs the writer, then the reader is cancelled
+        assert reader.cancelled()
+        assert src.stashed == READ_AHEAD  # what the writer was told was taken
+        while chunk := await stream.read(k):
+            got[0] += len(chunk)
+        assert got[0] == n * k
+        assert await inst.exports.written() == n

@@ -120,6 +120,30 @@ class _Copy:
                 later()
         return outcome
 
+    async def turn(self, store: Store, cancel: Callable[[], None]) -> CopyResult | None:
+        """Give the event loop one turn with the copy offered; its outcome if it came.
+
+        The store is woken first, so its driver's runner, scheduled ahead of
+        this task, runs the ready threads in that turn (as it would for
+        :meth:`wait`); a copy they completed returns without a future and
+        its second loop turn.
+        """
+        self.held = True
+        store.wake()
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            if self.outcome is None:
+                cancel()
+            store.wake()
+            raise
+        finally:
+            later = self.later  # (set only with the outcome)
+            if later is not None:
+                self.later = None
+                later()
+        return self.outcome
+
     async def wait(self, store: Store, cancel: Callable[[], None]) -> CopyResult:
         """Wait for the outcome of a copy that did not complete when it started."""
         fut: asyncio.Future[CopyResult] = asyncio.get_running_loop().create_future()
@@ -275,11 +299,14 @@ class HostStreamReader(_HostEnd):
             c = _Copy()
             shared.read(None, buf, c.on_copy, c.on_copy_done)
             result = c.outcome
-            if result is None and self._here < HERE_READS:
+            if result is not None:
+                self.store.wake()
+            elif self._here < HERE_READS:
                 result = c.run_guest(self.store)  # the guest writer first (see _run_here)
                 self._here += 1
             else:
-                self.store.wake()
+                self._here = 0
+                result = await c.turn(self.store, shared.cancel)  # the loop's turn first
             if result is None:
                 self._here = 0
                 result = await c.wait(self.store, shared.cancel)
