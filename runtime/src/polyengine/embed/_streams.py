@@ -210,10 +210,19 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             src.__class__ is HostStreamReader
             and not (self._passed or self._busy)
             and max_count >= 1
-            and src.ready_stash()
         ):
-            # bytes read ahead: what :meth:`_read` returns first, without its frames
-            return src.take_stash(max_count)
+            # what :meth:`_read` does for a host reader, without its frames
+            if src.ready_stash():
+                return src.take_stash(max_count)  # bytes read ahead come first
+            if self._peer_trap is None:
+                self._busy = True
+                try:
+                    chunk = await src.read(max_count)
+                finally:
+                    self._busy = False
+                if chunk.__class__ is bytes and chunk:
+                    return chunk  # (what the tail of _read returns)
+                return self._read_tail(src, chunk)
         return await self._read(max_count, False)
 
     async def _read(self, max_count: int, internal: bool) -> bytes | bytearray | list[Any]:
@@ -227,6 +236,12 @@ class Stream(_HostEnd[HostStreamReader, SharedStreamImpl]):
             chunk = await src.read(max_count)
         finally:
             self._busy = False
+        return self._read_tail(src, chunk)
+
+    def _read_tail(
+        self, src: HostStreamReader | Pipe, chunk: bytes | bytearray | list[Any] | None
+    ) -> bytes | bytearray | list[Any]:
+        """What a read returns of the ``chunk`` its source read (``None``: the end)."""
         if chunk is None or (not chunk and isinstance(src, HostStreamReader)):
             self._check_peer(0)
             return self._empty()
