@@ -102,35 +102,32 @@ class _Activation:
         state.host_depth += 1
         state.blocking += 1
         try:
-            return self._poll()
+            if self.error is None and self.ready is None:
+                pending = self.pending
+                try:
+                    if pending is None:
+                        raise EngineError("async host function produced no result")
+                    if not pending.done():
+                        return False
+                    self.ready = pending.result()
+                except BaseException as exc:
+                    self.error = exc
+            if self.error is None:
+                try:
+                    self.signature.write_results(self.results_addr, self.ready)
+                except BaseException as exc:
+                    self.error = exc
+            if self.error is not None:
+                try:
+                    trap = state.record_host_error(self.error)
+                except BaseException:
+                    trap = ffi.new_trap("async host function failed")
+                ctypes.c_void_p.from_address(self.trap_addr).value = trap
+            self.pending = None
+            return True
         finally:
             state.blocking -= 1
             state.host_depth -= 1
-
-    def _poll(self) -> bool:
-        if self.error is None and self.ready is None:
-            pending = self.pending
-            try:
-                if pending is None:
-                    raise EngineError("async host function produced no result")
-                if not pending.done():
-                    return False
-                self.ready = pending.result()
-            except BaseException as exc:
-                self.error = exc
-        if self.error is None:
-            try:
-                self.signature.write_results(self.results_addr, self.ready)
-            except BaseException as exc:
-                self.error = exc
-        if self.error is not None:
-            try:
-                trap = self.state.record_host_error(self.error)
-            except BaseException:
-                trap = ffi.new_trap("async host function failed")
-            ctypes.c_void_p.from_address(self.trap_addr).value = trap
-        self.pending = None
-        return True
 
     def dropped(self) -> None:
         pending = self.pending
@@ -222,6 +219,13 @@ class _Signature:
             raise TypeError(f"async host function returned {type(out).__name__}, not results")
         kinds = self.kinds
         n = len(kinds)
+        if n == 1 and out.__class__ is list and len(out) == 1:
+            # one result (a built-in's status word): no flat list to build
+            try:
+                self.results_struct.pack_into(self.buf_type.from_address(addr), 0, kinds[0], out[0])
+                return
+            except (struct.error, ValueError, TypeError):
+                pass  # normalized below, as any other results are
         flat: list[CoreValue] = [0] * (2 * n)
         flat[0::2] = kinds
         try:
