@@ -493,3 +493,40 @@ def test_host_coroutine_without_an_event_loop_must_finish_at_once() -> None:
 
     lf = py_lifted(inst, body, params=(U32,), result=U32)
     assert run_to_completion(lf, [6]) == [7]
+
+
+def test_a_wake_reaches_the_runner_whenever_it_sleeps_or_is_gone() -> None:
+    # wakes while the runner is scheduled or running need no call (store.on_wake is
+    # None then), but one must always reach a sleeping runner, or start a new one
+    async def main() -> list[Any] | None:
+        store = Store(SchedulePolicy(None))
+        driver = Driver(store)
+        assert store.on_wake is not None  # no runner yet: a wake starts one
+        inst = InstanceState(store, name="guest")
+        go: list[bool] = []
+
+        def g(thread: Thread, _args: list[CoreVal]) -> Suspends[list[CoreVal]]:
+            yield from thread.wait_until(lambda: bool(go), cancellable=False, notified=False)
+            do_return(thread, 7)
+            return []
+
+        store.begin_host_work()  # the host may still act: no deadlock meanwhile
+        call = driver.call(
+            py_lifted(inst, g, params=(U32,), result=U32, is_async=True, async_=True), [0]
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not call.done()
+        assert store.on_wake is not None  # the runner sleeps: a wake must reach it
+        go.append(True)
+        store.wake()
+        assert store.on_wake is None  # scheduled: further wakes have nothing to do
+        store.wake()
+        res = await call
+        store.end_host_work()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert store.on_wake is not None  # asleep or gone again
+        return res
+
+    assert asyncio.run(main()) == [7]

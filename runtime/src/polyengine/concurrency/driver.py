@@ -45,7 +45,7 @@ T = TypeVar("T")
 class Driver:
     """The asyncio scheduler of one store.
 
-    Install with ``Driver(store)`` (it becomes ``store.on_wake``). ``call``
+    Install with ``Driver(store)`` (it becomes ``store.on_wake``, see ``_wake``). ``call``
     starts a guest export and returns an awaitable of its results;
     ``spawn_host`` runs a host awaitable as a host operation that keeps the
     store alive and runs what it readied when it settles. ``batch`` ticks run between
@@ -68,7 +68,11 @@ class Driver:
         self._ready_scheduled = False
         #: one bound method for every call (no object per call)
         self._settle_call = self._settle
-        store.on_wake = self._on_wake
+        #: ``store.on_wake`` while a wake has something to do (the runner sleeps or
+        #: is not running), else ``None``: the many wakes while the runner is
+        #: scheduled or running cost no call (:meth:`_on_wake` would do nothing)
+        self._wake = self._on_wake
+        store.on_wake = self._wake
         store.run_here = self._run_here
 
     # -- calls ------------------------------------------------------------------
@@ -247,7 +251,7 @@ class Driver:
         """
         self._ready_scheduled = False
         store = self.store
-        if store.on_wake != self._on_wake:
+        if store.run_here != self._run_here:
             store.wake()  # closed, or driven by someone else now
             return
         if self._escaped is None and store.current is None and store.nesting_depth == 0:
@@ -271,7 +275,7 @@ class Driver:
             or store.current is not None
             or store.nesting_depth
             or EngineActivation._active
-            or store.on_wake != self._on_wake
+            or store.run_here != self._run_here
         ):
             return False
         self._tick_batch(1)
@@ -299,6 +303,7 @@ class Driver:
             self._wake_fut = None
             if not fut.done():
                 fut.set_result(None)
+            self._awake()
         if self._runner is None:
             try:
                 asyncio.get_running_loop()
@@ -306,9 +311,22 @@ class Driver:
                 return
             self._ensure_runner()
 
+    def _awake(self) -> None:
+        """The runner is scheduled or running: wakes need no call until it sleeps."""
+        store = self.store
+        if store.on_wake == self._wake:
+            store.on_wake = None
+
+    def _asleep(self) -> None:
+        """The runner sleeps or is gone: the next wake calls :meth:`_on_wake`."""
+        store = self.store
+        if store.run_here == self._run_here:  # (not closed)
+            store.on_wake = self._wake
+
     def _ensure_runner(self) -> None:
         if self._runner is None or self._runner.done():
             self._runner = asyncio.get_running_loop().create_task(self._run())
+            self._awake()
 
     async def _run(self) -> None:
         store = self.store
@@ -329,10 +347,13 @@ class Driver:
                     continue
                 fut = asyncio.get_running_loop().create_future()
                 self._wake_fut = fut
+                self._asleep()
                 try:
                     await fut
                 finally:
                     self._wake_fut = None
+                    self._awake()
         finally:
             if self._runner is me:
                 self._runner = None
+                self._asleep()
