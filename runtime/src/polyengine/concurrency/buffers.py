@@ -148,6 +148,15 @@ class ReadableGuestBuffer(GuestBuffer):
         self.progress += n
         return vs
 
+    def take_bytes(self, n: int) -> bytes:
+        """The next ``n`` elements of a ``stream<u8>`` write, as bytes (one slice copy)."""
+        assert self._fmt == "B" and n <= self.remain()
+        ptr = self.ptr
+        out = bytes(_view(self.cx)[ptr : ptr + n])
+        self.ptr = ptr + n
+        self.progress += n
+        return out
+
 
 class WritableGuestBuffer(GuestBuffer):
     """Guest memory the reader of a stream/future receives values into."""

@@ -288,6 +288,11 @@ class HostStreamReader(_HostEnd):
         buf: HostWritableBuffer
         pending = shared.pending_buffer
         offered = pending is not None and pending.remain() > 0
+        if offered and stash is not None and shared.__class__ is SharedStreamImpl:
+            data = shared.read_offered_bytes(max_count)  # a guest's write: its bytes at once
+            if data is not None:
+                self.store.wake()
+                return data
         if stash is not None and max_count < READ_AHEAD and not offered:
             # nothing offered: this read waits, and a guest's writes to come may fill it ahead
             buf = ReadAheadBuffer(shared.t, max_count, READ_AHEAD)

@@ -21,6 +21,7 @@ from .buffers import (
     Buffer,
     DirectBuffer,
     ReadableBuffer,
+    ReadableGuestBuffer,
     ReadAheadBuffer,
     WritableBuffer,
     none_or_number_type,
@@ -187,6 +188,32 @@ class SharedStreamImpl:
         else:
             self.reset_and_notify_pending(CopyResult.COMPLETED)
             self.set_pending(inst, dst, on_copy, on_copy_done)
+
+    def read_offered_bytes(self, n: int) -> bytes | None:
+        """A host read of up to ``n`` bytes of a guest's ``stream<u8>`` write offered here.
+
+        What :meth:`read` does for a host reader when a guest write with
+        bytes left is pending (§"stream.read": the transfer, then the
+        writer's ``on_copy``; the read completes), giving the bytes instead
+        of filling a host buffer; ``None``, with nothing done, in any other
+        state.
+        """
+        pending = self.pending_buffer
+        if (
+            self.dropped
+            or pending.__class__ is not ReadableGuestBuffer
+            or self.t.__class__ is not m.U8
+            or self.pending_inst is None
+        ):
+            return None
+        offered = pending.remain()
+        if offered <= 0 or n <= 0:
+            return None
+        data = pending.take_bytes(n if n < offered else offered)
+        on_pending = self.pending_on_copy
+        assert on_pending is not None
+        on_pending(self.reset_pending)
+        return data
 
     def write(
         self,
