@@ -360,7 +360,8 @@ class _Ahead:
         if not self.buf.queued:
             reclaim()
             self.outcome = CopyResult.COMPLETED
-        self._wake()
+        if self.fut is not None:  # (a producer waits: _wake, without the call otherwise)
+            self._wake()
 
     def on_copy_done(self, result: CopyResult) -> None:
         self.outcome = result

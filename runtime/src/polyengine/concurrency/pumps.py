@@ -221,7 +221,10 @@ async def _pump_async(src: Any, u8: bool, pipe: Pipe, own: ElementOffer | None) 
                         own.release(own.lower(item)[1])
                 return
             chunk: Chunk = _byte_chunk(item) if u8 else [item]
-            if not await _send(pipe, chunk, own):
+            if own is None:
+                if not await pipe.write_ahead(chunk):  # (_send's own case, without its frame)
+                    return
+            elif not await _send(pipe, chunk, own):
                 return
     finally:
         dead.remove_done_callback(reader_gone)
