@@ -72,8 +72,10 @@ class Driver:
         #: is not running), else ``None``: the many wakes while the runner is
         #: scheduled or running cost no call (:meth:`_on_wake` would do nothing)
         self._wake = self._on_wake
+        #: the ``store.run_here`` installed (compared by identity: still driven by this)
+        self._here = self._run_here
         store.on_wake = self._wake
-        store.run_here = self._run_here
+        store.run_here = self._here
 
     # -- calls ------------------------------------------------------------------
 
@@ -251,7 +253,7 @@ class Driver:
         """
         self._ready_scheduled = False
         store = self.store
-        if store.run_here != self._run_here:
+        if store.run_here is not self._here:
             store.wake()  # closed, or driven by someone else now
             return
         if self._escaped is None and store.current is None and store.nesting_depth == 0:
@@ -275,7 +277,7 @@ class Driver:
             or store.current is not None
             or store.nesting_depth
             or EngineActivation._active
-            or store.run_here != self._run_here
+            or store.run_here is not self._here
         ):
             return False
         self._tick_batch(1)
@@ -303,7 +305,9 @@ class Driver:
             self._wake_fut = None
             if not fut.done():
                 fut.set_result(None)
-            self._awake()
+            store = self.store
+            if store.on_wake is self._wake:
+                store.on_wake = None  # the runner is scheduled (see _wake)
         if self._runner is None:
             try:
                 asyncio.get_running_loop()
@@ -311,22 +315,12 @@ class Driver:
                 return
             self._ensure_runner()
 
-    def _awake(self) -> None:
-        """The runner is scheduled or running: wakes need no call until it sleeps."""
-        store = self.store
-        if store.on_wake == self._wake:
-            store.on_wake = None
-
-    def _asleep(self) -> None:
-        """The runner sleeps or is gone: the next wake calls :meth:`_on_wake`."""
-        store = self.store
-        if store.run_here == self._run_here:  # (not closed)
-            store.on_wake = self._wake
-
     def _ensure_runner(self) -> None:
         if self._runner is None or self._runner.done():
             self._runner = asyncio.get_running_loop().create_task(self._run())
-            self._awake()
+            store = self.store
+            if store.on_wake is self._wake:
+                store.on_wake = None  # the runner is scheduled (see _wake)
 
     async def _run(self) -> None:
         store = self.store
@@ -347,13 +341,14 @@ class Driver:
                     continue
                 fut = asyncio.get_running_loop().create_future()
                 self._wake_fut = fut
-                self._asleep()
+                if store.run_here is self._here:  # (not closed)
+                    store.on_wake = self._wake  # asleep: a wake must reach it
                 try:
                     await fut
                 finally:
                     self._wake_fut = None
-                    self._awake()
         finally:
             if self._runner is me:
                 self._runner = None
-                self._asleep()
+                if store.run_here is self._here:
+                    store.on_wake = self._wake  # gone: a wake starts a new one
