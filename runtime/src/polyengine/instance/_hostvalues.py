@@ -58,6 +58,7 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
+from polyengine.concurrency.feed import feed_future
 from polyengine.concurrency.pipe import Chunk, HostFedFuture, HostFedStream, Pipe
 from polyengine.concurrency.pumps import pump_future, pump_stream
 from polyengine.instance._async import FutureSource
@@ -403,8 +404,11 @@ class HostValues:
         self, v: object, t: m.Future, cx: LiftLowerContext | None = None
     ) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
-        if type(v) is asyncio.Future:  # the common source: pumped, no other checks apply
-            return self._pumped(v, v, t, cx, None)
+        if type(v) is asyncio.Future:  # the common source: fed by its callbacks
+            site = lowering_site(cx, v) or "a future (Future)"
+            fed = HostFedFuture(t.t)
+            feed_future(v, HostFutureWriter(self.store, fed), fed, site, self.driver.run_ready)
+            return fed
         if isinstance(v, SharedFutureImpl):
             return v
         if isinstance(v, FutureSource):
