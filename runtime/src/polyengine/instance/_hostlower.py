@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, Protocol
 
 from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.abi.resources import ComponentInstance
+from polyengine.abi.resources import CallLenders, ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
@@ -186,6 +186,40 @@ class HostLower:
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
 
+    def in_place(self, flat: Sequence[CoreVal], resources: _CallResources) -> list[CoreVal]:
+        """The synchronous trampoline's whole call (``HostLinker.trampoline``):
+        :meth:`lift_params`, :meth:`call` between ``resources.begin_call()`` and
+        ``end_call``, :meth:`lower_results` and the release of the lends, with
+        one lifting context for the arguments and the result."""
+        lenders = CallLenders()
+        try:
+            cx = self.scalar_cx
+        except AttributeError:  # the first call
+            self.prepare()
+            cx = self.scalar_cx
+        fresh = cx is None
+        if cx is None:
+            cx = LiftLowerContext(self.opts, self.ci, lenders)
+            cx.where = self.where
+        borrowed = resources.begin_call()
+        args = self.lowered.lift_params(cx, flat)
+        try:
+            value = self.call(args)
+        finally:
+            resources.end_call(borrowed)
+        if not fresh:  # the shared context of scalar arguments stays as it is
+            cx = LiftLowerContext(self.opts, self.ci, lenders)
+            cx.where = self.where
+        if self.spills:
+            memory: Any = self.opts.memory
+            cx.mv = memory.view()  # as of now: the host call ran in between
+        try:
+            out = self.lowered.lower_results(cx, value, flat)
+        except LowerError as exc:
+            raise host_result_error(self.where, exc) from exc
+        lenders.deliver_resolve()
+        return out
+
     def lower_result(self, value: Any, flat: Sequence[CoreVal]) -> None:
         """Lower the host's one result ``value`` (ignored without a result) of an async
         lower through the guest's out-pointer (CanonicalABI.md §``canon lower``), with
@@ -321,6 +355,14 @@ class _ScalarOut(NamedTuple):
     align_mask: int
     size: int
     memory: Any
+
+
+class _CallResources(Protocol):
+    """The host resource table's bracket around an in-place host call."""
+
+    def begin_call(self) -> list[object] | None: ...
+
+    def end_call(self, outer: list[object] | None) -> None: ...
 
 
 def _raiser(exc: BaseException) -> Callable[[], Any]:
