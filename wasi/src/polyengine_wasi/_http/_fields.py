@@ -81,6 +81,15 @@ class Fields:
         made._mutable = mutable
         return made
 
+    @classmethod
+    def adopt(cls, entries: list[tuple[str, bytes]]) -> Fields:
+        """Host-made immutable fields holding ``entries`` itself: the caller made its
+        names lowercase strings and its values ``bytes`` (:meth:`of` converts them)."""
+        made = cls()
+        made._entries = entries
+        made._mutable = False
+        return made
+
     def freeze(self) -> None:
         """Make these fields immutable (they now belong to a message)."""
         self._mutable = False
