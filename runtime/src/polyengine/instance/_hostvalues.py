@@ -503,7 +503,11 @@ def lowering_site(cx: LiftLowerContext | None, v: object) -> str | None:
     if at is None:
         return None
     label, top = at
-    path = _path_to(top, v, [_SITE_NODES])
+    path: str | None = None
+    if type(top) is tuple:  # the values of a call: ``v`` is most often one of them
+        path = next((f"[{k}]" for k, item in enumerate(top) if item is v), None)
+    if path is None:
+        path = _path_to(top, v, [_SITE_NODES])
     root = f"{label}{path or ''}"
     where = cx.where if cx is not None else None
     return root if where is None else f"{root} of {where}"

@@ -278,7 +278,8 @@ class Response(_Message):
         contents, trailers = self.contents, self.trailers
         read = getattr(contents, "read", None)
         first = Begun(read(FIRST_READ)) if contents is not None and callable(read) else None
-        later = Begun(trailers) if inspect.isawaitable(trailers) else None
+        awaitable = getattr(type(trailers), "__await__", None) is not None  # (a guest's future)
+        later = Begun(trailers) if awaitable or inspect.isawaitable(trailers) else None
         self._ahead = (first, later)
 
     def host_body(self) -> tuple[Begun | None, Any, Begun]:
