@@ -140,3 +140,19 @@ async def test_an_asyncio_future_done_before_it_is_passed_delivers_its_value(wat
 
 async def _await(fut: object) -> object:
     return await fut  # type: ignore[misc]
+
+
+@aio
+async def test_a_source_that_settles_after_the_instance_closed_is_harmless(wat: Wat) -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    source: asyncio.Future[str] = loop.create_future()
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        fut = await inst.exports.echo_fut(source)
+    source.set_result("late")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert errors == []
+    del fut
