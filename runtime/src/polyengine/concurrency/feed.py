@@ -31,12 +31,13 @@ def feed_future(
     src: asyncio.Future[Any],
     w: HostFutureWriter,
     shared: HostFedFuture,
-    site: str,
+    site: object,
     settled: Callable[[], None],
 ) -> None:
     """Write ``src``'s value into ``shared`` through ``w`` once it settles.
 
-    ``site`` names where the future was passed (in a producer error);
+    ``site`` names where the future was passed (its ``str``, made only for a
+    producer error);
     ``settled()`` runs once the feed is over (the driver's ``run_ready``), as
     a loop callback: the readers the feed readied run.
     """
@@ -48,7 +49,7 @@ def feed_future(
         else:
             exc = fut.exception()
             if exc is not None:
-                _abandon(w.store, w, producer_error(site, exc))
+                _abandon(w.store, w, producer_error(str(site), exc))
             elif not w.closed:
                 w.offer(fut.result(), offered)
                 return

@@ -405,7 +405,7 @@ class HostValues:
     ) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
         if type(v) is asyncio.Future:  # the common source: fed by its callbacks
-            site = lowering_site(cx, v) or "a future (Future)"
+            site = _site_of(cx, v) or "a future (Future)"
             fed = HostFedFuture(t.t)
             feed_future(v, HostFutureWriter(self.store, fed), fed, site, self.driver.run_ready)
             return fed
@@ -499,17 +499,39 @@ def lowering_site(cx: LiftLowerContext | None, v: object) -> str | None:
     export's or the import's name). ``None`` when the context does not say
     (``v`` is then named by its type).
     """
+    site = _site_of(cx, v)
+    return None if site is None else str(site)
+
+
+class _Site:
+    """A lowering site (:func:`lowering_site`) whose text is made when it is shown:
+    ``v`` was item ``index`` of the tuple of values labelled ``label``."""
+
+    __slots__ = ("index", "label", "where")
+
+    def __init__(self, label: str, index: int, where: str | None) -> None:
+        self.label = label
+        self.index = index
+        self.where = where
+
+    def __str__(self) -> str:
+        root = f"{self.label}[{self.index}]"
+        return root if self.where is None else f"{root} of {self.where}"
+
+
+def _site_of(cx: LiftLowerContext | None, v: object) -> _Site | str | None:
+    """:func:`lowering_site`, its text not made yet when ``v`` is one of a tuple of values."""
     at = None if cx is None else cx.at
     if at is None:
         return None
     label, top = at
-    path: str | None = None
-    if type(top) is tuple:  # the values of a call: ``v`` is most often one of them
-        path = next((f"[{k}]" for k, item in enumerate(top) if item is v), None)
-    if path is None:
-        path = _path_to(top, v, [_SITE_NODES])
-    root = f"{label}{path or ''}"
     where = cx.where if cx is not None else None
+    if type(top) is tuple:  # the values of a call: ``v`` is most often one of them
+        for k, item in enumerate(top):
+            if item is v:
+                return _Site(label, k, where)
+    path = _path_to(top, v, [_SITE_NODES])
+    root = f"{label}{path or ''}"
     return root if where is None else f"{root} of {where}"
 
 
