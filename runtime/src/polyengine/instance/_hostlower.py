@@ -25,6 +25,7 @@ from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
 from polyengine.translate import plan as pln
+from polyengine.types.layout import contains_borrow
 from polyengine.types.model import PRIMITIVES, FuncType, Future, Result
 from polyengine_protocol import is_component_exception, is_wasi_exit
 
@@ -71,6 +72,7 @@ class HostLower:
         "fn",
         "ft",
         "is_async",
+        "lends",
         "lowered",
         "marked",
         "ok_value",
@@ -114,6 +116,9 @@ class HostLower:
         self.marked = marked
         #: A12: an import whose result is a future returns the future's source
         self.source = isinstance(ft.result, Future)
+        #: a ``borrow`` may be among the arguments: the call counts its lends and the
+        #: borrowed wrappers it hands the host (:meth:`in_place`)
+        self.lends = any(contains_borrow(t) for t in ft.param_types())
 
     def prepare(self) -> None:
         """Resolve the options and compile the values (on the first call: the plan
@@ -190,23 +195,29 @@ class HostLower:
         """The synchronous trampoline's whole call (``HostLinker.trampoline``):
         :meth:`lift_params`, :meth:`call` between ``resources.begin_call()`` and
         ``end_call``, :meth:`lower_results` and the release of the lends, with
-        one lifting context for the arguments and the result."""
-        lenders = CallLenders()
+        one lifting context for the arguments and the result. Without a
+        ``borrow`` among the parameters (``lends``) nothing is lent and no
+        borrowed wrapper is handed out: neither is counted."""
         try:
             cx = self.scalar_cx
         except AttributeError:  # the first call
             self.prepare()
             cx = self.scalar_cx
         fresh = cx is None
+        lends = self.lends
+        lenders = CallLenders() if lends else None
         if cx is None:
             cx = LiftLowerContext(self.opts, self.ci, lenders)
             cx.where = self.where
-        borrowed = resources.begin_call()
-        args = self.lowered.lift_params(cx, flat)
-        try:
-            value = self.call(args)
-        finally:
-            resources.end_call(borrowed)
+        if lends:
+            borrowed = resources.begin_call()
+            args = self.lowered.lift_params(cx, flat)
+            try:
+                value = self.call(args)
+            finally:
+                resources.end_call(borrowed)
+        else:  # no borrow among the arguments: nothing is lent, no wrapper to invalidate
+            value = self.call(self.lowered.lift_params(cx, flat))
         if not fresh:  # the shared context of scalar arguments stays as it is
             cx = LiftLowerContext(self.opts, self.ci, lenders)
             cx.where = self.where
@@ -217,7 +228,8 @@ class HostLower:
             out = self.lowered.lower_results(cx, value, flat)
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
-        lenders.deliver_resolve()
+        if lenders is not None:
+            lenders.deliver_resolve()
         return out
 
     def lower_result(self, value: Any, flat: Sequence[CoreVal]) -> None:
