@@ -24,6 +24,7 @@ from polyengine.abi.resources import CallLenders, ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.types.layout import contains_borrow
 from polyengine.types.model import PRIMITIVES, FuncType, Future, Result
@@ -118,7 +119,7 @@ class HostLower:
         self.source = isinstance(ft.result, Future)
         #: a ``borrow`` may be among the arguments: the call counts its lends and the
         #: borrowed wrappers it hands the host (:meth:`in_place`)
-        self.lends = any(contains_borrow(t) for t in ft.param_types())
+        self.lends = _LENDS.get(ft, _lends)
 
     def prepare(self) -> None:
         """Resolve the options and compile the values (on the first call: the plan
@@ -345,6 +346,14 @@ class HostLower:
 
         return call
 
+
+def _lends(ft: FuncType) -> bool:
+    return any(contains_borrow(t) for t in ft.param_types())
+
+
+#: whether a ``borrow`` is among a function type's parameters, by the type's identity
+#: (one answer per import of a plan, not per instance)
+_LENDS: IdentityMemo[FuncType, bool] = IdentityMemo(4096)
 
 #: the integer types: (size in bytes, signed)
 _INTS: dict[type, tuple[int, bool]] = {
