@@ -156,3 +156,19 @@ async def test_a_source_that_settles_after_the_instance_closed_is_harmless(wat: 
         await asyncio.sleep(0)
     assert errors == []
     del fut
+
+
+def test_a_future_dropped_after_its_sources_loop_closed_is_let_go(wat: Wat) -> None:
+    loop = asyncio.new_event_loop()
+    source: asyncio.Future[str] = loop.create_future()
+
+    async def start() -> tuple[polyengine.Instance, object]:
+        inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+        return inst, await inst.exports.echo_fut(source)
+
+    inst, fut = loop.run_until_complete(start())
+    loop.close()
+    store = inst._runtime.tasks.store  # type: ignore[union-attr]
+    fut.drop()  # type: ignore[attr-defined] # the reader lets go with no loop left to run
+    assert store.host_pending == 0  # the writer end was let go at once (A15)
+    inst.close()

@@ -37,9 +37,8 @@ def feed_future(
     """Write ``src``'s value into ``shared`` through ``w`` once it settles.
 
     ``site`` names where the future was passed (its ``str``, made only for a
-    producer error);
-    ``settled()`` runs once the feed is over (the driver's ``run_ready``), as
-    a loop callback: the readers the feed readied run.
+    producer error); ``settled()`` runs once the feed is over (the driver's
+    ``run_ready``), as a loop callback: the readers the feed readied run.
     """
 
     def value_in(fut: asyncio.Future[Any]) -> None:
@@ -60,8 +59,12 @@ def feed_future(
 
     def reader_gone() -> None:
         src.remove_done_callback(value_in)
+        loop = src.get_loop()
+        if loop.is_closed():  # nothing can run any more: let go at once
+            let_go()
+            return
         src.cancel()
-        asyncio.get_running_loop().call_soon(let_go)
+        loop.call_soon(let_go)
 
     def let_go() -> None:
         if not w.closed:
