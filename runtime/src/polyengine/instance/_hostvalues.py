@@ -598,19 +598,37 @@ def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReade
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-
-    def later(ref: weakref.ref[object]) -> None:
-        _WATCHED.discard(ref)
-        if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
-            loop.call_soon(_drop_if_open, end)
-
     # a weak reference with a callback, kept alive by the set until it fires: the
     # work of ``weakref.finalize`` without its registry and exit hook, per handle
-    _WATCHED.add(weakref.ref(handle, later))
+    watch = _Watch(handle, _collected)
+    watch.end = end
+    watch.loop = loop
+    _WATCHED.add(watch)
+
+
+class _Watch(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a host handle, with the end to drop and the loop to drop it
+    on once the handle is collected; compared and hashed by its own identity (each
+    watch of one handle is its own, and it stays hashable once the handle is gone)."""
+
+    __slots__ = ("end", "loop")
+
+    end: HostStreamReader | HostFutureReader
+    loop: asyncio.AbstractEventLoop
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
+def _collected(watch: _Watch) -> None:
+    _WATCHED.discard(watch)
+    end, loop = watch.end, watch.loop
+    if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
+        loop.call_soon(_drop_if_open, end)
 
 
 #: the weak references :func:`_drop_when_collected` waits on
-_WATCHED: set[weakref.ref[object]] = set()
+_WATCHED: set[_Watch] = set()
 
 
 def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:
