@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 import polyengine
+from polyengine_protocol import DroppedError, StreamProducerError
 
 from . import stream_components as sc
 from .test_async import aio
@@ -95,3 +98,77 @@ async def test_a_source_that_settles_after_the_drop_is_harmless(wat: Wat) -> Non
         fut = await inst.exports.echo_fut(source)
         source.set_result("value")
         assert await fut == "value"
+
+
+@aio
+async def test_an_asyncio_future_that_fails_is_named_for_its_reader(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        fut = await inst.exports.echo_fut(source)
+        source.set_exception(OSError("gone"))
+        with pytest.raises(StreamProducerError) as info:
+            await asyncio.wait_for(_await(fut), 5)
+        assert str(info.value) == "producer for parameter `f` of echo-fut raised OSError: gone"
+
+
+@aio
+async def test_an_asyncio_future_cancelled_by_the_host_abandons_the_future(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        store = inst._runtime.tasks.store  # type: ignore[union-attr]
+        source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        fut = await inst.exports.echo_fut(source)
+        source.cancel()
+        with pytest.raises(DroppedError, match="writable end was dropped without a value"):
+            await asyncio.wait_for(_await(fut), 5)
+        await asyncio.wait_for(until(lambda: store.host_pending == 0), 5)
+
+
+@aio
+async def test_an_asyncio_future_done_before_it_is_passed_delivers_its_value(wat: Wat) -> None:
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        store = inst._runtime.tasks.store  # type: ignore[union-attr]
+        source: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        source.set_result("early")
+        fut = await inst.exports.echo_fut(source)
+        assert await asyncio.wait_for(_await(fut), 5) == "early"
+        # the value was taken: the writer let go, nothing counts as host work (A15)
+        await asyncio.wait_for(until(lambda: store.host_pending == 0), 5)
+
+
+async def _await(fut: object) -> object:
+    return await fut  # type: ignore[misc]
+
+
+@aio
+async def test_a_source_that_settles_after_the_instance_closed_is_harmless(wat: Wat) -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    source: asyncio.Future[str] = loop.create_future()
+    inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+    with inst:
+        fut = await inst.exports.echo_fut(source)
+    source.set_result("late")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert errors == []
+    del fut
+
+
+def test_a_future_dropped_after_its_sources_loop_closed_is_let_go(wat: Wat) -> None:
+    loop = asyncio.new_event_loop()
+    source: asyncio.Future[str] = loop.create_future()
+
+    async def start() -> tuple[polyengine.Instance, object]:
+        inst = await polyengine.instantiate(wat(sc.ROUND_TRIP))
+        return inst, await inst.exports.echo_fut(source)
+
+    inst, fut = loop.run_until_complete(start())
+    loop.close()
+    store = inst._runtime.tasks.store  # type: ignore[union-attr]
+    fut.drop()  # type: ignore[attr-defined] # the reader lets go with no loop left to run
+    assert store.host_pending == 0  # the writer end was let go at once (A15)
+    inst.close()

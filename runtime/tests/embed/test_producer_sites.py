@@ -92,3 +92,19 @@ async def test_a_future_parameter_is_named_for_a_host_reader_too(wat: Wat) -> No
 
 async def _await(fut: object) -> object:
     return await fut  # type: ignore[misc]
+
+
+def test_the_site_of_a_producer_among_a_calls_values_is_its_index() -> None:
+    from types import SimpleNamespace
+
+    from polyengine.instance._hostvalues import lowering_site
+
+    fut, other = object(), [object()]
+    cx = SimpleNamespace(at=("result", (other, fut)), where="wasi:http/types#[static]response.new")
+    assert lowering_site(cx, fut) == "result[1] of wasi:http/types#[static]response.new"  # type: ignore[arg-type]
+    cx.at = ("result", ([1, fut], 2))  # nested: found by the walk
+    assert lowering_site(cx, fut) == "result[0][1] of wasi:http/types#[static]response.new"  # type: ignore[arg-type]
+    cx.where = None
+    assert lowering_site(cx, fut) == "result[0][1]"  # type: ignore[arg-type]
+    cx.at = ("result", (fut,))
+    assert lowering_site(cx, fut) == "result[0]"  # type: ignore[arg-type]

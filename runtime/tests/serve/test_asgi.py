@@ -274,3 +274,29 @@ def test_default_imports_build_only_the_imported_interfaces(guest: Guest) -> Non
 async def _serve_once(app: App) -> Any:
     await app.startup()
     return await asgi_call(app, scope_of())
+
+
+@pytest.mark.parametrize(
+    ("headers", "version"),
+    [
+        ([(b"host", b"h:1"), (b"Content-Length", b"0"), (b"X-A", b"1"), (b"x-a", b"2")], "1.1"),
+        ([(b"Host", b"first"), (b"host", b"second"), (b"content-length", b" 12 ")], "1.1"),
+        ([(b"Transfer-Encoding", b"chunked"), (b"Connection", b"close")], "1.1"),
+        ([(b"content-length", b"0"), (b"Upgrade", b"h2c"), (b"x-b", b"\xff")], "1.0"),
+        ([(b"x-c", b"3")], "2"),
+        ([], "1.1"),
+    ],
+)
+def test_the_request_head_in_one_pass_matches_its_parts(
+    headers: list[tuple[bytes, bytes]], version: str
+) -> None:
+    from polyengine.asgi._io import _authority, _declares_no_body, _request_head
+
+    app = App(b"")
+    scope = scope_of(headers=headers)
+    scope["http_version"] = version
+    assert _request_head(scope, app._forbidden) == (
+        _authority(scope),
+        _declares_no_body(scope),
+        app._request_headers(scope),
+    )

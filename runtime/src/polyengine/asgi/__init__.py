@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from polyengine.asgi._io import (
     _Incoming,
     _may_have_length,
     _path_with_query,
+    _request_head,
     call_quietly,
     default_imports,
 )
@@ -56,6 +57,23 @@ def _forget(*reads: Any) -> None:
     for read in reads:
         if read is not None:
             read.cancel()
+
+
+def _reader(contents: Any) -> Callable[[], Awaitable[Any]]:
+    """The next chunk of a response body, an empty one at its end: a guest's stream
+    reads so itself (``read``); any other async iterable skips its empty chunks."""
+    read: Callable[[], Awaitable[Any]] | None = getattr(contents, "read", None)
+    if read is not None:
+        return read
+    chunks = aiter(contents)
+
+    async def next_chunk() -> Any:
+        async for chunk in chunks:
+            if chunk:
+                return chunk
+        return b""
+
+    return next_chunk
 
 
 class _Aborted(Exception):
@@ -115,12 +133,13 @@ class App:
         self.prewarm = prewarm
         self.request_timeout = request_timeout
         self.headers = [(k.strip().lower().encode(), v.encode()) for k, v in headers]
-        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS, Request
+        from polyengine_wasi.hosthttp import FORBIDDEN_FIELDS, Fields, Request
 
         #: Request fields a guest never sees (hop-by-hop; ``host`` is the authority).
         self._forbidden = FORBIDDEN_FIELDS
         #: the 0.3 request class (imported once, not per request)
         self._p3_request = Request
+        self._p3_fields = Fields
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
@@ -397,13 +416,19 @@ class App:
 
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
-        incoming = _Incoming(receive, scope)
+        if self.headers:
+            incoming = _Incoming(receive, scope)
+            authority = _authority(scope)
+            fields = self._request_headers(scope)
+        else:  # the headers as the client sent them: one pass
+            authority, ended, fields = _request_head(scope, self._forbidden)
+            incoming = _Incoming(receive, scope, ended)
         request = self._p3_request.incoming(
             scope["method"],
             _path_with_query(scope),
             scheme=scope.get("scheme", "http"),
-            authority=_authority(scope),
-            headers=self._request_headers(scope),
+            authority=authority,
+            headers=self._p3_fields.adopt(fields),
             body=incoming.body(),
         )
         answer = _P3Answer()
@@ -469,18 +494,17 @@ class App:
                         {"type": "http.response.body", "body": bytes(chunk), "more_body": True}
                     )
             if more:
-                async for chunk in contents:
-                    if chunk:
-                        # One event-loop turn per further chunk: the watch for the
-                        # client leaving runs even when the guest's writes and the
-                        # sends complete without waiting.
-                        await asyncio.sleep(0)
-                        if incoming.gone():
-                            raise OSError("http.disconnect")
-                        await send(
-                            {"type": "http.response.body", "body": bytes(chunk),
-                             "more_body": True}
-                        )
+                read = _reader(contents)
+                while chunk := await read():
+                    # One event-loop turn per further chunk: the watch for the
+                    # client leaving runs even when the guest's writes and the
+                    # sends complete without waiting.
+                    await asyncio.sleep(0)
+                    if incoming.gone():
+                        raise OSError("http.disconnect")
+                    await send(
+                        {"type": "http.response.body", "body": bytes(chunk), "more_body": True}
+                    )
             sent = await trailers
         except OSError as exc:
             # The guest's stream loses its reader; its transmission future fails.

@@ -190,15 +190,41 @@ def _authority(scope: Scope) -> str | None:
     return None
 
 
+def _request_head(
+    scope: Scope, forbidden: Collection[str]
+) -> tuple[str | None, bool, list[tuple[str, bytes]]]:
+    """One pass over the request's headers: :func:`_authority`, :func:`_declares_no_body`
+    and the fields handed to the guest (names lowercased, ``forbidden`` ones left out)."""
+    authority: str | None = None
+    no_body = scope.get("http_version", "1.1") in ("1.0", "1.1")
+    fields: list[tuple[str, bytes]] = []
+    for k, v in scope.get("headers") or ():
+        name = bytes(k).decode("latin-1").lower()
+        value = bytes(v)
+        if name == "host":
+            if authority is None:
+                authority = value.decode("latin-1")
+        elif name == "transfer-encoding" or (name == "content-length" and value.strip() != b"0"):
+            no_body = False
+        if name not in forbidden:
+            fields.append((name, value))
+    if authority is None:
+        authority = _authority(scope)
+    return authority, no_body, fields
+
+
 class _Incoming:
     """The request body pulled from ``receive()`` as the guest reads it, and, once it
     was read to its end, a watch for the client leaving (``http.disconnect``): a
-    server such as uvicorn drops what is sent after that without an error."""
+    server such as uvicorn drops what is sent after that without an error.
 
-    def __init__(self, receive: Receive, scope: Scope) -> None:
+    ``ended``: the request declares no body (:func:`_declares_no_body` when not given).
+    """
+
+    def __init__(self, receive: Receive, scope: Scope, ended: bool | None = None) -> None:
         self._receive = receive
         #: the body was read to its end, or the request declares none
-        self.ended = _declares_no_body(scope)
+        self.ended = _declares_no_body(scope) if ended is None else ended
         self._pending: deque[dict[str, Any]] = deque()
         self._watch: asyncio.Future[bool] | None = None
         self._checks = 0

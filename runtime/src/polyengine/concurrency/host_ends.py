@@ -561,6 +561,26 @@ class HostFutureWriter(_HostEnd):
         self._close()
         return result is CopyResult.COMPLETED
 
+    def offer(self, value: Any, then: Callable[[CopyResult], None]) -> None:
+        """:meth:`write` without a coroutine: ``value`` stays offered until the reader
+        takes it or drops the future; the end then closes and ``then(result)`` runs,
+        one loop callback later (never inside the guest's call that took it)."""
+        self._check_usable()
+        buf = HostReadableBuffer(self.shared.t, [value])
+        self._busy = True
+        loop = asyncio.get_running_loop()
+
+        def done(result: CopyResult) -> None:
+            loop.call_soon(self._offered, result, then)
+
+        self.shared.write(None, buf, done)
+        self.store.wake()
+
+    def _offered(self, result: CopyResult, then: Callable[[CopyResult], None]) -> None:
+        self._busy = False
+        self._close()
+        then(result)
+
     def drop(self) -> None:
         """Drop without writing (the host's choice; a guest writer would trap)."""
         if self._close():

@@ -541,21 +541,12 @@ class HostLinker:
         where = steps.where
         runtime_resources = self.resources
         ci = site.instance
-        lift_params, call, lower_results = steps.lift_params, steps.call, steps.lower_results
+        lower_results, in_place = steps.lower_results, steps.in_place
 
         def body(flat: Sequence[CoreVal]) -> list[CoreVal]:
             if not ci.may_leave:
                 raise Trap(f"cannot call import {where}: may not leave", code="may-not-leave")
-            lenders = CallLenders()
-            borrowed = runtime_resources.begin_call()
-            args = lift_params(lenders, flat)
-            try:
-                value = call(args)
-            finally:
-                runtime_resources.end_call(borrowed)
-            out = lower_results(lenders, [value], flat)
-            lenders.deliver_resolve()
-            return out
+            return in_place(flat, runtime_resources)
 
         if steps.wrap is not None or steps.source or tr.options.is_async:
             return body

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, Protocol
 
 from polyengine.abi.errors import LowerError
 from polyengine.abi.functions import LoweredFunc
 from polyengine.abi.options import CanonicalOptions, LiftLowerContext
-from polyengine.abi.resources import ComponentInstance
+from polyengine.abi.resources import CallLenders, ComponentInstance
 from polyengine.abi.trap import host_import_trap, host_result_error
 from polyengine.engine import int_result_store
 from polyengine.instance._runtime import CoreVal, ImportSite, ResolvedOptions
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
+from polyengine.types.layout import contains_borrow
 from polyengine.types.model import PRIMITIVES, FuncType, Future, Result
 from polyengine_protocol import is_component_exception, is_wasi_exit
 
@@ -71,6 +73,7 @@ class HostLower:
         "fn",
         "ft",
         "is_async",
+        "lends",
         "lowered",
         "marked",
         "ok_value",
@@ -114,6 +117,9 @@ class HostLower:
         self.marked = marked
         #: A12: an import whose result is a future returns the future's source
         self.source = isinstance(ft.result, Future)
+        #: a ``borrow`` may be among the arguments: the call counts its lends and the
+        #: borrowed wrappers it hands the host (:meth:`in_place`)
+        self.lends = _LENDS.get(ft, _lends)
 
     def prepare(self) -> None:
         """Resolve the options and compile the values (on the first call: the plan
@@ -185,6 +191,47 @@ class HostLower:
             return self.lowered.lower_results(cx, result[0] if result else None, flat)
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
+
+    def in_place(self, flat: Sequence[CoreVal], resources: _CallResources) -> list[CoreVal]:
+        """The synchronous trampoline's whole call (``HostLinker.trampoline``):
+        :meth:`lift_params`, :meth:`call` between ``resources.begin_call()`` and
+        ``end_call``, :meth:`lower_results` and the release of the lends, with
+        one lifting context for the arguments and the result. Without a
+        ``borrow`` among the parameters (``lends``) nothing is lent and no
+        borrowed wrapper is handed out: neither is counted."""
+        try:
+            cx = self.scalar_cx
+        except AttributeError:  # the first call
+            self.prepare()
+            cx = self.scalar_cx
+        fresh = cx is None
+        lends = self.lends
+        lenders = CallLenders() if lends else None
+        if cx is None:
+            cx = LiftLowerContext(self.opts, self.ci, lenders)
+            cx.where = self.where
+        if lends:
+            borrowed = resources.begin_call()
+            args = self.lowered.lift_params(cx, flat)
+            try:
+                value = self.call(args)
+            finally:
+                resources.end_call(borrowed)
+        else:  # no borrow among the arguments: nothing is lent, no wrapper to invalidate
+            value = self.call(self.lowered.lift_params(cx, flat))
+        if not fresh:  # the shared context of scalar arguments stays as it is
+            cx = LiftLowerContext(self.opts, self.ci, lenders)
+            cx.where = self.where
+        if self.spills:
+            memory: Any = self.opts.memory
+            cx.mv = memory.view()  # as of now: the host call ran in between
+        try:
+            out = self.lowered.lower_results(cx, value, flat)
+        except LowerError as exc:
+            raise host_result_error(self.where, exc) from exc
+        if lenders is not None:
+            lenders.deliver_resolve()
+        return out
 
     def lower_result(self, value: Any, flat: Sequence[CoreVal]) -> None:
         """Lower the host's one result ``value`` (ignored without a result) of an async
@@ -300,6 +347,14 @@ class HostLower:
         return call
 
 
+def _lends(ft: FuncType) -> bool:
+    return any(contains_borrow(t) for t in ft.param_types())
+
+
+#: whether a ``borrow`` is among a function type's parameters, by the type's identity
+#: (one answer per import of a plan, not per instance)
+_LENDS: IdentityMemo[FuncType, bool] = IdentityMemo(4096)
+
 #: the integer types: (size in bytes, signed)
 _INTS: dict[type, tuple[int, bool]] = {
     PRIMITIVES[f"{sign}{8 * size}"]: (size, sign == "s") for size in (1, 2, 4, 8) for sign in "us"
@@ -321,6 +376,14 @@ class _ScalarOut(NamedTuple):
     align_mask: int
     size: int
     memory: Any
+
+
+class _CallResources(Protocol):
+    """The host resource table's bracket around an in-place host call."""
+
+    def begin_call(self) -> list[object] | None: ...
+
+    def end_call(self, outer: list[object] | None) -> None: ...
 
 
 def _raiser(exc: BaseException) -> Callable[[], Any]:

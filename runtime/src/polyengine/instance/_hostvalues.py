@@ -58,6 +58,7 @@ from polyengine.concurrency import (
     TaskModelHooks,
 )
 from polyengine.concurrency import ErrorContext as ErrorContextValue
+from polyengine.concurrency.feed import feed_future
 from polyengine.concurrency.pipe import Chunk, HostFedFuture, HostFedStream, Pipe
 from polyengine.concurrency.pumps import pump_future, pump_stream
 from polyengine.instance._async import FutureSource
@@ -403,8 +404,11 @@ class HostValues:
         self, v: object, t: m.Future, cx: LiftLowerContext | None = None
     ) -> SharedFutureImpl:
         """The shared future to hand a guest for the host value ``v``."""
-        if type(v) is asyncio.Future:  # the common source: pumped, no other checks apply
-            return self._pumped(v, v, t, cx, None)
+        if type(v) is asyncio.Future:  # the common source: fed by its callbacks
+            site = _site_of(cx, v) or "a future (Future)"
+            fed = HostFedFuture(t.t)
+            feed_future(v, HostFutureWriter(self.store, fed), fed, site, self.driver.run_ready)
+            return fed
         if isinstance(v, SharedFutureImpl):
             return v
         if isinstance(v, FutureSource):
@@ -495,13 +499,39 @@ def lowering_site(cx: LiftLowerContext | None, v: object) -> str | None:
     export's or the import's name). ``None`` when the context does not say
     (``v`` is then named by its type).
     """
+    site = _site_of(cx, v)
+    return None if site is None else str(site)
+
+
+class _Site:
+    """A lowering site (:func:`lowering_site`) whose text is made when it is shown:
+    ``v`` was item ``index`` of the tuple of values labelled ``label``."""
+
+    __slots__ = ("index", "label", "where")
+
+    def __init__(self, label: str, index: int, where: str | None) -> None:
+        self.label = label
+        self.index = index
+        self.where = where
+
+    def __str__(self) -> str:
+        root = f"{self.label}[{self.index}]"
+        return root if self.where is None else f"{root} of {self.where}"
+
+
+def _site_of(cx: LiftLowerContext | None, v: object) -> _Site | str | None:
+    """:func:`lowering_site`, its text not made yet when ``v`` is one of a tuple of values."""
     at = None if cx is None else cx.at
     if at is None:
         return None
     label, top = at
+    where = cx.where if cx is not None else None
+    if type(top) is tuple:  # the values of a call: ``v`` is most often one of them
+        for k, item in enumerate(top):
+            if item is v:
+                return _Site(label, k, where)
     path = _path_to(top, v, [_SITE_NODES])
     root = f"{label}{path or ''}"
-    where = cx.where if cx is not None else None
     return root if where is None else f"{root} of {where}"
 
 
@@ -568,19 +598,37 @@ def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReade
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-
-    def later(ref: weakref.ref[object]) -> None:
-        _WATCHED.discard(ref)
-        if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
-            loop.call_soon(_drop_if_open, end)
-
     # a weak reference with a callback, kept alive by the set until it fires: the
     # work of ``weakref.finalize`` without its registry and exit hook, per handle
-    _WATCHED.add(weakref.ref(handle, later))
+    watch = _Watch(handle, _collected)
+    watch.end = end
+    watch.loop = loop
+    _WATCHED.add(watch)
+
+
+class _Watch(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a host handle, with the end to drop and the loop to drop it
+    on once the handle is collected; compared and hashed by its own identity (each
+    watch of one handle is its own, and it stays hashable once the handle is gone)."""
+
+    __slots__ = ("end", "loop")
+
+    end: HostStreamReader | HostFutureReader
+    loop: asyncio.AbstractEventLoop
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
+def _collected(watch: _Watch) -> None:
+    _WATCHED.discard(watch)
+    end, loop = watch.end, watch.loop
+    if not end.closed and not loop.is_closed():  # (an end read to its end: nothing to do)
+        loop.call_soon(_drop_if_open, end)
 
 
 #: the weak references :func:`_drop_when_collected` waits on
-_WATCHED: set[weakref.ref[object]] = set()
+_WATCHED: set[_Watch] = set()
 
 
 def _drop_if_open(end: HostStreamReader | HostFutureReader) -> None:

@@ -81,6 +81,15 @@ class Fields:
         made._mutable = mutable
         return made
 
+    @classmethod
+    def adopt(cls, entries: list[tuple[str, bytes]]) -> Fields:
+        """Host-made immutable fields holding ``entries`` itself: the caller made its
+        names lowercase strings and its values ``bytes`` (:meth:`of` converts them)."""
+        made = cls()
+        made._entries = entries
+        made._mutable = False
+        return made
+
     def freeze(self) -> None:
         """Make these fields immutable (they now belong to a message)."""
         self._mutable = False
@@ -106,12 +115,14 @@ class Fields:
     def from_list(entries: Sequence[tuple[str, bytes]]) -> Fields:
         """``[static]fields.from-list``: invalid-syntax or forbidden on a bad entry."""
         made = Fields()
+        kept = made._entries
         for name, value in entries:
             if not valid_name(name) or not valid_value(value):
                 raise header_error("invalid-syntax")
-            if name.lower() in FORBIDDEN_HEADERS:
+            key = name.lower()
+            if key in FORBIDDEN_HEADERS:
                 raise header_error("forbidden")
-            made._entries.append((name.lower(), bytes(value)))
+            kept.append((key, bytes(value)))
         return made
 
     def _check(self, name: str, values: Sequence[bytes] = ()) -> str:

@@ -182,7 +182,7 @@ class Request(_Message):
         *,
         scheme: str | None,
         authority: str | None,
-        headers: list[tuple[str, bytes]],
+        headers: list[tuple[str, bytes]] | Fields,
         body: AsyncIterable[bytes] | None,
     ) -> Request:
         """A request the host received, for the guest's ``handler.handle``.
@@ -190,14 +190,15 @@ class Request(_Message):
         ``body`` failing with ``BodyError`` (the client went away) ends the
         guest's body stream and settles its trailers future with that
         ``error-code``; a complete body settles it ``ok(none)`` (ASGI carries
-        no request trailers).
+        no request trailers). ``headers`` given as :class:`Fields` are the
+        request's own (made with :meth:`Fields.adopt`, say).
         """
         made = cls()
         outcome: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
         if body is None:
             outcome.set_result({"kind": "ok", "value": None})
         made._init_body(
-            Fields.of(headers),
+            headers if isinstance(headers, Fields) else Fields.of(headers),
             None if body is None else _until_failure(body, outcome),
             outcome,
         )
@@ -277,7 +278,8 @@ class Response(_Message):
         contents, trailers = self.contents, self.trailers
         read = getattr(contents, "read", None)
         first = Begun(read(FIRST_READ)) if contents is not None and callable(read) else None
-        later = Begun(trailers) if inspect.isawaitable(trailers) else None
+        awaitable = getattr(type(trailers), "__await__", None) is not None  # (a guest's future)
+        later = Begun(trailers) if awaitable or inspect.isawaitable(trailers) else None
         self._ahead = (first, later)
 
     def host_body(self) -> tuple[Begun | None, Any, Begun]:
