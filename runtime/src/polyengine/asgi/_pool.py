@@ -3,12 +3,19 @@
 http-serve.md §6 (instance model): wasmtime serve's reuse limit, the
 concurrency limit of a 0.3 instance and the idle timeout; a request that
 needs a new instance waits for a turn (instantiating blocks the loop).
+
+Like wasmtime serve, the instances live on an engine with the pooling
+allocator (``App(pooling_allocator=False)``, ``serve -O pooling-allocator=n``:
+the on-demand one), its pool sized by :func:`pooling_for` from what one
+instance of the component takes and how many the serving policy can keep
+at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -16,12 +23,58 @@ from typing import TYPE_CHECKING, Any
 
 from polyengine import Instance, instantiate
 from polyengine.asgi._io import instance_imports
+from polyengine.engine import EngineConfig, PoolingConfig, PoolLimitError, component_needs
+from polyengine.translate import Artifacts
+from polyengine.translate.plan import StaticModule
 
 if TYPE_CHECKING:
     from polyengine.asgi import App
 
 P2_HANDLER = "wasi:http/incoming-handler@0.2"
 P3_HANDLER = "wasi:http/handler@0.3"
+
+#: concurrent requests the pool is sized for when the app admits any number
+DEFAULT_CONCURRENCY = 1000
+#: bytes of a freed memory or fiber stack slot kept mapped for the next instance
+#: (bench/README.md, "serve": chosen by measurement)
+KEEP_RESIDENT = 16 * 1024 * 1024
+#: seconds a new instance waits for a slot of a full pool (stores being deleted)
+_FULL_WAIT = 2.0
+_TOTALS = ("total_core_instances", "total_memories", "total_tables", "total_stacks")
+
+
+def pooling_for(
+    artifacts: Artifacts,
+    *,
+    concurrency: int | None,
+    concurrent_reuse: int | None,
+    prewarm: int,
+    keep_resident: int = KEEP_RESIDENT,
+) -> EngineConfig:
+    """The engine of a pool serving ``artifacts``: the pooling allocator, sized for
+    the instances the policy can hold at once (those answering ``concurrency``
+    requests, ``concurrent_reuse`` at a time on a 0.3 service, doubled for the
+    ones still finishing past their reuse limit, plus the prewarmed ones) and
+    two fiber stacks per request."""
+    plan = artifacts.plan
+    needs = component_needs(
+        [artifacts.module_view(i) for i in range(len(plan.modules))],
+        [
+            core.module.index
+            for core in plan.core_instances
+            if isinstance(core.module, StaticModule)
+        ],
+    )
+    requests = concurrency or DEFAULT_CONCURRENCY
+    names = [export.name for export in plan.exports]
+    p3 = any(n.startswith(P3_HANDLER) for n in names) and not any(
+        n.startswith(P2_HANDLER) for n in names
+    )
+    serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 else requests
+    instances = serving + prewarm + 8
+    stacks = 2 * requests + 64
+    pooling = PoolingConfig.for_instances(needs, instances, stacks, keep_resident=keep_resident)
+    return EngineConfig(pooling=pooling)
 
 
 @dataclass
@@ -48,12 +101,34 @@ class _Pool:
         self._ids = itertools.count()
         self.created = 0
         self.discarded = 0
+        self.engine_config: EngineConfig | None = None
+        if app.pooling_allocator:
+            self.engine_config = pooling_for(
+                app.artifacts(),
+                concurrency=app.max_concurrent_requests,
+                concurrent_reuse=app.concurrent_reuse,
+                prewarm=app.prewarm,
+            )
+
+    async def _instantiate(self, artifacts: Artifacts, imports: Any) -> Instance:
+        """A new instance; on a full pool, retried while closed stores are deleted."""
+        waited = 0.0
+        while True:
+            try:
+                return await instantiate(
+                    artifacts, imports, limits=self._app.limits, engine_config=self.engine_config
+                )
+            except PoolLimitError as exc:
+                if exc.limit not in _TOTALS or waited >= _FULL_WAIT:
+                    raise
+            await asyncio.sleep(0.01)
+            waited += 0.01
 
     async def _new(self) -> _Slot:
         instance_id = next(self._ids)
         artifacts = self._app.artifacts()
         imports = instance_imports(self._app.imports_factory, instance_id, artifacts)
-        instance = await instantiate(artifacts, imports, limits=self._app.limits)
+        instance = await self._instantiate(artifacts, imports)
         names = list(instance.exports)
         p2 = [n for n in names if n.startswith(P2_HANDLER)]
         p3 = [n for n in names if n.startswith(P3_HANDLER)]
