@@ -16,7 +16,7 @@ import wasmtime
 
 from ._errors import EngineError
 from ._ffi import WASMTIME_VERSION, address
-from ._pooling import PoolingConfig, apply_pooling
+from ._pooling import PoolingConfig, apply_pooling, can_reserve, reservation_bytes
 
 __all__ = ["Engine", "EngineConfig", "get_engine"]
 
@@ -47,8 +47,9 @@ class EngineConfig:
     ``pooling`` (a :class:`PoolingConfig`) makes the engine allocate the
     memories, tables, instances and fiber stacks of its stores from
     wasmtime's pooling instance allocator instead of on demand; an engine
-    whose pool cannot be reserved (a low ``ulimit -v``) falls back to the
-    on-demand allocator with a warning (``Engine.pooled`` says which).
+    whose pool's address space cannot be reserved (a low ``ulimit -v``) is
+    made with the on-demand allocator and a warning (``Engine.pooled`` says
+    which).
     """
 
     fiber_stack_size: int = 8 * MiB
@@ -73,7 +74,7 @@ class EngineConfig:
 
         The allocator is not one of them: wasmtime compiles the same code for
         a pooled engine as for an on-demand one (their serialized modules are
-        byte-identical, which ``tests/engine/test_pooling.py`` checks), so both
+        byte-identical, which ``tests/limits/test_pooling.py`` checks), so both
         share the cache of compiled modules.
         """
         parts = [WASMTIME_VERSION]
@@ -130,25 +131,24 @@ class Engine:
     def _create(cls, config: EngineConfig) -> Engine:
         self = object.__new__(cls)
         self.config = config
-        self.pooled = config.pooling is not None
+        self.pooled = False
+        pooling = config.pooling
+        if pooling is not None:
+            need = reservation_bytes(pooling, config.fiber_stack_size)
+            if can_reserve(need):
+                self.pooled = True
+            else:
+                warnings.warn(
+                    f"polyengine: cannot reserve the pooling allocator's {need >> 30} GiB of "
+                    "address space (ulimit -v?); using the on-demand allocator",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        made = config if self.pooled or pooling is None else replace(config, pooling=None)
         try:
-            self.wasmtime_engine = wasmtime.Engine(_wasmtime_config(config))
+            self.wasmtime_engine = wasmtime.Engine(_wasmtime_config(made))
         except wasmtime.WasmtimeError as exc:
-            if config.pooling is None:
-                raise EngineError(f"cannot create engine for {config}: {exc}") from None
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "no reason given"
-            warnings.warn(
-                f"polyengine: the pooling allocator's reservation failed ({first}); "
-                "using the on-demand allocator",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-            self.pooled = False
-            on_demand = _wasmtime_config(replace(config, pooling=None))
-            try:
-                self.wasmtime_engine = wasmtime.Engine(on_demand)
-            except wasmtime.WasmtimeError as exc2:
-                raise EngineError(f"cannot create engine for {config}: {exc2}") from None
+            raise EngineError(f"cannot create engine for {config}: {exc}") from None
         self._ptr = address(self.wasmtime_engine.ptr())
         return self
 

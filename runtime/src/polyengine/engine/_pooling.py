@@ -20,6 +20,8 @@ number of instances (:meth:`PoolingConfig.for_instances`).
 
 from __future__ import annotations
 
+import mmap
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,6 +115,38 @@ class PoolingConfig:
             linear_memory_keep_resident=keep_resident,
             async_stack_keep_resident=keep_resident,
         )
+
+
+def reservation_bytes(pooling: PoolingConfig, fiber_stack_size: int) -> int:
+    """About how much address space the pool reserves when its engine is made
+    (a little more than wasmtime's own layout: each memory slot is the 4 GiB
+    a 32-bit memory reserves, or ``max_memory_size`` if larger, plus guard
+    regions; each stack is a fiber stack and a guard page)."""
+    page = 1 << 16
+    memory_slot = max(pooling.max_memory_size, 4 * GiB) + 64 * MiB
+    table_slot = -(-pooling.table_elements * 8 // page) * page
+    total = (
+        pooling.total_memories * memory_slot
+        + pooling.total_stacks * (fiber_stack_size + page)
+        + pooling.total_tables * table_slot
+        + pooling.total_core_instances * pooling.max_core_instance_size
+        + 1000 * MiB  # component-instance slots (wasmtime's default count, unused here)
+    )
+    return total + total // 8 + GiB
+
+
+def can_reserve(size: int) -> bool:
+    """Whether ``size`` bytes of address space can be reserved now (mapped without
+    access or backing, then unmapped): wasmtime's C API aborts the process when
+    a pool's reservation fails, so an engine is made only after this says yes."""
+    noreserve = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform == "linux" else 0)
+    flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0) | noreserve
+    try:
+        region = mmap.mmap(-1, size, flags=flags, prot=0)
+    except (OSError, OverflowError, ValueError, TypeError):
+        return False
+    region.close()
+    return True
 
 
 def apply_pooling(config: wasmtime.Config, pooling: PoolingConfig) -> None:
@@ -249,7 +283,9 @@ _LIMITS = (
     ("minimum byte size", "max_memory_size"),
     ("for core instances reached", "total_core_instances"),
     ("for memories reached", "total_memories"),
+    ("for memory stripe", "total_memories"),
     ("for tables reached", "total_tables"),
+    ("for table stripe", "total_tables"),
     ("for stacks reached", "total_stacks"),
     ("fiber", "total_stacks"),
     ("instance size", "max_core_instance_size"),
