@@ -11,7 +11,7 @@ import pytest
 from asgi_client import asgi_call, scope_of
 
 from polyengine.asgi import App
-from polyengine.asgi._pool import DEFAULT_CONCURRENCY, KEEP_RESIDENT, pooling_for
+from polyengine.asgi._pool import DEFAULT_CONCURRENCY, KEEP_RESIDENT_MAX, pooling_for
 from polyengine.engine import PoolLimitError
 from polyengine.translate import translate
 
@@ -55,10 +55,34 @@ def test_the_pool_is_sized_from_the_policy(guest: Guest) -> None:
     assert p2.total_memories == 76
     assert p2.total_core_instances == 2 * 76
     assert p2.total_stacks == 2 * 50 + 64
-    assert p2.linear_memory_keep_resident == p2.async_stack_keep_resident == KEEP_RESIDENT
+    # a freed memory slot stays mapped for twice the guest's memory (one page), in
+    # whole MiB; a stack slot not at all
+    assert p2.linear_memory_keep_resident == 1 << 20
+    assert p2.async_stack_keep_resident == 0
+    kept = pooling_for(arts, concurrency=1, concurrent_reuse=1, prewarm=0, keep_resident=5).pooling
+    assert kept is not None and kept.linear_memory_keep_resident == 5
     unbounded = pooling_for(arts, concurrency=None, concurrent_reuse=None, prewarm=0).pooling
     assert unbounded is not None
     assert unbounded.total_memories == DEFAULT_CONCURRENCY + 8 + 16
+
+
+def test_the_kept_memory_follows_the_guests_memory_up_to_a_bound(
+    wat: Callable[[str], bytes],
+) -> None:
+    def kept(pages: int) -> int:
+        arts = translate(
+            wat(f"""(component
+  (core module $m (memory {pages}) (func (export "ok") (result i32) (i32.const 1)))
+  (core instance $i (instantiate $m))
+  (func (export "ok") (result u32) (canon lift (core func $i "ok"))))""")
+        )
+        config = pooling_for(arts, concurrency=4, concurrent_reuse=None, prewarm=0).pooling
+        assert config is not None
+        return config.linear_memory_keep_resident
+
+    assert kept(0) == 1 << 20
+    assert kept(250) == 32 << 20  # 15.6 MiB: twice that, rounded up to whole MiB
+    assert kept(5000) == KEEP_RESIDENT_MAX
 
 
 def test_a_guest_over_the_pools_limits_fails_with_the_limit_named(
@@ -89,9 +113,7 @@ def test_serve_takes_wasmtimes_pooling_allocator_option() -> None:
     register(parser.add_subparsers())
 
     def pooled(*flags: str) -> bool:
-        value: bool = _options(parser.parse_args(["serve", *flags, "x.wasm"]))[
-            "pooling_allocator"
-        ]
+        value: bool = _options(parser.parse_args(["serve", *flags, "x.wasm"]))["pooling_allocator"]
         return value
 
     assert pooled() is True

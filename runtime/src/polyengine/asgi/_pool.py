@@ -35,9 +35,9 @@ P3_HANDLER = "wasi:http/handler@0.3"
 
 #: concurrent requests the pool is sized for when the app admits any number
 DEFAULT_CONCURRENCY = 1000
-#: bytes of a freed memory or fiber stack slot kept mapped for the next instance
-#: (bench/README.md, "serve": chosen by measurement)
-KEEP_RESIDENT = 16 * 1024 * 1024
+#: the most bytes of a freed memory slot kept mapped (zeroed) for the next instance
+KEEP_RESIDENT_MAX = 64 * 1024 * 1024
+_MiB = 1024 * 1024
 #: seconds a new instance waits for a slot of a full pool (stores being deleted)
 _FULL_WAIT = 2.0
 _TOTALS = ("total_core_instances", "total_memories", "total_tables", "total_stacks")
@@ -49,13 +49,22 @@ def pooling_for(
     concurrency: int | None,
     concurrent_reuse: int | None,
     prewarm: int,
-    keep_resident: int = KEEP_RESIDENT,
+    keep_resident: int | None = None,
 ) -> EngineConfig:
     """The engine of a pool serving ``artifacts``: the pooling allocator, sized for
     the instances the policy can hold at once (those answering ``concurrency``
     requests, ``concurrent_reuse`` at a time on a 0.3 service, doubled for the
     ones still finishing past their reuse limit, plus the prewarmed ones) and
-    two fiber stacks per request."""
+    two fiber stacks per request.
+
+    A freed memory slot keeps ``keep_resident`` bytes mapped for the next
+    instance (zeroed on the store reaper's thread, off the event loop);
+    by default twice the component's largest initial memory, whole MiB, at
+    most :data:`KEEP_RESIDENT_MAX`: the pages a new instance touches first
+    are then mapped already, and the zeroing, whose cost grows with the
+    size, stops where the instance's memory likely ends (bench/README.md,
+    "serve", the pooling allocator: the measurements behind it). Fiber
+    stacks keep none (keeping them measured no faster)."""
     plan = artifacts.plan
     needs = component_needs(
         [artifacts.module_view(i) for i in range(len(plan.modules))],
@@ -73,6 +82,8 @@ def pooling_for(
     serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 else requests
     instances = serving + prewarm + 8
     stacks = 2 * requests + 64
+    if keep_resident is None:
+        keep_resident = min(KEEP_RESIDENT_MAX, max(_MiB, -(-2 * needs.memory_bytes // _MiB) * _MiB))
     pooling = PoolingConfig.for_instances(needs, instances, stacks, keep_resident=keep_resident)
     return EngineConfig(pooling=pooling)
 

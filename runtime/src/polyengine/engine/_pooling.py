@@ -98,7 +98,8 @@ class PoolingConfig:
         """A pool for ``instances`` live instances of a component needing ``needs``
         and ``stacks`` fibers in use at once (parked and running calls), plus
         the closed stores the reaper thread may not have deleted yet
-        (``_reaper.LIMIT``), whose slots are free only then."""
+        (``_reaper.LIMIT``), whose slots are free only then; a freed memory
+        slot keeps ``keep_resident`` bytes mapped."""
         if instances < 1 or stacks < 1:
             raise ValueError("a pool needs room for at least one instance and one stack")
         instances += REAPER_QUEUE
@@ -113,7 +114,6 @@ class PoolingConfig:
             max_memory_size=max(4 * GiB, needs.memory_bytes),
             max_unused_warm_slots=min(100, max(1, needs.memories * instances)),
             linear_memory_keep_resident=keep_resident,
-            async_stack_keep_resident=keep_resident,
         )
 
 
