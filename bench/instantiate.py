@@ -64,7 +64,8 @@ else:
     from _wat import compile_component
 
 import polyengine
-from polyengine.engine import EngineConfig, PoolingConfig, apply_pooling, component_needs
+from polyengine.engine import EngineConfig, PoolingConfig, component_needs
+from polyengine.engine._pooling import apply_pooling
 from polyengine.translate.plan import StaticModule
 
 ROOT = Path(__file__).resolve().parents[1]

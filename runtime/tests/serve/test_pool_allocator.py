@@ -11,7 +11,12 @@ import pytest
 from asgi_client import asgi_call, scope_of
 
 from polyengine.asgi import App
-from polyengine.asgi._pool import DEFAULT_CONCURRENCY, KEEP_RESIDENT_MAX, pooling_for
+from polyengine.asgi._pool import (
+    DEFAULT_CONCURRENCY,
+    KEEP_RESIDENT_MAX,
+    POOL_INSTANCES_MAX,
+    pooling_for,
+)
 from polyengine.engine import PoolLimitError
 from polyengine.translate import translate
 
@@ -63,7 +68,9 @@ def test_the_pool_is_sized_from_the_policy(guest: Guest) -> None:
     assert kept is not None and kept.linear_memory_keep_resident == 5
     unbounded = pooling_for(arts, concurrency=None, concurrent_reuse=None, prewarm=0).pooling
     assert unbounded is not None
-    assert unbounded.total_memories == DEFAULT_CONCURRENCY + 8 + 16
+    # any number of requests: the pool holds at most POOL_INSTANCES_MAX answering
+    assert unbounded.total_memories == POOL_INSTANCES_MAX + 8 + 16
+    assert unbounded.total_stacks == 2 * DEFAULT_CONCURRENCY + 64
 
 
 def test_the_kept_memory_follows_the_guests_memory_up_to_a_bound(
@@ -83,6 +90,34 @@ def test_the_kept_memory_follows_the_guests_memory_up_to_a_bound(
     assert kept(0) == 1 << 20
     assert kept(250) == 32 << 20  # 15.6 MiB: twice that, rounded up to whole MiB
     assert kept(5000) == KEEP_RESIDENT_MAX
+
+
+def test_a_full_pool_makes_the_next_instance_on_demand(
+    guest: Guest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import polyengine.asgi._pool as pool_module
+
+    real = pool_module.pooling_for
+
+    def one_slot(*args: Any, **kw: Any) -> Any:
+        from dataclasses import replace
+
+        config = real(*args, **kw)
+        return replace(config, pooling=replace(config.pooling, total_memories=1))
+
+    monkeypatch.setattr(pool_module, "pooling_for", one_slot)
+    app = App(guest("echo"), log=lambda _: None, prewarm=3, reuse=5)
+
+    async def main() -> list[Any]:
+        await app.startup()
+        assert _stores_pooled(app) == [True, False, False]
+        assert app._pool is not None and app._pool.overflowed == 2
+        answers = [await asgi_call(app, scope_of("POST"), [b"x" * n]) for n in range(1, 12)]
+        await app.shutdown()
+        return answers
+
+    for n, ex in enumerate(run(main()), 1):
+        assert ex.status == 200 and ex.body == b"x" * n
 
 
 def test_a_guest_over_the_pools_limits_fails_with_the_limit_named(

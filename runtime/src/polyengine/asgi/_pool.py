@@ -7,8 +7,9 @@ needs a new instance waits for a turn (instantiating blocks the loop).
 Like wasmtime serve, the instances live on an engine with the pooling
 allocator (``App(pooling_allocator=False)``, ``serve -O pooling-allocator=n``:
 the on-demand one), its pool sized by :func:`pooling_for` from what one
-instance of the component takes and how many the serving policy can keep
-at once.
+instance of the component takes and how many the serving policy keeps at
+once, up to :data:`POOL_INSTANCES_MAX`. A full pool fails no request: the
+instance it cannot hold is made with the on-demand allocator.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ DEFAULT_CONCURRENCY = 1000
 #: the most bytes of a freed memory slot kept mapped (zeroed) for the next instance
 KEEP_RESIDENT_MAX = 64 * 1024 * 1024
 _MiB = 1024 * 1024
-#: seconds a new instance waits for a slot of a full pool (stores being deleted)
-_FULL_WAIT = 2.0
+#: the most instances a pool holds (each memory slot reserves 4 GiB of address space)
+POOL_INSTANCES_MAX = 64
 _TOTALS = ("total_core_instances", "total_memories", "total_tables", "total_stacks")
 
 
@@ -54,8 +55,9 @@ def pooling_for(
     """The engine of a pool serving ``artifacts``: the pooling allocator, sized for
     the instances the policy can hold at once (those answering ``concurrency``
     requests, ``concurrent_reuse`` at a time on a 0.3 service, doubled for the
-    ones still finishing past their reuse limit, plus the prewarmed ones) and
-    two fiber stacks per request.
+    ones still finishing past their reuse limit, at most
+    :data:`POOL_INSTANCES_MAX`, plus the prewarmed ones) and two fiber
+    stacks per request.
 
     A freed memory slot keeps ``keep_resident`` bytes mapped for the next
     instance (zeroed on the store reaper's thread, off the event loop);
@@ -80,6 +82,7 @@ def pooling_for(
         n.startswith(P2_HANDLER) for n in names
     )
     serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 else requests
+    serving = min(serving, POOL_INSTANCES_MAX)
     instances = serving + prewarm + 8
     stacks = 2 * requests + 64
     if keep_resident is None:
@@ -112,6 +115,8 @@ class _Pool:
         self._ids = itertools.count()
         self.created = 0
         self.discarded = 0
+        #: instances made on demand because the pool was full
+        self.overflowed = 0
         self.engine_config: EngineConfig | None = None
         if app.pooling_allocator:
             self.engine_config = pooling_for(
@@ -122,18 +127,18 @@ class _Pool:
             )
 
     async def _instantiate(self, artifacts: Artifacts, imports: Any) -> Instance:
-        """A new instance; on a full pool, retried while closed stores are deleted."""
-        waited = 0.0
-        while True:
+        """A new instance: from the pool, else (the pool full) on demand."""
+        limits = self._app.limits
+        if self.engine_config is not None:
             try:
                 return await instantiate(
-                    artifacts, imports, limits=self._app.limits, engine_config=self.engine_config
+                    artifacts, imports, limits=limits, engine_config=self.engine_config
                 )
             except PoolLimitError as exc:
-                if exc.limit not in _TOTALS or waited >= _FULL_WAIT:
+                if exc.limit not in _TOTALS:
                     raise
-            await asyncio.sleep(0.01)
-            waited += 0.01
+            self.overflowed += 1
+        return await instantiate(artifacts, imports, limits=limits)
 
     async def _new(self) -> _Slot:
         instance_id = next(self._ids)

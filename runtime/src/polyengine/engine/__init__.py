@@ -86,7 +86,6 @@ from ._module import module_cache_dir as module_cache_dir
 from ._pooling import ComponentNeeds as ComponentNeeds
 from ._pooling import PoolingConfig as PoolingConfig
 from ._pooling import PoolLimitError as PoolLimitError
-from ._pooling import apply_pooling as apply_pooling
 from ._pooling import component_needs as component_needs
 from ._pooling import pool_limit as pool_limit
 from ._pre import DeferredHost as DeferredHost
@@ -121,7 +120,6 @@ __all__ = [
     "PoolingConfig",
     "ComponentNeeds",
     "component_needs",
-    "apply_pooling",
     "pool_limit",
     "EngineError",
     "EngineStore",
