@@ -182,4 +182,4 @@ def test_pool_limit_reads_only_pool_errors() -> None:
     assert engine.pool_limit("some other failure") is None
     err = engine.pool_limit("maximum concurrent limit of 4 for stacks reached", "call: ")
     assert err is not None and err.limit == "total_stacks"
-    assert str(err).startswith("call: the pooling allocator")
+    assert str(err).startswith("call: over the pooling allocator's PoolingConfig.total_stacks")

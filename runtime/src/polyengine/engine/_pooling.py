@@ -303,7 +303,7 @@ def pool_limit(message: str, where: str = "") -> PoolLimitError | None:
     reason = "; ".join(ln for ln in lines if ln != "Caused by:")
     field = f"PoolingConfig.{limit}" if limit else "a PoolingConfig limit"
     return PoolLimitError(
-        f"{where}the pooling allocator cannot hold this instance ({field}): {reason}; "
+        f"{where}over the pooling allocator's {field}: {reason}; "
         "raise the limit, or use the on-demand allocator "
         "(EngineConfig(pooling=None); polyengine serve -O pooling-allocator=n)",
         limit,

@@ -359,6 +359,9 @@ def raise_from_message(state: _StoreState, message: str, code: str | None) -> No
                 raise exc
             clean = summary[: match.start()].rstrip()
             raise CoreTrap(clean, None, exc, details=message) from exc
+    pooled = pool_limit(summary)  # no fiber stack left in the engine's pool
+    if pooled is not None:
+        raise CoreTrap(str(pooled), code, details=message)
     raise CoreTrap(summary, code, details=message)
 
 
