@@ -26,7 +26,12 @@ The guests come from the test suite's guest cache
 with the command that builds it. Every figure is the median (and the
 fastest) of ``--repeats`` timed instantiations after a warm-up.
 ``--profile`` adds a cProfile listing of polyengine's warm instantiate of
-each component. Run: ``.venv/bin/python bench/instantiate.py``.
+each component. ``--pooling`` makes both hosts' engines use wasmtime's
+pooling instance allocator (polyengine: ``EngineConfig(pooling=...)`` sized
+for a few instances of the component, as ``polyengine serve`` sizes its
+pool; native: the same limits on its ``wasmtime.Config``), so a new
+instance takes its memories, tables and instance slots from a pool instead
+of mapping them. Run: ``.venv/bin/python bench/instantiate.py [--pooling]``.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -59,6 +64,9 @@ else:
     from _wat import compile_component
 
 import polyengine
+from polyengine.engine import EngineConfig, PoolingConfig, component_needs
+from polyengine.engine._pooling import apply_pooling
+from polyengine.translate.plan import StaticModule
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,11 +190,38 @@ def subjects() -> tuple[list[Subject], list[str]]:
     return out, skipped
 
 
+def pooled_config(data: bytes) -> EngineConfig:
+    """A pooled engine's configuration for a few instances of the component ``data``."""
+    artifacts = polyengine.translate(data)
+    plan = artifacts.plan
+    needs = component_needs(
+        [artifacts.module_view(i) for i in range(len(plan.modules))],
+        [c.module.index for c in plan.core_instances if isinstance(c.module, StaticModule)],
+    )
+    pooling = PoolingConfig.for_instances(needs, 8, 16)
+    # the native component's own instances: a few more tables and core instances
+    pooling = replace(
+        pooling,
+        total_core_instances=pooling.total_core_instances + 64,
+        total_tables=pooling.total_tables + 64,
+        total_memories=pooling.total_memories + 64,
+        max_tables_per_module=max(pooling.max_tables_per_module, 4),
+        max_memories_per_module=max(pooling.max_memories_per_module, 2),
+    )
+    return EngineConfig(pooling=pooling)
+
+
 class Native:
     """wasmtime-py's component API: one linker and compiled component, a store per instance."""
 
-    def __init__(self, subject: Subject) -> None:
-        self.engine = wasmtime.Engine()
+    def __init__(self, subject: Subject, pooling: EngineConfig | None = None) -> None:
+        if pooling is not None and pooling.pooling is not None:
+            config = wasmtime.Config()
+            config.wasm_multi_memory = True
+            apply_pooling(config, pooling.pooling)
+            self.engine = wasmtime.Engine(config)
+        else:
+            self.engine = wasmtime.Engine()
         self.component = wc.Component(self.engine, subject.data)
         self.linker = subject.native_linker(self.engine)
         self.wasi = subject.wasi
@@ -204,16 +239,22 @@ class Native:
 class Ours:
     """polyengine on one running event loop: translated once, instantiated warm."""
 
-    def __init__(self, subject: Subject, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        subject: Subject,
+        loop: asyncio.AbstractEventLoop,
+        config: EngineConfig | None = None,
+    ) -> None:
         self.loop = loop
         self.artifacts = polyengine.translate(subject.data)
         self.imports = subject.imports
+        self.config = config
         self.close_times: list[float] = []
 
     async def _one(self) -> float:
         imports = self.imports()
         t0 = time.perf_counter()
-        inst = await polyengine.instantiate(self.artifacts, imports)
+        inst = await polyengine.instantiate(self.artifacts, imports, engine_config=self.config)
         t = time.perf_counter() - t0
         t1 = time.perf_counter()
         inst.close()
@@ -230,7 +271,9 @@ class Ours:
             for _ in range(n):
                 imports = self.imports()
                 prof.enable()
-                inst = await polyengine.instantiate(self.artifacts, imports)
+                inst = await polyengine.instantiate(
+                    self.artifacts, imports, engine_config=self.config
+                )
                 prof.disable()
                 inst.close()
 
@@ -262,13 +305,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few repeats (smoke run)")
     parser.add_argument("--profile", action="store_true", help="add a cProfile listing")
     parser.add_argument("--only", help="measure only this component")
+    parser.add_argument(
+        "--pooling", action="store_true", help="both hosts on the pooling instance allocator"
+    )
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"polyengine warm-instantiate benchmark, {stamp}")
     print(
         f"python {platform.python_version()}, wasmtime-py {wasmtime_version()}, "
-        f"median of {repeats} instantiations per host, interleaved"
+        f"median of {repeats} instantiations per host, interleaved; "
+        f"{'pooling' if args.pooling else 'on-demand'} instance allocator"
     )
     found, skipped = subjects()
     if args.only:
@@ -277,7 +324,8 @@ def main() -> None:
     rows: list[tuple[str, float, float, float, float, float]] = []
     hosts: list[tuple[Subject, Ours]] = []
     for subject in found:
-        native, ours = Native(subject), Ours(subject, loop)
+        config = pooled_config(subject.data) if args.pooling else None
+        native, ours = Native(subject, config), Ours(subject, loop, config)
         for _ in range(2):  # warm-up: compile caches, first-call preparation
             native.instantiate()
             ours.instantiate()

@@ -585,3 +585,30 @@ def test_done_callbacks_all_run_even_if_one_raises(wat: Wat) -> None:
             assert ran == [1, 2] and call.done() and call.result() == [2]
 
     asyncio.run(main())
+
+
+def test_a_call_without_a_pooled_stack_traps_naming_the_limit() -> None:
+    """A pooled engine's fiber stacks are its pool's: a parkable call beyond them
+    fails with a trap that names the limit; the parked ones go on."""
+    import wasmtime
+
+    from polyengine.engine import EngineConfig, PoolingConfig, compile_module, get_engine
+
+    eng = get_engine(EngineConfig(pooling=PoolingConfig(total_core_instances=4, total_stacks=2)))
+
+    async def main() -> None:
+        host = Host()
+        with EngineStore(eng) as store:
+            inst = setup(
+                store, lambda text: compile_module(wasmtime.wat2wasm(text), engine=eng), host
+            )
+            parked = [start(inst.func("run"), [k]) for k in (1, 2)]
+            over = start(inst.func("run"), [3])
+            assert over.done() and not any(c.done() for c in parked)
+            with pytest.raises(CoreTrap, match=r"PoolingConfig\.total_stacks"):
+                over.result()
+            for k, call in enumerate(parked, 1):
+                host.settle(k, 10 * k)
+                assert await wait(call) == [10 * k + 1]
+
+    asyncio.run(main())

@@ -103,7 +103,8 @@ class App:
     ``request_timeout`` bounds each request (seconds; a guest still running
     then is interrupted), ``headers`` replace or add request headers
     (wasmtime's ``-H``), ``limits`` (:class:`polyengine.Limits`) bounds
-    every instance of the pool.
+    every instance of the pool; ``pooling_allocator`` (default, like wasmtime
+    serve) makes the instances with wasmtime's pooling allocator (``_pool.py``).
     """
 
     def __init__(
@@ -120,9 +121,12 @@ class App:
         log: Callable[[str], None] | None = None,
         max_concurrent_requests: int | None = None,
         limits: Limits | None = None,
+        pooling_allocator: bool = True,
     ) -> None:
         self._component = component
         self.limits = limits
+        self.pooling_allocator = pooling_allocator
+        self.max_concurrent_requests = max_concurrent_requests
         self._artifacts: Artifacts | None = None
         self.imports_factory: ImportsFactory = imports_factory or default_imports()
         self.reuse = reuse

@@ -3,12 +3,20 @@
 http-serve.md §6 (instance model): wasmtime serve's reuse limit, the
 concurrency limit of a 0.3 instance and the idle timeout; a request that
 needs a new instance waits for a turn (instantiating blocks the loop).
+
+Like wasmtime serve, the instances live on an engine with the pooling
+allocator (``App(pooling_allocator=False)``, ``serve -O pooling-allocator=n``:
+the on-demand one), its pool sized by :func:`pooling_for` from what one
+instance of the component takes and how many the serving policy keeps at
+once, up to :data:`POOL_INSTANCES_MAX`. A full pool fails no request: the
+instance it cannot hold is made with the on-demand allocator.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -16,12 +24,71 @@ from typing import TYPE_CHECKING, Any
 
 from polyengine import Instance, instantiate
 from polyengine.asgi._io import instance_imports
+from polyengine.engine import EngineConfig, PoolingConfig, PoolLimitError, component_needs
+from polyengine.translate import Artifacts
+from polyengine.translate.plan import StaticModule
 
 if TYPE_CHECKING:
     from polyengine.asgi import App
 
 P2_HANDLER = "wasi:http/incoming-handler@0.2"
 P3_HANDLER = "wasi:http/handler@0.3"
+
+#: concurrent requests the pool is sized for when the app admits any number
+DEFAULT_CONCURRENCY = 1000
+#: the most bytes of a freed memory slot kept mapped (zeroed) for the next instance
+KEEP_RESIDENT_MAX = 64 * 1024 * 1024
+_MiB = 1024 * 1024
+#: the most instances a pool holds (each memory slot reserves 4 GiB of address space)
+POOL_INSTANCES_MAX = 64
+_TOTALS = ("total_core_instances", "total_memories", "total_tables", "total_stacks")
+
+
+def pooling_for(
+    artifacts: Artifacts,
+    *,
+    concurrency: int | None,
+    concurrent_reuse: int | None,
+    prewarm: int,
+    keep_resident: int | None = None,
+) -> EngineConfig:
+    """The engine of a pool serving ``artifacts``: the pooling allocator, sized for
+    the instances the policy can hold at once (those answering ``concurrency``
+    requests, ``concurrent_reuse`` at a time on a 0.3 service, doubled for the
+    ones still finishing past their reuse limit, at most
+    :data:`POOL_INSTANCES_MAX`, plus the prewarmed ones) and two fiber
+    stacks per request.
+
+    A freed memory slot keeps ``keep_resident`` bytes mapped for the next
+    instance (zeroed on the store reaper's thread, off the event loop);
+    by default twice the component's largest initial memory, whole MiB, at
+    most :data:`KEEP_RESIDENT_MAX`: the pages a new instance touches first
+    are then mapped already, and the zeroing, whose cost grows with the
+    size, stops where the instance's memory likely ends (bench/README.md,
+    "serve", the pooling allocator: the measurements behind it). Fiber
+    stacks keep none (keeping them measured no faster)."""
+    plan = artifacts.plan
+    needs = component_needs(
+        [artifacts.module_view(i) for i in range(len(plan.modules))],
+        [
+            core.module.index
+            for core in plan.core_instances
+            if isinstance(core.module, StaticModule)
+        ],
+    )
+    requests = concurrency or DEFAULT_CONCURRENCY
+    names = [export.name for export in plan.exports]
+    p3 = any(n.startswith(P3_HANDLER) for n in names) and not any(
+        n.startswith(P2_HANDLER) for n in names
+    )
+    serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 else requests
+    serving = min(serving, POOL_INSTANCES_MAX)
+    instances = serving + prewarm + 8
+    stacks = 2 * requests + 64
+    if keep_resident is None:
+        keep_resident = min(KEEP_RESIDENT_MAX, max(_MiB, -(-2 * needs.memory_bytes // _MiB) * _MiB))
+    pooling = PoolingConfig.for_instances(needs, instances, stacks, keep_resident=keep_resident)
+    return EngineConfig(pooling=pooling)
 
 
 @dataclass
@@ -48,12 +115,36 @@ class _Pool:
         self._ids = itertools.count()
         self.created = 0
         self.discarded = 0
+        #: instances made on demand because the pool was full
+        self.overflowed = 0
+        self.engine_config: EngineConfig | None = None
+        if app.pooling_allocator:
+            self.engine_config = pooling_for(
+                app.artifacts(),
+                concurrency=app.max_concurrent_requests,
+                concurrent_reuse=app.concurrent_reuse,
+                prewarm=app.prewarm,
+            )
+
+    async def _instantiate(self, artifacts: Artifacts, imports: Any) -> Instance:
+        """A new instance: from the pool, else (the pool full) on demand."""
+        limits = self._app.limits
+        if self.engine_config is not None:
+            try:
+                return await instantiate(
+                    artifacts, imports, limits=limits, engine_config=self.engine_config
+                )
+            except PoolLimitError as exc:
+                if exc.limit not in _TOTALS:
+                    raise
+            self.overflowed += 1
+        return await instantiate(artifacts, imports, limits=limits)
 
     async def _new(self) -> _Slot:
         instance_id = next(self._ids)
         artifacts = self._app.artifacts()
         imports = instance_imports(self._app.imports_factory, instance_id, artifacts)
-        instance = await instantiate(artifacts, imports, limits=self._app.limits)
+        instance = await self._instantiate(artifacts, imports)
         names = list(instance.exports)
         p2 = [n for n in names if n.startswith(P2_HANDLER)]
         p3 = [n for n in names if n.startswith(P3_HANDLER)]

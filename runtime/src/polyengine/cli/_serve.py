@@ -98,8 +98,31 @@ def register(subparsers: Any) -> None:
     p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
                    help="answer 500 (or cut the response) after this long, interrupting "
                    "a guest still running")
+    p.add_argument("-O", dest="optimize_options", action="append", default=[], metavar="OPT",
+                   help="optimization options as wasmtime spells them: pooling-allocator[=y|n] "
+                   "(default y: instances take memories, tables and stacks from a pool "
+                   "reserved once)")
     add_wasm_options(p)
     p.set_defaults(func=serve_command)
+
+
+def _pooling_allocator(options: list[str]) -> bool:
+    """Whether ``-O`` leaves the pooling allocator on (wasmtime's ``-O pooling-allocator``)."""
+    enabled = True
+    for option in options:
+        for item in option.split(","):
+            key, eq, value = item.strip().partition("=")
+            if key != "pooling-allocator":
+                raise ValueError(f"unknown optimization option -O {item!r} (serve knows "
+                                 "pooling-allocator=y|n)")
+            choice = value.strip().lower() if eq else "y"
+            if choice in ("y", "yes", "true", "1", ""):
+                enabled = True
+            elif choice in ("n", "no", "false", "0"):
+                enabled = False
+            else:
+                raise ValueError(f"-O {item!r}: expected pooling-allocator=y or =n")
+    return enabled
 
 
 def _headers(items: list[str]) -> list[tuple[str, str]]:
@@ -171,6 +194,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "prewarm": max(0, args.prewarm),
         "request_timeout": args.request_timeout,
         "limits": limits_from(args.wasm_options),
+        "pooling_allocator": _pooling_allocator(args.optimize_options),
     }
 
 
@@ -432,6 +456,7 @@ def _serve(
         limits=options.get("limits"),
         headers=options["headers"],
         max_concurrent_requests=options["max_requests"],
+        pooling_allocator=options.get("pooling_allocator", True),
     )
     server = _Server(_uvicorn_config(app, options["max_connections"]))
 

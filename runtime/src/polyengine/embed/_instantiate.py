@@ -15,6 +15,7 @@ from polyengine.embed._facade import Exports, build_exports
 from polyengine.embed._host import HostLinker
 from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
+from polyengine.engine import EngineConfig
 from polyengine.errors import LinkError
 from polyengine.instance import ComponentRuntime, needs_task_model
 from polyengine.limits import Limits
@@ -69,6 +70,7 @@ async def instantiate(
     *,
     suspend: bool | None = None,
     limits: Limits | None = None,
+    engine_config: EngineConfig | None = None,
 ) -> Instance:
     """Instantiate a component with the host's ``imports``.
 
@@ -81,16 +83,26 @@ async def instantiate(
     task model is refused with ``LinkError``. ``limits``
     (:class:`polyengine.Limits`) bounds the instance's fuel, time, memory,
     tables and instances; exceeding one traps with its code.
+    ``engine_config`` (:class:`polyengine.engine.EngineConfig`) picks the
+    engine the instance runs on (default: the default engine; fuel limits
+    turn ``consume_fuel`` on), such as one with the pooling allocator.
 
     Raises :class:`~polyengine.errors.TranslationError` for a malformed
     component, :class:`~polyengine.errors.LinkError` (and its subclass
     ``MissingImportError``) when an import is missing or mis-shaped (a
     supplied import whose type is known, such as another instance's exports,
     is checked against the declared type before any guest code runs), and
-    ``polyengine_protocol.Trap`` when a start function traps.
+    ``polyengine_protocol.Trap`` when a start function traps; with the
+    pooling allocator, ``polyengine.engine.PoolLimitError`` when the pool
+    cannot hold the instance.
     """
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a polyengine.Limits, not {type(limits).__name__}")
+    if engine_config is not None and not isinstance(engine_config, EngineConfig):
+        raise TypeError(
+            "engine_config must be a polyengine.engine.EngineConfig, "
+            f"not {type(engine_config).__name__}"
+        )
     arts = to_artifacts(artifacts)
     supplied = Imports(imports)
     check_links(arts.plan, supplied, require=("module", "component"))
@@ -115,6 +127,7 @@ async def instantiate(
         task_lowered=linker.lowers_on_tasks if task_model else None,
         host_values=_host_values() if task_model else None,
         limits=limits,
+        engine_config=engine_config,
     )
     return Instance(runtime, build_exports(runtime))
 

@@ -83,6 +83,11 @@ from ._module import cached_module_path as cached_module_path
 from ._module import compile_module as compile_module
 from ._module import has_start_section as has_start_section
 from ._module import module_cache_dir as module_cache_dir
+from ._pooling import ComponentNeeds as ComponentNeeds
+from ._pooling import PoolingConfig as PoolingConfig
+from ._pooling import PoolLimitError as PoolLimitError
+from ._pooling import component_needs as component_needs
+from ._pooling import pool_limit as pool_limit
 from ._pre import DeferredHost as DeferredHost
 from ._pre import ExportSource as ExportSource
 from ._pre import HostSource as HostSource
@@ -111,6 +116,11 @@ __all__ = [
     "DeferredHost",
     "Engine",
     "EngineConfig",
+    "PoolLimitError",
+    "PoolingConfig",
+    "ComponentNeeds",
+    "component_needs",
+    "pool_limit",
     "EngineError",
     "EngineStore",
     "ExportSource",

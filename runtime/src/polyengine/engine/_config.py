@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 
 import wasmtime
 
 from ._errors import EngineError
 from ._ffi import WASMTIME_VERSION, address
+from ._pooling import PoolingConfig, apply_pooling, can_reserve, reservation_bytes
 
 __all__ = ["Engine", "EngineConfig", "get_engine"]
 
@@ -42,6 +44,12 @@ class EngineConfig:
     (``_interrupt.py``).  ``module_cache`` turns the on-disk cache
     of compiled modules on or off; ``cache_dir`` overrides its location (else
     ``POLYENGINE_CACHE_DIR``, else ``~/.cache/polyengine/modules``).
+    ``pooling`` (a :class:`PoolingConfig`) makes the engine allocate the
+    memories, tables, instances and fiber stacks of its stores from
+    wasmtime's pooling instance allocator instead of on demand; an engine
+    whose pool's address space cannot be reserved (a low ``ulimit -v``) is
+    made with the on-demand allocator and a warning (``Engine.pooled`` says
+    which).
     """
 
     fiber_stack_size: int = 8 * MiB
@@ -50,6 +58,7 @@ class EngineConfig:
     epoch_interruption: bool = True
     module_cache: bool = True
     cache_dir: str | None = None
+    pooling: PoolingConfig | None = None
 
     def __post_init__(self) -> None:
         if self.max_wasm_stack <= 0:
@@ -61,10 +70,16 @@ class EngineConfig:
             )
 
     def code_fingerprint(self) -> str:
-        """A short digest of every setting that changes compiled code."""
+        """A short digest of every setting that changes compiled code.
+
+        The allocator is not one of them: wasmtime compiles the same code for
+        a pooled engine as for an on-demand one (their serialized modules are
+        byte-identical, which ``tests/limits/test_pooling.py`` checks), so both
+        share the cache of compiled modules.
+        """
         parts = [WASMTIME_VERSION]
         for f in fields(self):
-            if f.name not in ("module_cache", "cache_dir"):
+            if f.name not in ("module_cache", "cache_dir", "pooling"):
                 parts.append(f"{f.name}={getattr(self, f.name)!r}")
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -92,17 +107,22 @@ def _wasmtime_config(config: EngineConfig) -> wasmtime.Config:
     from wasmtime import _ffi as wffi
 
     wffi.wasmtime_config_async_stack_size_set(c.ptr(), config.fiber_stack_size)
+    if config.pooling is not None:
+        apply_pooling(c, config.pooling)
     return c
 
 
 class Engine:
     """A wasmtime engine with its configuration (obtain via :func:`get_engine`)."""
 
-    __slots__ = ("_ptr", "config", "wasmtime_engine")
+    __slots__ = ("_ptr", "config", "pooled", "wasmtime_engine")
 
     config: EngineConfig
     wasmtime_engine: wasmtime.Engine
     _ptr: int
+    #: whether the stores of this engine allocate from its pool (``config.pooling``
+    #: set and the pool reserved)
+    pooled: bool
 
     def __init__(self) -> None:
         raise TypeError("use get_engine() to obtain an Engine")
@@ -111,8 +131,22 @@ class Engine:
     def _create(cls, config: EngineConfig) -> Engine:
         self = object.__new__(cls)
         self.config = config
+        self.pooled = False
+        pooling = config.pooling
+        if pooling is not None:
+            need = reservation_bytes(pooling, config.fiber_stack_size)
+            if can_reserve(need):
+                self.pooled = True
+            else:
+                warnings.warn(
+                    f"polyengine: cannot reserve the pooling allocator's {need >> 30} GiB of "
+                    "address space (ulimit -v?); using the on-demand allocator",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        made = config if self.pooled or pooling is None else replace(config, pooling=None)
         try:
-            self.wasmtime_engine = wasmtime.Engine(_wasmtime_config(config))
+            self.wasmtime_engine = wasmtime.Engine(_wasmtime_config(made))
         except wasmtime.WasmtimeError as exc:
             raise EngineError(f"cannot create engine for {config}: {exc}") from None
         self._ptr = address(self.wasmtime_engine.ptr())

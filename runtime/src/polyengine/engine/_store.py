@@ -25,6 +25,7 @@ from . import _ffi as ffi
 from . import _interrupt
 from ._config import Engine, get_engine
 from ._errors import CoreTrap, EngineError, StoreClosedError
+from ._pooling import pool_limit
 from ._reaper import delete_store
 
 if TYPE_CHECKING:
@@ -358,6 +359,9 @@ def raise_from_message(state: _StoreState, message: str, code: str | None) -> No
                 raise exc
             clean = summary[: match.start()].rstrip()
             raise CoreTrap(clean, None, exc, details=message) from exc
+    pooled = pool_limit(summary)  # no fiber stack left in the engine's pool
+    if pooled is not None:
+        raise CoreTrap(str(pooled), code, details=message)
     raise CoreTrap(summary, code, details=message)
 
 
@@ -384,6 +388,9 @@ def instantiation_failure(state: _StoreState, module: CoreModule, trap: int, err
     if limit is not None:
         lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
         raise CoreTrap(f"{module.name}: {'; '.join(lines)}", limit, details=message)
+    pooled = pool_limit(message, f"core module {module.name}: ")
+    if pooled is not None:
+        raise pooled
     if "wasm trap" in message or "wasm backtrace" in message:
         raise CoreTrap(trap_summary(message), None, details=message)
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]

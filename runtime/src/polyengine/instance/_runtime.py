@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
@@ -146,6 +147,7 @@ class ComponentRuntime:
         task_lowered: Callable[[pln.LowerImport], bool] | None = None,
         host_values: HostValuesFactory | None = None,
         limits: Limits | None = None,
+        engine_config: engine.EngineConfig | None = None,
     ) -> None:
         plan = artifacts.plan
         self.plan = plan
@@ -153,7 +155,7 @@ class ComponentRuntime:
         self.limits = limits
         #: the thread that created the runtime, the only one that may call it
         self.owner_thread = get_ident()
-        eng = _engine_for(limits)
+        eng = _engine_for(limits, engine_config)
         self.store = engine.EngineStore(eng, suspend=task_model)
         #: what every call from the host does first (re-arming per-call limits), if anything
         self.begin_call: Callable[[], None] | None = _apply_limits(self.store, limits)
@@ -675,11 +677,15 @@ def _new_table(plan: pln.Plan) -> dict[Any, Any]:
     return {}
 
 
-def _engine_for(limits: Limits | None) -> engine.Engine:
-    """The engine an instance under ``limits`` runs on (fuel needs code that counts it)."""
+def _engine_for(limits: Limits | None, config: engine.EngineConfig | None = None) -> engine.Engine:
+    """The engine an instance under ``limits`` runs on: ``config``'s, else the
+    default one (fuel needs code that counts it)."""
     if limits is not None and limits.fuel is not None:
-        return engine.get_engine(engine.EngineConfig(consume_fuel=True))
-    return engine.get_engine()
+        if config is None:
+            config = engine.EngineConfig(consume_fuel=True)
+        elif not config.consume_fuel:
+            config = replace(config, consume_fuel=True)
+    return engine.get_engine(config)
 
 
 def _apply_limits(store: engine.EngineStore, limits: Limits | None) -> Callable[[], None] | None:
@@ -716,12 +722,18 @@ def _instance_pre(artifacts: Artifacts, eng: engine.Engine) -> engine.InstancePr
     found = _PRES.get(key)
     if found is not None and found[0] is plan:
         return found[1]
-    modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
-        engine.compile_module(
-            artifacts.module_view(i), name=f"module {i}", sha256=m.sha256, engine=eng
-        )
-        for i, m in enumerate(plan.modules)
-    ]
+    try:
+        modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
+            engine.compile_module(
+                artifacts.module_view(i), name=f"module {i}", sha256=m.sha256, engine=eng
+            )
+            for i, m in enumerate(plan.modules)
+        ]
+    except engine.CompileError as exc:  # a pooled engine checks its limits when compiling
+        pooled = engine.pool_limit(exc.reason, f"{exc.module}: ") if eng.pooled else None
+        if pooled is None:
+            raise
+        raise pooled from None
     instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []
     for index, core in enumerate(plan.core_instances):
         if not isinstance(core.module, pln.StaticModule):
