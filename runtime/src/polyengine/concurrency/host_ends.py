@@ -114,11 +114,21 @@ class _Copy:
             return None
         outcome = self.outcome
         if outcome is not None:
-            later = self.later
-            if later is not None:
-                self.later = None
-                later()
+            self._reclaim()
         return outcome
+
+    def _reclaim(self) -> None:
+        """Give back the buffer of a copy that made progress while offered."""
+        later = self.later  # (set only with the outcome)
+        if later is not None:
+            self.later = None
+            later()
+
+    def _cancelled(self, store: Store, cancel: Callable[[], None]) -> None:
+        """The waiting task was cancelled: cancel a copy not settled yet, and wake the store."""
+        if self.outcome is None:
+            cancel()
+        store.wake()
 
     async def turn(self, store: Store, cancel: Callable[[], None]) -> CopyResult | None:
         """Give the event loop one turn with the copy offered; its outcome if it came.
@@ -133,15 +143,10 @@ class _Copy:
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:
-            if self.outcome is None:
-                cancel()
-            store.wake()
+            self._cancelled(store, cancel)
             raise
         finally:
-            later = self.later  # (set only with the outcome)
-            if later is not None:
-                self.later = None
-                later()
+            self._reclaim()
         return self.outcome
 
     async def wait(self, store: Store, cancel: Callable[[], None]) -> CopyResult:
@@ -152,15 +157,10 @@ class _Copy:
         try:
             return await fut
         except asyncio.CancelledError:
-            if self.outcome is None:
-                cancel()
-            store.wake()
+            self._cancelled(store, cancel)
             raise
         finally:
-            later = self.later
-            if later is not None:
-                self.later = None
-                later()
+            self._reclaim()
 
 
 async def _copy(
