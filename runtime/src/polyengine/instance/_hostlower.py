@@ -166,15 +166,23 @@ class HostLower:
     def lift_params(self, scope: Any, flat: Sequence[CoreVal]) -> list[Any]:
         """The guest's arguments as host values; ``scope`` (the call's lenders, or its
         subtask) counts the borrows they hand out."""
+        cx = self._lift_context(scope)  # (first: on the first call it prepares ``lowered``)
+        return self.lowered.lift_params(cx, flat)
+
+    def _lift_context(self, scope: Any) -> LiftLowerContext:
+        """The context the arguments lift in: the shared one of scalar arguments, else
+        a new one whose ``scope`` counts the borrows (prepared on the first call)."""
         try:
             cx = self.scalar_cx
         except AttributeError:  # the first call
             self.prepare()
             cx = self.scalar_cx
-        if cx is None:
-            cx = LiftLowerContext(self.opts, self.ci, scope)
-            cx.where = self.where
-        return self.lowered.lift_params(cx, flat)
+        return cx if cx is not None else self._context(scope)
+
+    def _context(self, scope: Any) -> LiftLowerContext:
+        cx = LiftLowerContext(self.opts, self.ci, scope)
+        cx.where = self.where
+        return cx
 
     def lower_results(
         self, scope: Any, result: list[Any], flat: Sequence[CoreVal]
@@ -182,13 +190,14 @@ class HostLower:
         """Lower the host's result (``[]``, or ``[value]``) into the guest, after
         :meth:`lift_params`; one of the wrong shape is the host's fault
         (:func:`~polyengine.abi.trap.host_result_error`)."""
-        cx = LiftLowerContext(self.opts, self.ci, scope)
-        cx.where = self.where
+        return self._lower(self._context(scope), result[0] if result else None, flat)
+
+    def _lower(self, cx: LiftLowerContext, value: Any, flat: Sequence[CoreVal]) -> list[CoreVal]:
         if self.spills:
             memory: Any = self.opts.memory
-            cx.mv = memory.view()  # (not through the context's lazy fetch)
+            cx.mv = memory.view()  # as of now: the host call ran in between
         try:
-            return self.lowered.lower_results(cx, result[0] if result else None, flat)
+            return self.lowered.lower_results(cx, value, flat)
         except LowerError as exc:
             raise host_result_error(self.where, exc) from exc
 
@@ -199,17 +208,9 @@ class HostLower:
         one lifting context for the arguments and the result. Without a
         ``borrow`` among the parameters (``lends``) nothing is lent and no
         borrowed wrapper is handed out: neither is counted."""
-        try:
-            cx = self.scalar_cx
-        except AttributeError:  # the first call
-            self.prepare()
-            cx = self.scalar_cx
-        fresh = cx is None
         lends = self.lends
         lenders = CallLenders() if lends else None
-        if cx is None:
-            cx = LiftLowerContext(self.opts, self.ci, lenders)
-            cx.where = self.where
+        cx = self._lift_context(lenders)
         if lends:
             borrowed = resources.begin_call()
             args = self.lowered.lift_params(cx, flat)
@@ -219,16 +220,9 @@ class HostLower:
                 resources.end_call(borrowed)
         else:  # no borrow among the arguments: nothing is lent, no wrapper to invalidate
             value = self.call(self.lowered.lift_params(cx, flat))
-        if not fresh:  # the shared context of scalar arguments stays as it is
-            cx = LiftLowerContext(self.opts, self.ci, lenders)
-            cx.where = self.where
-        if self.spills:
-            memory: Any = self.opts.memory
-            cx.mv = memory.view()  # as of now: the host call ran in between
-        try:
-            out = self.lowered.lower_results(cx, value, flat)
-        except LowerError as exc:
-            raise host_result_error(self.where, exc) from exc
+        if cx is self.scalar_cx:  # the shared context of scalar arguments stays as it is
+            cx = self._context(lenders)
+        out = self._lower(cx, value, flat)
         if lenders is not None:
             lenders.deliver_resolve()
         return out
