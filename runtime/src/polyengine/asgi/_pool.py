@@ -19,6 +19,7 @@ import itertools
 import math
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,11 +78,8 @@ def pooling_for(
         ],
     )
     requests = concurrency or DEFAULT_CONCURRENCY
-    names = [export.name for export in plan.exports]
-    p3 = any(n.startswith(P3_HANDLER) for n in names) and not any(
-        n.startswith(P2_HANDLER) for n in names
-    )
-    serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 else requests
+    p2, p3 = _handlers(export.name for export in plan.exports)
+    serving = 2 * math.ceil(requests / (concurrent_reuse or 16)) if p3 and not p2 else requests
     serving = min(serving, POOL_INSTANCES_MAX)
     instances = serving + prewarm + 8
     stacks = 2 * requests + 64
@@ -89,6 +87,18 @@ def pooling_for(
         keep_resident = min(KEEP_RESIDENT_MAX, max(_MiB, -(-2 * needs.memory_bytes // _MiB) * _MiB))
     pooling = PoolingConfig.for_instances(needs, instances, stacks, keep_resident=keep_resident)
     return EngineConfig(pooling=pooling)
+
+
+def _handlers(names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The wasi:http 0.2 and 0.3 handler exports among ``names`` (a 0.2 one is served)."""
+    p2: list[str] = []
+    p3: list[str] = []
+    for name in names:
+        if name.startswith(P2_HANDLER):
+            p2.append(name)
+        elif name.startswith(P3_HANDLER):
+            p3.append(name)
+    return p2, p3
 
 
 @dataclass
@@ -146,8 +156,7 @@ class _Pool:
         imports = instance_imports(self._app.imports_factory, instance_id, artifacts)
         instance = await self._instantiate(artifacts, imports)
         names = list(instance.exports)
-        p2 = [n for n in names if n.startswith(P2_HANDLER)]
-        p3 = [n for n in names if n.startswith(P3_HANDLER)]
+        p2, p3 = _handlers(names)
         if not p2 and not p3:
             instance.close()
             raise TypeError(
