@@ -209,7 +209,10 @@ def test_header_injection_replaces_request_headers_and_hop_by_hop_ones_are_dropp
     )
     # ``host`` is the authority, ``connection`` is hop-by-hop: like wasmtime,
     # the guest sees neither; names are lowercased, order and repeats kept.
-    assert app._request_headers(scope) == [("x-kept", b"1"), ("x-kept", b"2"), ("x-env", b"prod")]
+    from polyengine.asgi._io import _request_head
+
+    _, _, fields = _request_head(scope, app._forbidden, app.headers)
+    assert fields == [("x-kept", b"1"), ("x-kept", b"2"), ("x-env", b"prod")]
 
 
 def test_requests_on_new_instances_take_turns(guest: Guest) -> None:
@@ -276,27 +279,42 @@ async def _serve_once(app: App) -> Any:
     return await asgi_call(app, scope_of())
 
 
+SERVER = "127.0.0.1:8080"  # scope_of's server address
+
+
 @pytest.mark.parametrize(
-    ("headers", "version"),
+    ("headers", "version", "head"),
     [
-        ([(b"host", b"h:1"), (b"Content-Length", b"0"), (b"X-A", b"1"), (b"x-a", b"2")], "1.1"),
-        ([(b"Host", b"first"), (b"host", b"second"), (b"content-length", b" 12 ")], "1.1"),
-        ([(b"Transfer-Encoding", b"chunked"), (b"Connection", b"close")], "1.1"),
-        ([(b"content-length", b"0"), (b"Upgrade", b"h2c"), (b"x-b", b"\xff")], "1.0"),
-        ([(b"x-c", b"3")], "2"),
-        ([], "1.1"),
+        (
+            [(b"host", b"h:1"), (b"Content-Length", b"0"), (b"X-A", b"1"), (b"x-a", b"2")], "1.1",
+            ("h:1", True, [("content-length", b"0"), ("x-a", b"1"), ("x-a", b"2")]),
+        ),
+        (
+            [(b"Host", b"first"), (b"host", b"second"), (b"content-length", b" 12 ")], "1.1",
+            ("first", False, [("content-length", b" 12 ")]),
+        ),
+        (
+            [(b"Transfer-Encoding", b"chunked"), (b"Connection", b"close")], "1.1",
+            (SERVER, False, []),
+        ),
+        (
+            [(b"content-length", b"0"), (b"Upgrade", b"h2c"), (b"x-b", b"\xff")], "1.0",
+            (SERVER, True, [("content-length", b"0"), ("x-b", b"\xff")]),
+        ),
+        ([(b"x-c", b"3")], "2", (SERVER, False, [("x-c", b"3")])),
+        ([], "1.1", (SERVER, True, [])),
     ],
 )
-def test_the_request_head_in_one_pass_matches_its_parts(
-    headers: list[tuple[bytes, bytes]], version: str
+def test_the_request_head_gives_authority_framing_and_fields(
+    headers: list[tuple[bytes, bytes]], version: str, head: tuple[object, ...]
 ) -> None:
-    from polyengine.asgi._io import _authority, _declares_no_body, _request_head
+    """The authority is the first ``host`` (else the server's address); HTTP/1.x
+    without ``transfer-encoding`` or a non-zero ``content-length`` declares no
+    body (HTTP/2 never does by headers); the guest's fields leave out the
+    hop-by-hop ones and ``host``, lowercased, order and repeats kept."""
+    from polyengine.asgi._io import _request_head
 
     app = App(b"")
     scope = scope_of(headers=headers)
     scope["http_version"] = version
-    assert _request_head(scope, app._forbidden) == (
-        _authority(scope),
-        _declares_no_body(scope),
-        app._request_headers(scope),
-    )
+    assert _request_head(scope, app._forbidden) == head

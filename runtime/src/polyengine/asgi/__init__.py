@@ -36,7 +36,6 @@ from polyengine.asgi._io import (
     Receive,
     Scope,
     Send,
-    _authority,
     _error_page,
     _Incoming,
     _may_have_length,
@@ -267,14 +266,15 @@ class App:
         from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
 
         started = False
-        incoming = _Incoming(receive, scope)
+        authority, ended, fields = _request_head(scope, self._forbidden, self.headers)
+        incoming = _Incoming(receive, ended)
         try:
             request = IncomingRequest(
                 scope["method"],
                 _path_with_query(scope),
                 scheme=scope.get("scheme", "http"),
-                authority=_authority(scope),
-                headers=self._request_headers(scope),
+                authority=authority,
+                headers=fields,
                 body=incoming.body(),
             )
             out = ResponseOutparam()
@@ -420,13 +420,8 @@ class App:
 
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
-        if self.headers:
-            incoming = _Incoming(receive, scope)
-            authority = _authority(scope)
-            fields = self._request_headers(scope)
-        else:  # the headers as the client sent them: one pass
-            authority, ended, fields = _request_head(scope, self._forbidden)
-            incoming = _Incoming(receive, scope, ended)
+        authority, ended, fields = _request_head(scope, self._forbidden, self.headers)
+        incoming = _Incoming(receive, ended)
         request = self._p3_request.incoming(
             scope["method"],
             _path_with_query(scope),
@@ -540,20 +535,3 @@ class App:
                 }
             )
         response.finished({"kind": "ok"})
-
-    def _request_headers(self, scope: Scope) -> list[tuple[str, bytes]]:
-        """The request's fields without the hop-by-hop ones (``host`` is the authority).
-
-        Like wasmtime, the fields a guest could not set itself are not handed
-        to it either; ``-H`` headers replace the request's own.
-        """
-        raw: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
-        if self.headers:
-            names = {k for k, _ in self.headers}
-            raw = [(k, v) for k, v in raw if k.lower() not in names] + self.headers
-        out: list[tuple[str, bytes]] = []
-        for k, v in raw:
-            name = k.decode("latin-1").lower()
-            if name not in self._forbidden:
-                out.append((name, bytes(v)))
-        return out

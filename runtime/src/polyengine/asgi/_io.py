@@ -179,24 +179,23 @@ def _path_with_query(scope: Scope) -> str:
     return f"{path}?{query.decode('latin-1')}" if query else path
 
 
-def _authority(scope: Scope) -> str | None:
-    for name, value in scope.get("headers") or []:
-        if bytes(name).lower() == b"host":
-            return bytes(value).decode("latin-1")
-    server = scope.get("server")
-    if server:
-        host, port = server[0], server[1]
-        return host if port is None else f"{host}:{port}"
-    return None
-
-
 def _request_head(
-    scope: Scope, forbidden: Collection[str]
+    scope: Scope, forbidden: Collection[str], extra: Sequence[tuple[bytes, bytes]] = ()
 ) -> tuple[str | None, bool, list[tuple[str, bytes]]]:
-    """One pass over the request's headers: :func:`_authority`, :func:`_declares_no_body`
-    and the fields handed to the guest (names lowercased, ``forbidden`` ones left out)."""
+    """One pass over the request's headers: its authority (the first ``host``, else
+    the server's address), whether it declares no body (HTTP/1.x framing: no
+    ``transfer-encoding`` and no or a zero ``content-length``; HTTP/2 and 3
+    frame a body without either), and the fields handed to the guest.
+
+    Like wasmtime, the fields a guest could not set itself (``forbidden``:
+    hop-by-hop ones, and ``host``, which is the authority) are not handed to
+    it either; names are lowercased, order and repeats kept; ``extra``
+    (wasmtime's ``-H``, lowercased names) replace the request's own fields of
+    their names and follow them.
+    """
     authority: str | None = None
     no_body = scope.get("http_version", "1.1") in ("1.0", "1.1")
+    replaced = {k.decode("latin-1") for k, _ in extra}
     fields: list[tuple[str, bytes]] = []
     for k, v in scope.get("headers") or ():
         name = bytes(k).decode("latin-1").lower()
@@ -206,10 +205,17 @@ def _request_head(
                 authority = value.decode("latin-1")
         elif name == "transfer-encoding" or (name == "content-length" and value.strip() != b"0"):
             no_body = False
-        if name not in forbidden:
+        if name not in forbidden and name not in replaced:
             fields.append((name, value))
+    for k, v in extra:
+        name = k.decode("latin-1")
+        if name not in forbidden:
+            fields.append((name, v))
     if authority is None:
-        authority = _authority(scope)
+        server = scope.get("server")
+        if server:
+            host, port = server[0], server[1]
+            authority = host if port is None else f"{host}:{port}"
     return authority, no_body, fields
 
 
@@ -218,13 +224,13 @@ class _Incoming:
     was read to its end, a watch for the client leaving (``http.disconnect``): a
     server such as uvicorn drops what is sent after that without an error.
 
-    ``ended``: the request declares no body (:func:`_declares_no_body` when not given).
+    ``ended``: the request declares no body (:func:`_request_head`).
     """
 
-    def __init__(self, receive: Receive, scope: Scope, ended: bool | None = None) -> None:
+    def __init__(self, receive: Receive, ended: bool) -> None:
         self._receive = receive
         #: the body was read to its end, or the request declares none
-        self.ended = _declares_no_body(scope) if ended is None else ended
+        self.ended = ended
         self._pending: deque[dict[str, Any]] = deque()
         self._watch: asyncio.Future[bool] | None = None
         self._checks = 0
@@ -276,13 +282,3 @@ class _Incoming:
             self._watch.cancel()
 
 
-def _declares_no_body(scope: Scope) -> bool:
-    """HTTP/1.x framing: no ``transfer-encoding`` and no (or a zero) ``content-length``
-    (HTTP/2 and 3 frame a body without either)."""
-    if scope.get("http_version", "1.1") not in ("1.0", "1.1"):
-        return False
-    for name, value in scope.get("headers") or ():
-        low = bytes(name).lower()
-        if low == b"transfer-encoding" or (low == b"content-length" and value.strip() != b"0"):
-            return False
-    return True
