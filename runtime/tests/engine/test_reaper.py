@@ -219,3 +219,38 @@ def test_a_store_with_small_memories_is_deleted_in_place(
     big = closed(32)  # 2 MiB (its address may be the small one's, deleted already)
     _wait_for(lambda: (big, "polyengine-store-reaper") in deletions[before:])
     assert (big, me) not in deletions[before:]
+
+
+def _voluntary_switches(native_id: int) -> int:
+    with open(f"/proc/self/task/{native_id}/status") as status:
+        for line in status:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches line")
+
+
+def test_the_native_loop_parks_until_a_store_arrives(
+    wat: Wat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between deletions the loop waits on its condition without a timeout: it
+    # does not wake up on its own (no polling), and a push wakes it at once.
+    accel: Any = _native()
+    monkeypatch.setattr(_reaper, "IN_PLACE_BYTES", 0)
+    _closed_store(wat)  # starts the thread if no earlier test did
+    thread = _reaper._REAPER.thread
+    assert thread is not None and thread.native_id is not None
+    try:
+        _voluntary_switches(thread.native_id)
+    except OSError:
+        pytest.skip("no /proc task status here")
+    for _ in range(3):
+        before = accel.reaper_state()[1]
+        _closed_store(wat)
+        _wait_for(lambda: accel.reaper_state()[1] > before)
+        time.sleep(0.02)  # what the deletion's wake-up leaves settles
+        idle = _voluntary_switches(thread.native_id)
+        time.sleep(0.1)
+        assert accel.reaper_state()[0] == 0
+        woken = _voluntary_switches(thread.native_id) - idle
+        # (a store the collector closes meanwhile may wake it once or twice)
+        assert woken <= 4, f"the idle reaper woke {woken} times in 0.1 s"

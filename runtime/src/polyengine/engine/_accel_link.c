@@ -366,7 +366,6 @@ accel_init_plain(PyObject *mod, PyObject *fn)
  * them in order until ``reaper_close``, draining the queue first. */
 
 #include <pthread.h>
-#include <time.h>
 
 #define REAPER_SLOTS 64
 
@@ -378,14 +377,11 @@ static unsigned long long reaper_queue[REAPER_SLOTS][2];
 static size_t reaper_head = 0, reaper_count = 0;
 static int reaper_open = 1;
 static unsigned long long reaper_deleted = 0;
-/* the loop waits without a timeout (a push must wake it) */
+/* the loop is parked on ``reaper_cv`` (a push must wake it): it waits without a
+ * timeout whenever the queue is empty, so an idle reaper costs no CPU at all;
+ * a push signals only a parked loop (one that is deleting takes the next pair
+ * when it looks again, without a wake-up) */
 static int reaper_parked = 0;
-/* while stores keep coming the loop looks every REAPER_TICK_NS on its own, and
- * parks after REAPER_IDLE_TICKS looks that found nothing: a push then wakes it
- * only when it is parked or the queue is half full, so the thread closing
- * stores rarely wakes a thread that could then take its core */
-#define REAPER_TICK_NS 1000000L
-#define REAPER_IDLE_TICKS 200
 
 /* reaper_push(store, linker, limit) -> bool: queued (False: full, past limit, or closed) */
 static PyObject *
@@ -404,7 +400,7 @@ accel_reaper_push(PyObject *mod, PyObject *args)
         reaper_queue[slot][1] = linker;
         reaper_count++;
         queued = 1;
-        if (reaper_parked || reaper_count * 2 >= (size_t)limit)
+        if (reaper_parked)
             pthread_cond_signal(&reaper_cv);
     }
     pthread_mutex_unlock(&reaper_mu);
@@ -426,30 +422,14 @@ accel_reaper_loop(PyObject *mod, PyObject *args)
     delete_fn linker_delete = (delete_fn)(uintptr_t)linker_addr;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&reaper_mu);
-    int idle = REAPER_IDLE_TICKS;
     for (;;) {
         while (reaper_count == 0 && reaper_open) {
-            if (idle >= REAPER_IDLE_TICKS) {
-                reaper_parked = 1;
-                pthread_cond_wait(&reaper_cv, &reaper_mu);
-                reaper_parked = 0;
-                idle = 0;
-                continue;
-            }
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += REAPER_TICK_NS;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec += 1;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&reaper_cv, &reaper_mu, &until);
-            if (reaper_count == 0)
-                idle++;
+            reaper_parked = 1;
+            pthread_cond_wait(&reaper_cv, &reaper_mu);
+            reaper_parked = 0;
         }
         if (reaper_count == 0)
             break;
-        idle = 0;
         unsigned long long store = reaper_queue[reaper_head][0];
         unsigned long long linker = reaper_queue[reaper_head][1];
         reaper_head = (reaper_head + 1) % REAPER_SLOTS;
