@@ -48,7 +48,14 @@ from polyengine.concurrency import (
     run_to_completion,
 )
 from polyengine.concurrency.driver import CancelMode
-from polyengine.concurrency.engine_seam import builtin_host_func, engine_core, no_current_task
+from polyengine.concurrency.engine_seam import (
+    NONBLOCKING_KINDS,
+    builtin_host_func,
+    engine_core,
+    never_parks,
+    no_current_task,
+)
+from polyengine.concurrency.engine_seam import _complete_or_trap as complete_or_trap
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.hostfunc import host_lower_async
 from polyengine.concurrency.lift import canon_lower_async
@@ -59,6 +66,7 @@ from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
 from polyengine.instance._hostlift import HostLift
+from polyengine.instance._perplan import builtin_is_async
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
 from polyengine.types.layout import contains_borrow, flatten_functype
@@ -338,12 +346,34 @@ class TaskModel:
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
         params, results = builtin_signature(b)
-        # a copy's async is its option, a cancel's its immediate
-        is_async = b.is_async or (b.options is not None and b.options.is_async)
         return builtin_host_func(
             self.rt.store, self.store, params, results, fn, defer=defer, kind=b.kind,
-            is_async=is_async,
+            is_async=builtin_is_async(b),
         )
+
+    def plain_builtin(self, b: pln.Builtin) -> engine.HostFunction:
+        """The body of built-in ``b`` that never parks (``plain_builtin_signature``),
+        run by a plain host function of the plan's shared signatures and built on
+        its first call: what :func:`builtin_host_func` runs for such a kind."""
+        fn, defer = task_model_builtin(self.rt, b)
+        assert not defer and never_parks(b.kind, builtin_is_async(b)), b.kind
+        store = self.store
+        kind = b.kind
+        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
+        # return one that ends at its first step
+        steps = kind not in NONBLOCKING_KINDS
+
+        def plain_entry(args: Sequence[CoreVal]) -> Any:
+            thread = store.current
+            if thread is None:
+                no_current_task(kind)
+            out: Any = fn(thread, list(args))
+            if isinstance(out, GeneratorType):
+                assert steps, f"{kind} may block"
+                return complete_or_trap(out)  # returns at its first step: it never waits
+            return out
+
+        return plain_entry
 
     def guest_dtor(self, ref: pln.CoreDef, instance: int) -> Callable[[int], None]:
         """A guest destructor run as a synchronous task of its own instance.

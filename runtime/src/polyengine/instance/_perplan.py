@@ -11,7 +11,12 @@ from __future__ import annotations
 from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 
-__all__ = ["lowered_imports", "options_of_a_kind"]
+__all__ = [
+    "lowered_imports",
+    "options_of_a_kind",
+    "plain_builtin_signature",
+    "plain_task_builtins",
+]
 
 #: plans remembered at once, per table
 _LIMIT = 64
@@ -53,3 +58,44 @@ def options_of_a_kind(plan: pln.Plan, o: pln.CanonOptions) -> pln.CanonOptions:
 
 def _no_kinds(plan: pln.Plan) -> _Kinds:
     return [], {}
+
+
+def builtin_is_async(b: pln.Builtin) -> bool:
+    """A built-in's ``async``: its option (a copy) or its immediate (a cancel)."""
+    return b.is_async or (b.options is not None and b.options.is_async)
+
+
+def plain_builtin_signature(
+    b: pln.Builtin,
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The core signature of task-model built-in ``b`` when it never parks (a plain
+    host function runs it, CanonicalABI.md §"Canonical built-ins"), else ``None``.
+
+    Such a built-in needs no deferring (only ``subtask.cancel`` does, and it may park).
+    """
+    if b.kind.startswith("resource.") or b.kind == "unavailable":
+        return None
+    from polyengine.concurrency.engine_seam import never_parks  # the task model's
+    from polyengine.instance._builtins import builtin_signature
+
+    if not never_parks(b.kind, builtin_is_async(b)):
+        return None
+    params, results = builtin_signature(b)
+    return tuple(params), tuple(results)
+
+
+#: each plan's task-model built-ins that never park, by trampoline index
+_PLAIN_BUILTINS: IdentityMemo[pln.Plan, frozenset[int]] = IdentityMemo(_LIMIT)
+
+
+def plain_task_builtins(plan: pln.Plan) -> frozenset[int]:
+    """The trampoline indices of ``plan``'s task-model built-ins that never park."""
+    return _PLAIN_BUILTINS.get(plan, _work_out_plain_builtins)
+
+
+def _work_out_plain_builtins(plan: pln.Plan) -> frozenset[int]:
+    return frozenset(
+        i
+        for i, tr in enumerate(plan.trampolines)
+        if isinstance(tr, pln.Builtin) and plain_builtin_signature(tr) is not None
+    )

@@ -37,7 +37,12 @@ from polyengine.abi.resources import (
 )
 from polyengine.abi.trap import escaped, fault
 from polyengine.errors import LinkError, ThreadRuleError
-from polyengine.instance._perplan import lowered_imports, options_of_a_kind
+from polyengine.instance._perplan import (
+    lowered_imports,
+    options_of_a_kind,
+    plain_builtin_signature,
+    plain_task_builtins,
+)
 from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -434,14 +439,16 @@ class ComponentRuntime:
         without a binding each: those the task model does not take (the same
         decision as :meth:`_task_trampoline`'s)."""
         sigs = self._plain_signatures()
-        if sigs is None:
-            return None
         taken: set[int] = set()
         if self.tasks is not None and self._task_lowerer is not None:
             lowered = self._task_lowered
-            if lowered is None:
-                return None  # every import is offered to the task model
-            taken.update(i for i, tr in lowered_imports(self.plan) if lowered(tr))
+            if lowered is None:  # every import is offered to the task model
+                taken.update(i for i, _ in lowered_imports(self.plan))
+            else:
+                taken.update(i for i, tr in lowered_imports(self.plan) if lowered(tr))
+        if self.tasks is None:
+            # without the task model its built-ins are refused while linking (``_builtin``)
+            taken.update(plain_task_builtins(self.plan))
         return engine.PlainHosts(sigs, self._build_plain, taken)
 
     def _build_plain(self, index: int) -> engine.HostFunction:
@@ -450,25 +457,28 @@ class ComponentRuntime:
         if isinstance(tr, pln.LowerImport):
             return self._host_trampolines(self._import_site(tr), tr)
         assert isinstance(tr, pln.Builtin)
+        if self.tasks is not None and not tr.kind.startswith("resource."):
+            return self.tasks.plain_builtin(tr)
         return self._builtin(tr)[0]
 
-    def _plain_signatures(self) -> _PlainSigs | None:
-        """The core signature of each trampoline that is a lowered import or a
-        ``resource.new``/``drop``/``rep`` built-in (``None``: another), per plan
-        (CanonicalABI.md §"Flattening"). A lowered import's is the one an earlier
+    def _plain_signatures(self) -> _PlainSigs:
+        """The core signature of each trampoline that is a lowered import, a
+        ``resource.new``/``drop``/``rep`` built-in or a task-model built-in that
+        never parks (``None``: another), per plan (CanonicalABI.md §"Flattening",
+        §"Canonical built-ins"). A lowered import's is the one an earlier
         instance worked out binding it (:meth:`_lowered_signature`, with live
-        memories: no module is read); the first instance binds one by one."""
+        memories: no module is read); the first instance binds those one by one."""
         plan = self.plan
         lowered = _SIGNATURES.peek(plan)
         if lowered is None:
-            return None
+            lowered = _NO_SIGNATURES
         found = _PLAIN_SIGNATURES.peek(plan)
         if found is not None and found[0] == len(lowered):
             return found[1]
         sigs = tuple(
             lowered.get(i)
             if isinstance(tr, pln.LowerImport)
-            else _resource_builtin_signature(plan, tr)
+            else _resource_builtin_signature(plan, tr) or plain_builtin_signature(tr)
             if isinstance(tr, pln.Builtin)
             else None
             for i, tr in enumerate(plan.trampolines)
@@ -670,6 +680,8 @@ _ADDRTYPES: IdentityMemo[pln.Plan, dict[pln.CoreDef, PtrType]] = IdentityMemo(_P
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[_CoreSig | None, ...]
 _PLAIN_SIGNATURES: IdentityMemo[pln.Plan, tuple[int, _PlainSigs]] = IdentityMemo(_PRES_LIMIT)
+#: the lowered imports' signatures before a first instance worked them out
+_NO_SIGNATURES: dict[int, _CoreSig] = {}
 
 
 def _new_table(plan: pln.Plan) -> dict[Any, Any]:
