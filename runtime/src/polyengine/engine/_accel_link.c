@@ -366,6 +366,7 @@ accel_init_plain(PyObject *mod, PyObject *fn)
  * them in order until ``reaper_close``, draining the queue first. */
 
 #include <pthread.h>
+#include <sched.h>
 
 #define REAPER_SLOTS 64
 
@@ -421,6 +422,12 @@ accel_reaper_loop(PyObject *mod, PyObject *args)
     delete_fn store_delete = (delete_fn)(uintptr_t)store_addr;
     delete_fn linker_delete = (delete_fn)(uintptr_t)linker_addr;
     Py_BEGIN_ALLOW_THREADS
+#ifdef SCHED_BATCH
+    /* a batch thread does not preempt the thread whose push woke it: the
+     * deletion waits for a free core instead of taking the serving thread's */
+    struct sched_param batch = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+#endif
     pthread_mutex_lock(&reaper_mu);
     for (;;) {
         while (reaper_count == 0 && reaper_open) {

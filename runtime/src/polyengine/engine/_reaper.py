@@ -23,7 +23,10 @@ With the compiled call path the thread's loop and its queue are C
 that closes and makes stores never waits for it. A loop in Python would take
 the GIL back after each deletion, and then every ctypes call of the serving
 thread (each releases the GIL) could hand it over and wait for its return:
-that waiting cost more than the deletion it moved off the request.
+that waiting cost more than the deletion it moved off the request. The
+loop parks on a condition whenever its queue is empty and a push wakes it
+(it never polls), as a ``SCHED_BATCH`` thread where Linux has them, so the
+wake-up does not preempt the thread that pushed.
 """
 
 from __future__ import annotations
