@@ -168,6 +168,8 @@ class Request(_Message):
     """``request`` (0.3)."""
 
     def __init__(self) -> None:
+        #: the body of a request the host received, until it is consumed
+        self._received: AsyncIterable[bytes] | None = None
         self._method: dict[str, object] = {"kind": "get"}
         self._path: str | None = None
         self._scheme: dict[str, object] | None = None
@@ -203,14 +205,9 @@ class Request(_Message):
         request's own (made with :meth:`Fields.adopt`, say).
         """
         made = cls()
-        fields = headers if isinstance(headers, Fields) else Fields.of(headers)
-        if body is None:  # no body: an empty stream and ok(none), made if the guest asks
-            made._init_parts(fields, None, None)
-        else:
-            outcome: asyncio.Future[dict[str, object]] = (
-                asyncio.get_running_loop().create_future()
-            )
-            made._init_parts(fields, _until_failure(body, outcome), outcome)
+        # the body stream and trailers future are made when the guest consumes the body
+        made._init_parts(headers if isinstance(headers, Fields) else Fields.of(headers), None, None)
+        made._received = body
         made._method = _METHOD_VALUES.get(method) or method_value(method)
         made._path = path_with_query
         made._scheme = (
@@ -251,6 +248,16 @@ class Request(_Message):
 
     def get_options(self) -> RequestOptions | None:
         return None if self._options is None else self._options.frozen()
+
+    def _consume(self, res: Any) -> tuple[Any, Any]:
+        received = self._received
+        if received is not None and not self._consumed:
+            self._received = None
+            outcome: asyncio.Future[dict[str, object]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            self.contents, self.trailers = _until_failure(received, outcome), outcome
+        return super()._consume(res)
 
     @staticmethod
     def consume_body(this: Request, res: Any) -> tuple[Any, Any]:
