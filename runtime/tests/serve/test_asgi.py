@@ -382,3 +382,46 @@ def test_the_instances_of_one_app_share_stateless_imports_and_keep_their_own_sta
         assert one[key] is not two[key], key
     assert ("INSTANCE_ID", "1") in one["wasi:cli/environment@0.2"].get_environment()
     assert ("INSTANCE_ID", "2") in two["wasi:cli/environment@0.2"].get_environment()
+
+
+def test_max_concurrent_requests_admits_that_many_and_the_rest_in_arrival_order() -> None:
+    """The admission gate (``max_concurrent_requests``): room is taken without waiting,
+    a request waits when there is none, waiters enter first come first, and a waiter
+    cancelled (even as it was given room) leaves the room to the next."""
+    from polyengine.asgi._pool import _Gate
+
+    async def main() -> list[str]:
+        gate = _Gate(2)
+        log: list[str] = []
+        assert gate.try_enter() and gate.try_enter()
+        assert not gate.try_enter()
+
+        async def request(name: str) -> None:
+            await gate.enter()
+            log.append(name)
+
+        first = asyncio.ensure_future(request("first"))
+        doomed = asyncio.ensure_future(request("doomed"))
+        second = asyncio.ensure_future(request("second"))
+        await asyncio.sleep(0)
+        assert log == []
+        gate.leave()  # room for "first"
+        await asyncio.sleep(0)
+        doomed.cancel()
+        gate.leave()  # "doomed" is cancelled: "second" gets the room
+        await asyncio.gather(first, second)
+        assert doomed.cancelled()
+        assert not gate.try_enter()  # both entered and hold their places
+        gate.leave()
+        gate.leave()
+        assert gate.try_enter() and gate.try_enter() and not gate.try_enter()
+        given = asyncio.ensure_future(request("given"))
+        after = asyncio.ensure_future(request("after"))
+        await asyncio.sleep(0)
+        gate.leave()  # room for "given", which is cancelled before it runs
+        given.cancel()
+        await after
+        assert given.cancelled()
+        return log
+
+    assert run(main()) == ["first", "second", "after"]

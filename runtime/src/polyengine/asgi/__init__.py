@@ -44,7 +44,15 @@ from polyengine.asgi._io import (
     call_quietly,
     default_imports,
 )
-from polyengine.asgi._pool import _FRESH_AT_ONCE, P2_HANDLER, P3_HANDLER, _Pool, _Slot, _Turn
+from polyengine.asgi._pool import (
+    _FRESH_AT_ONCE,
+    P2_HANDLER,
+    P3_HANDLER,
+    _Gate,
+    _Pool,
+    _Slot,
+    _Turn,
+)
 from polyengine.limits import Limits
 from polyengine.translate import Artifacts, translate
 from polyengine_protocol import is_component_exception
@@ -147,9 +155,7 @@ class App:
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
         self.requests = 0
-        self._admission = (
-            asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
-        )
+        self._admission = _Gate(max_concurrent_requests) if max_concurrent_requests else None
         self._fresh = asyncio.Semaphore(_FRESH_AT_ONCE)
 
     def reuse_for(self, slot: _Slot) -> int:
@@ -205,11 +211,16 @@ class App:
         elif kind == "http":
             if self._pool is None:
                 await self.startup()
-            if self._admission is None:
+            gate = self._admission
+            if gate is None:
                 await self._http(scope, receive, send)
-            else:
-                async with self._admission:
-                    await self._http(scope, receive, send)
+                return
+            if not gate.try_enter():
+                await gate.enter()
+            try:
+                await self._http(scope, receive, send)
+            finally:
+                gate.leave()
         else:
             raise ValueError(f"polyengine.asgi.App serves http scopes, not {kind!r}")
 

@@ -205,7 +205,7 @@ def _request_head(
     """
     authority: str | None = None
     no_body = scope.get("http_version", "1.1") in ("1.0", "1.1")
-    replaced = {k.decode("latin-1") for k, _ in extra}
+    replaced = {k.decode("latin-1") for k, _ in extra} if extra else ()
     fields: list[tuple[str, bytes]] = []
     for k, v in scope.get("headers") or ():
         name = bytes(k).decode("latin-1").lower()

@@ -15,6 +15,7 @@ instance it cannot hold is made with the on-demand allocator.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import time
@@ -276,6 +277,52 @@ class _Pool:
             slot.instance.close()
         self._shared.clear()
         self._close_retired()
+
+
+class _Gate:
+    """At most ``limit`` requests at once (``max_concurrent_requests``); the others
+    wait in arrival order. A request that finds room enters without awaiting."""
+
+    __slots__ = ("_waiters", "free")
+
+    def __init__(self, limit: int) -> None:
+        #: requests that may still enter now
+        self.free = limit
+        #: the requests waiting for room, first come first
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_enter(self) -> bool:
+        """Enter if there is room and nobody waits for it."""
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def enter(self) -> None:
+        """Enter, waiting for room if there is none."""
+        if self.try_enter():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.leave()  # given room as it was cancelled: the room goes on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    def leave(self) -> None:
+        """A request is done: the first one waiting enters, else there is room."""
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
 
 
 #: Requests on new instances that may be instantiating or answering at once.
