@@ -230,6 +230,9 @@ class _Pool:
         """An instance for one more request: a ready one, else a new one."""
         slot = self.take()
         if slot is None:
+            # the instances let go of first: their memories and stacks go back to the
+            # engine's pool before a new instance takes its own
+            self._close_retired()
             slot = self._taken(await self._new())
         return slot
 
