@@ -318,3 +318,110 @@ def test_the_request_head_gives_authority_framing_and_fields(
     scope = scope_of(headers=headers)
     scope["http_version"] = version
     assert _request_head(scope, app._forbidden) == head
+
+
+def test_an_instance_past_its_last_request_is_closed_once_the_request_returned(
+    guest: Guest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The close of a used-up instance is off its last request's path: it runs at the
+    loop's next turn (the response is out by then), and shutdown closes what is left."""
+    from polyengine.embed._instantiate import Instance
+
+    closed: list[Instance] = []
+    close = Instance.close
+
+    def recording_close(self: Instance) -> None:
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(Instance, "close", recording_close)
+    app, _ = quiet_app(guest("hello"), reuse=1)
+
+    async def main() -> list[int]:
+        await app.startup()
+        counts = []
+        for _ in range(2):
+            ex = await asgi_call(app, scope_of())
+            assert ex.body == b"hello from wasm\n"
+            counts.append(len(closed))  # as the request returns
+            await asyncio.sleep(0)
+            counts.append(len(closed))  # a turn of the loop later
+        await app.shutdown()
+        counts.append(len(closed))
+        return counts
+
+    assert run(main()) == [0, 1, 1, 2, 2]
+    assert len(set(map(id, closed))) == 2
+    assert app.pool_stats == {} and app.requests == 2
+
+
+def test_the_instances_of_one_app_share_stateless_imports_and_keep_their_own_state() -> None:
+    """``default_imports``: the wasi:http providers and the stateless WASI ones are made
+    once per factory; each instance has its own environment and log streams; another
+    factory (another app) shares nothing with the first."""
+    from polyengine.asgi import default_imports
+
+    names = (
+        "wasi:clocks/monotonic-clock@0.2.0",
+        "wasi:cli/environment@0.2.0",
+        "wasi:cli/stdout@0.2.0",
+        "wasi:random/insecure@0.2.0",
+    )
+    factory, other = default_imports(), default_imports()
+    narrowing: Any = factory
+    one, two = narrowing(1, interfaces=names), narrowing(2, interfaces=names)
+    three = other(3, interfaces=names)  # type: ignore[call-arg]
+    shared = {"wasi:clocks/monotonic-clock@0.2", "wasi:http/types@0.2",
+              "wasi:http/outgoing-handler@0.2", "wasi:http/types@0.3", "wasi:http/client@0.3"}
+    own = {"wasi:cli/environment@0.2", "wasi:cli/stdout@0.2", "wasi:random/insecure@0.2"}
+    assert set(one) == set(two) == set(three) == shared | own
+    for key in shared:
+        assert one[key] is two[key], key
+        assert three[key] is not one[key], key
+    for key in own:
+        assert one[key] is not two[key], key
+    assert ("INSTANCE_ID", "1") in one["wasi:cli/environment@0.2"].get_environment()
+    assert ("INSTANCE_ID", "2") in two["wasi:cli/environment@0.2"].get_environment()
+
+
+def test_max_concurrent_requests_admits_that_many_and_the_rest_in_arrival_order() -> None:
+    """The admission gate (``max_concurrent_requests``): room is taken without waiting,
+    a request waits when there is none, waiters enter first come first, and a waiter
+    cancelled (even as it was given room) leaves the room to the next."""
+    from polyengine.asgi._pool import _Gate
+
+    async def main() -> list[str]:
+        gate = _Gate(2)
+        log: list[str] = []
+        assert gate.try_enter() and gate.try_enter()
+        assert not gate.try_enter()
+
+        async def request(name: str) -> None:
+            await gate.enter()
+            log.append(name)
+
+        first = asyncio.ensure_future(request("first"))
+        doomed = asyncio.ensure_future(request("doomed"))
+        second = asyncio.ensure_future(request("second"))
+        await asyncio.sleep(0)
+        assert log == []
+        gate.leave()  # room for "first"
+        await asyncio.sleep(0)
+        doomed.cancel()
+        gate.leave()  # "doomed" is cancelled: "second" gets the room
+        await asyncio.gather(first, second)
+        assert doomed.cancelled()
+        assert not gate.try_enter()  # both entered and hold their places
+        gate.leave()
+        gate.leave()
+        assert gate.try_enter() and gate.try_enter() and not gate.try_enter()
+        given = asyncio.ensure_future(request("given"))
+        after = asyncio.ensure_future(request("after"))
+        await asyncio.sleep(0)
+        gate.leave()  # room for "given", which is cancelled before it runs
+        given.cancel()
+        await after
+        assert given.cancelled()
+        return log
+
+    assert run(main()) == ["first", "second", "after"]

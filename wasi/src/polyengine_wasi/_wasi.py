@@ -15,6 +15,7 @@ writes to stdout does not load sockets, filesystems or HTTP.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -316,6 +317,54 @@ _BUILDERS: dict[str, Callable[[_Parts], object]] = {
 }
 
 
+#: The providers that hold no state and depend on no argument of :func:`wasi` (pure
+#: functions over the process, and namespaces of resource classes): one of each can
+#: serve every instance of an app (``wasi(shared=...)``).
+STATELESS = frozenset(
+    {
+        "wasi:io/error@0.2",
+        "wasi:io/poll@0.2",
+        "wasi:io/streams@0.2",
+        "wasi:clocks/monotonic-clock@0.2",
+        "wasi:clocks/wall-clock@0.2",
+        "wasi:random/random@0.2",
+        "wasi:cli/exit@0.2",
+        "wasi:filesystem/types@0.2",
+        "wasi:clocks/types@0.3",
+        "wasi:clocks/monotonic-clock@0.3",
+        "wasi:clocks/system-clock@0.3",
+        "wasi:clocks/wall-clock@0.3",
+        "wasi:random/random@0.3",
+        "wasi:cli/exit@0.3",
+        "wasi:cli/types@0.3",
+        "wasi:filesystem/types@0.3",
+    }
+)
+
+
+def _wanted(interfaces: Iterable[str] | None, p3_prereleases: Sequence[str]) -> Sequence[str]:
+    """The provider keys, in :data:`_BUILDERS` order, that serve ``interfaces``."""
+    if interfaces is None:
+        return tuple(_BUILDERS)
+    if isinstance(interfaces, tuple) and isinstance(p3_prereleases, tuple):
+        return _wanted_of(interfaces, p3_prereleases)
+    return _wanted_of.__wrapped__(tuple(interfaces), tuple(p3_prereleases))
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted_of(interfaces: tuple[str, ...], p3_prereleases: tuple[str, ...]) -> tuple[str, ...]:
+    names = set()
+    for name in interfaces:
+        names.add(name)
+        track = _track(name)
+        if track is not None:
+            names.add(track)
+        interface, _, version = name.partition("@")
+        if version in p3_prereleases:
+            names.add(interface + P3)
+    return tuple(key for key in _BUILDERS if key in names)
+
+
 def wasi(
     *,
     args: Sequence[str] = (),
@@ -330,6 +379,7 @@ def wasi(
     local_timezone: bool = False,
     p3_prereleases: Sequence[str] = (),
     interfaces: Iterable[str] | None = None,
+    shared: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """Build the WASI imports of one instance.
 
@@ -348,6 +398,10 @@ def wasi(
     ``interfaces`` (the interface names a component imports, versioned as
     it spells them, or track ids) limits the mapping to the providers of
     those interfaces; by default every provider is built.
+    ``shared`` is a dict the caller keeps across the instances of one app: the
+    providers that hold no state (:data:`STATELESS`: clocks, secure random,
+    exit, the wasi:io and filesystem type namespaces) are made once into it
+    and handed to each instance; every other provider is the instance's own.
     """
     for version in p3_prereleases:
         if not isinstance(version, str) or not version.startswith("0.3.") or "-" not in version:
@@ -362,20 +416,15 @@ def wasi(
         seed=seed,
         local_timezone=local_timezone,
     )
-    if interfaces is None:
-        wanted: Iterable[str] = _BUILDERS
-    else:
-        names = set()
-        for name in interfaces:
-            names.add(name)
-            track = _track(name)
-            if track is not None:
-                names.add(track)
-            interface, _, version = name.partition("@")
-            if version in p3_prereleases:
-                names.add(interface + P3)
-        wanted = [key for key in _BUILDERS if key in names]
-    imports: dict[str, object] = {key: _BUILDERS[key](parts) for key in wanted}
+    imports: dict[str, object] = {}
+    for key in _wanted(interfaces, p3_prereleases):
+        if shared is not None and key in STATELESS:
+            provider = shared.get(key)
+            if provider is None:
+                provider = shared[key] = _BUILDERS[key](parts)
+            imports[key] = provider
+        else:
+            imports[key] = _BUILDERS[key](parts)
     for version in p3_prereleases:
         for key in [k for k in imports if k.endswith(P3)]:
             imports[f"{key[: -len(P3)]}@{version}"] = imports[key]

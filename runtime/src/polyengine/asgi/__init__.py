@@ -44,7 +44,15 @@ from polyengine.asgi._io import (
     call_quietly,
     default_imports,
 )
-from polyengine.asgi._pool import _FRESH_AT_ONCE, P2_HANDLER, P3_HANDLER, _Pool, _Slot, _Turn
+from polyengine.asgi._pool import (
+    _FRESH_AT_ONCE,
+    P2_HANDLER,
+    P3_HANDLER,
+    _Gate,
+    _Pool,
+    _Slot,
+    _Turn,
+)
 from polyengine.limits import Limits
 from polyengine.translate import Artifacts, translate
 from polyengine_protocol import is_component_exception
@@ -147,9 +155,7 @@ class App:
         self._pool: _Pool | None = None
         self._started = asyncio.Lock()
         self.requests = 0
-        self._admission = (
-            asyncio.Semaphore(max_concurrent_requests) if max_concurrent_requests else None
-        )
+        self._admission = _Gate(max_concurrent_requests) if max_concurrent_requests else None
         self._fresh = asyncio.Semaphore(_FRESH_AT_ONCE)
 
     def reuse_for(self, slot: _Slot) -> int:
@@ -205,11 +211,16 @@ class App:
         elif kind == "http":
             if self._pool is None:
                 await self.startup()
-            if self._admission is None:
+            gate = self._admission
+            if gate is None:
                 await self._http(scope, receive, send)
-            else:
-                async with self._admission:
-                    await self._http(scope, receive, send)
+                return
+            if not gate.try_enter():
+                await gate.enter()
+            try:
+                await self._http(scope, receive, send)
+            finally:
+                gate.leave()
         else:
             raise ValueError(f"polyengine.asgi.App serves http scopes, not {kind!r}")
 
@@ -232,13 +243,19 @@ class App:
         pool = self._pool
         assert pool is not None
         self.requests += 1
-        if pool.ready():
-            await self._http_on(await pool.acquire(), scope, receive, send)
-            return
-        # A request that needs a new instance waits for its turn: instantiating
-        # blocks the loop, and many at once would interleave with (and delay)
-        # the requests already answering. The turn ends when the response
-        # starts, or after ``_FRESH_HOLD`` seconds for a guest that waits long.
+        slot = pool.take()
+        if slot is None:
+            await self._http_fresh(pool, scope, receive, send)
+        elif slot.p3:
+            await self._http_p3(slot, scope, receive, send)
+        else:
+            await self._http_p2(slot, scope, receive, send)
+
+    async def _http_fresh(self, pool: _Pool, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request that needs a new instance waits for its turn: instantiating
+        blocks the loop, and many at once would interleave with (and delay) the
+        requests already answering. The turn ends when the response starts, or
+        after ``_FRESH_HOLD`` seconds for a guest that waits long."""
         turn = _Turn(self._fresh)
         await turn.take()
         try:
@@ -248,21 +265,17 @@ class App:
                 turn.give_back()
                 await send(message)
 
-            await self._http_on(slot, scope, receive, first_send)
+            if slot.p3:
+                await self._http_p3(slot, scope, receive, first_send)
+            else:
+                await self._http_p2(slot, scope, receive, first_send)
         finally:
             turn.give_back()
 
-    async def _http_on(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http_p2(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
+        """0.2: ``incoming-handler.handle(request, outparam)``; the outparam's response
+        is sent as the guest sets it, its body as the guest writes it."""
         assert self._pool is not None
-        if slot.p3:
-            try:
-                await self._http_p3(slot, scope, receive, send)
-            except BaseException:
-                slot.broken = True
-                raise
-            finally:
-                self._pool.release(slot)
-            return
         from polyengine_wasi.hosthttp import IncomingRequest, ResponseOutparam
 
         started = False
@@ -420,31 +433,40 @@ class App:
 
     async def _http_p3(self, slot: _Slot, scope: Scope, receive: Receive, send: Send) -> None:
         """0.3: ``handler.handle(request)`` returns the response; stream its body."""
-        authority, ended, fields = _request_head(scope, self._forbidden, self.headers)
-        incoming = _Incoming(receive, ended)
-        request = self._p3_request.incoming(
-            scope["method"],
-            _path_with_query(scope),
-            scheme=scope.get("scheme", "http"),
-            authority=authority,
-            headers=self._p3_fields.adopt(fields),
-            body=incoming.body(),
-        )
-        answer = _P3Answer()
+        pool = self._pool
+        assert pool is not None
+        incoming: _Incoming | None = None
         try:
-            if self.request_timeout is None:  # no timer to arm and disarm per request
-                await self._answer_p3(slot, scope, send, incoming, request, answer)
-            else:
-                async with asyncio.timeout(self.request_timeout):
+            authority, ended, fields = _request_head(scope, self._forbidden, self.headers)
+            incoming = _Incoming(receive, ended)
+            request = self._p3_request.incoming(
+                scope["method"],
+                _path_with_query(scope),
+                scheme=scope.get("scheme", "http"),
+                authority=authority,
+                headers=self._p3_fields.adopt(fields),
+                body=incoming.body(),
+            )
+            answer = _P3Answer()
+            try:
+                if self.request_timeout is None:  # no timer to arm and disarm per request
                     await self._answer_p3(slot, scope, send, incoming, request, answer)
-        except TimeoutError:
+                else:
+                    async with asyncio.timeout(self.request_timeout):
+                        await self._answer_p3(slot, scope, send, incoming, request, answer)
+            except TimeoutError:
+                slot.broken = True
+                self._log("error: request timed out")
+                if answer.started:
+                    raise _Aborted("the request timed out") from None
+                await _error_page(send)
+        except BaseException:
             slot.broken = True
-            self._log("error: request timed out")
-            if answer.started:
-                raise _Aborted("the request timed out") from None
-            await _error_page(send)
+            raise
         finally:
-            incoming.close()
+            if incoming is not None:
+                incoming.close()
+            pool.release(slot)
 
     async def _answer_p3(  # noqa: PLR0917 (the request's parts, passed along once)
         self,

@@ -84,9 +84,16 @@ def default_imports(
     Given the ``interfaces`` a component imports (:func:`instance_imports`
     passes them), the factory builds the WASI providers of those alone: the
     others could never be reached, and a fresh 0.2 proxy instance per
-    request would build them all for nothing.
+    request would build them all for nothing. What holds no per-instance
+    state (the wasi:http providers, clocks, secure random, type namespaces)
+    is made once per factory and shared by its instances; the environment
+    (``INSTANCE_ID``), the log streams and the insecure random state are
+    each instance's own.
     """
     import polyengine_wasi
+
+    shared: dict[str, object] = {}
+    http_imports: dict[str, object] = {}
 
     def factory(
         instance_id: int, interfaces: Collection[str] | None = None
@@ -104,8 +111,11 @@ def default_imports(
             stderr=err,
             network=network,
             interfaces=interfaces,
+            shared=shared,
         )
-        imports.update(polyengine_wasi.http(transport=cast(Any, transport)))
+        if not http_imports:
+            http_imports.update(polyengine_wasi.http(transport=cast(Any, transport)))
+        imports.update(http_imports)
         return imports
 
     setattr(factory, _NARROWS, True)
@@ -195,7 +205,7 @@ def _request_head(
     """
     authority: str | None = None
     no_body = scope.get("http_version", "1.1") in ("1.0", "1.1")
-    replaced = {k.decode("latin-1") for k, _ in extra}
+    replaced = {k.decode("latin-1") for k, _ in extra} if extra else ()
     fields: list[tuple[str, bytes]] = []
     for k, v in scope.get("headers") or ():
         name = bytes(k).decode("latin-1").lower()

@@ -15,6 +15,7 @@ instance it cannot hold is made with the on-demand allocator.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import time
@@ -106,6 +107,9 @@ class _Slot:
     instance: Instance
     handler: Any
     instance_id: int
+    #: requests it serves in all (the app's reuse) and at once (0.2: 1)
+    reuse: int = 1
+    concurrency: int = 1
     uses: int = 0
     active: int = 0
     idle_since: float = field(default_factory=time.monotonic)
@@ -122,6 +126,8 @@ class _Pool:
         #: 0.3 instances serving requests, shared up to the concurrency limit
         self._shared: list[_Slot] = []
         self._warming: set[asyncio.Task[None]] = set()
+        #: instances past their last request, closed at the loop's next turn
+        self._retired: list[Instance] = []
         self._ids = itertools.count()
         self.created = 0
         self.discarded = 0
@@ -165,56 +171,74 @@ class _Pool:
             )
         handler = instance.exports[(p2 or p3)[0]]
         self.created += 1
-        return _Slot(instance, handler, instance_id, p3=not p2)
+        slot = _Slot(instance, handler, instance_id, p3=not p2)
+        slot.reuse = self._app.reuse_for(slot)
+        slot.concurrency = self._app.concurrent_for(slot)
+        return slot
 
-    def ready(self) -> bool:
-        """Whether ``acquire`` would find an instance without instantiating one."""
+    def take(self) -> _Slot | None:
+        """An instance ready for one more request, now counted as serving it; ``None``
+        when there is none (:meth:`acquire` makes one). An idle instance past the idle
+        timeout is closed on the way."""
         for shared in self._shared:
             if (
                 not shared.broken
-                and shared.uses < self._app.reuse_for(shared)
-                and shared.active < self._app.concurrent_for(shared)
-            ):
-                return True
-        now = time.monotonic()
-        return any(not (self._expired(s, now) and s.uses > 0) for s in self._idle)
-
-    def _expired(self, slot: _Slot, now: float) -> bool:
-        return now - slot.idle_since > self._app.idle_timeout
-
-    def _close(self, slot: _Slot) -> None:
-        self.discarded += 1
-        slot.instance.close()
-
-    async def acquire(self) -> _Slot:
-        now = time.monotonic()
-        for shared in self._shared:
-            if (
-                not shared.broken
-                and shared.uses < self._app.reuse_for(shared)
-                and shared.active < self._app.concurrent_for(shared)
+                and shared.uses < shared.reuse
+                and shared.active < shared.concurrency
             ):
                 shared.uses += 1
                 shared.active += 1
                 return shared
-        while self._idle:
-            slot = self._idle.popleft()
-            if self._expired(slot, now) and slot.uses > 0:
+        idle = self._idle
+        if not idle:
+            return None
+        now = time.monotonic()
+        timeout = self._app.idle_timeout
+        while idle:
+            slot = idle.popleft()
+            if slot.uses > 0 and now - slot.idle_since > timeout:
                 self._close(slot)
                 continue
-            break
-        else:
-            slot = await self._new()
+            return self._taken(slot)
+        return None
+
+    def _taken(self, slot: _Slot) -> _Slot:
         slot.uses += 1
         slot.active += 1
         if slot.p3:
             self._shared.append(slot)
-        self._refill()
+        if self._app.prewarm:
+            self._refill()
+        return slot
+
+    def _close(self, slot: _Slot) -> None:
+        """Let an instance go: it is closed at the event loop's next turn, after the
+        response of its last request is out (a close frees the whole instance, ~0.5 ms
+        for a large guest, which no request needs to wait for)."""
+        self.discarded += 1
+        retired = self._retired
+        retired.append(slot.instance)
+        if len(retired) == 1:
+            asyncio.get_running_loop().call_soon(self._close_retired)
+
+    def _close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for instance in retired:
+            instance.close()
+
+    async def acquire(self) -> _Slot:
+        """An instance for one more request: a ready one, else a new one."""
+        slot = self.take()
+        if slot is None:
+            # the instances let go of first: their memories and stacks go back to the
+            # engine's pool before a new instance takes its own
+            self._close_retired()
+            slot = self._taken(await self._new())
         return slot
 
     def release(self, slot: _Slot) -> None:
         slot.active -= 1
-        if slot.broken or slot.uses >= self._app.reuse_for(slot):
+        if slot.broken or slot.uses >= slot.reuse:
             if slot.active == 0:
                 if slot in self._shared:
                     self._shared.remove(slot)
@@ -245,13 +269,63 @@ class _Pool:
             self._idle.append(await self._new())
 
     def close(self) -> None:
+        """Close every instance now (those let go of included)."""
         for task in list(self._warming):
             task.cancel()
         while self._idle:
-            self._close(self._idle.popleft())
+            self.discarded += 1
+            self._idle.popleft().instance.close()
         for slot in self._shared:
-            self._close(slot)
+            self.discarded += 1
+            slot.instance.close()
         self._shared.clear()
+        self._close_retired()
+
+
+class _Gate:
+    """At most ``limit`` requests at once (``max_concurrent_requests``); the others
+    wait in arrival order. A request that finds room enters without awaiting."""
+
+    __slots__ = ("_waiters", "free")
+
+    def __init__(self, limit: int) -> None:
+        #: requests that may still enter now
+        self.free = limit
+        #: the requests waiting for room, first come first
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_enter(self) -> bool:
+        """Enter if there is room and nobody waits for it."""
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def enter(self) -> None:
+        """Enter, waiting for room if there is none."""
+        if self.try_enter():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.leave()  # given room as it was cancelled: the room goes on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    def leave(self) -> None:
+        """A request is done: the first one waiting enters, else there is room."""
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
 
 
 #: Requests on new instances that may be instantiating or answering at once.

@@ -10,6 +10,7 @@ hyper present them, with insertion order and duplicates preserved.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from polyengine_protocol import ComponentException, define_realm_local
@@ -36,17 +37,13 @@ _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH
 #: them: what is left is what is not allowed)
 _TOKEN_BYTES = bytes(sorted(_TOKEN))
 _VALUE_BYTES = bytes([0x09, *range(0x20, 0x7F), *range(0x80, 0x100)])
+#: a whole RFC 9110 token (``fullmatch``)
+_TOKEN_RE = re.compile("[" + re.escape(_TOKEN_BYTES.decode("ascii")) + "]+")
 
 
 def valid_name(name: object) -> bool:
     """A field name is a non-empty RFC 9110 token."""
-    if not isinstance(name, str) or not name:
-        return False
-    try:
-        raw = name.encode("ascii")
-    except UnicodeEncodeError:
-        return False
-    return not raw.translate(None, _TOKEN_BYTES)
+    return isinstance(name, str) and _TOKEN_RE.fullmatch(name) is not None
 
 
 def valid_value(value: object) -> bool:
@@ -116,8 +113,14 @@ class Fields:
         """``[static]fields.from-list``: invalid-syntax or forbidden on a bad entry."""
         made = Fields()
         kept = made._entries
+        token = _TOKEN_RE.fullmatch
         for name, value in entries:
-            if not valid_name(name) or not valid_value(value):
+            if (
+                name.__class__ is not str
+                or token(name) is None
+                or value.__class__ is not bytes
+                or value.translate(None, _VALUE_BYTES)
+            ) and not (valid_name(name) and valid_value(value)):
                 raise header_error("invalid-syntax")
             key = name.lower()
             if key in FORBIDDEN_HEADERS:

@@ -67,8 +67,9 @@ async def _until_failure(
         _settle(outcome, {"kind": "ok", "value": None})
 
 
-def _settle(fut: asyncio.Future[dict[str, object]], value: dict[str, object]) -> None:
-    if not fut.done():
+def _settle(fut: asyncio.Future[dict[str, object]] | None, value: dict[str, object]) -> None:
+    """Settle ``fut`` with ``value`` unless it is settled already (or there is none)."""
+    if fut is not None and not fut.done():
         fut.set_result(value)
 
 
@@ -117,18 +118,26 @@ class RequestOptions:
 class _Message:
     """The body, trailers and transmission result shared by requests and responses."""
 
+    #: settled once the message was sent (``None``: one the host received, no sender)
+    transmission: asyncio.Future[dict[str, object]] | None
+
     def _init_body(
         self, headers: Fields, contents: Any, trailers: Any
     ) -> asyncio.Future[dict[str, object]]:
+        self._init_parts(headers, contents, trailers)
+        sent: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
+        self.transmission = sent
+        return sent
+
+    def _init_parts(self, headers: Fields, contents: Any, trailers: Any) -> None:
+        """The headers (frozen now), body and trailers; no transmission result yet
+        (``None``: a message the host received has no sender to tell)."""
         headers.freeze()
         self._headers = headers
         self.contents: Any = contents
         self.trailers: Any = trailers
         self._consumed = False
-        self.transmission: asyncio.Future[dict[str, object]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        return self.transmission
+        self.transmission = None
 
     def get_headers(self) -> Fields:
         return Fields.of(self._headers.items())
@@ -159,6 +168,8 @@ class Request(_Message):
     """``request`` (0.3)."""
 
     def __init__(self) -> None:
+        #: the body of a request the host received, until it is consumed
+        self._received: AsyncIterable[bytes] | None = None
         self._method: dict[str, object] = {"kind": "get"}
         self._path: str | None = None
         self._scheme: dict[str, object] | None = None
@@ -194,17 +205,14 @@ class Request(_Message):
         request's own (made with :meth:`Fields.adopt`, say).
         """
         made = cls()
-        outcome: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
-        if body is None:
-            outcome.set_result({"kind": "ok", "value": None})
-        made._init_body(
-            headers if isinstance(headers, Fields) else Fields.of(headers),
-            None if body is None else _until_failure(body, outcome),
-            outcome,
-        )
-        made._method = method_value(method)
+        # the body stream and trailers future are made when the guest consumes the body
+        made._init_parts(headers if isinstance(headers, Fields) else Fields.of(headers), None, None)
+        made._received = body
+        made._method = _METHOD_VALUES.get(method) or method_value(method)
         made._path = path_with_query
-        made._scheme = None if scheme is None else scheme_value(scheme)
+        made._scheme = (
+            None if scheme is None else (_SCHEME_VALUES.get(scheme) or scheme_value(scheme))
+        )
         made._authority = authority
         return made
 
@@ -240,6 +248,16 @@ class Request(_Message):
 
     def get_options(self) -> RequestOptions | None:
         return None if self._options is None else self._options.frozen()
+
+    def _consume(self, res: Any) -> tuple[Any, Any]:
+        received = self._received
+        if received is not None and not self._consumed:
+            self._received = None
+            outcome: asyncio.Future[dict[str, object]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            self.contents, self.trailers = _until_failure(received, outcome), outcome
+        return super()._consume(res)
 
     @staticmethod
     def consume_body(this: Request, res: Any) -> tuple[Any, Any]:
@@ -328,6 +346,16 @@ class Response(_Message):
         """Host side: settle the transmission future (``ok`` or ``err``)."""
         _settle(self.transmission, value)
 
+
+#: the ``method`` and ``scheme`` variants of the common request-line spellings, made
+#: once (getters hand out copies, setters store copies: these are never changed)
+_METHOD_VALUES: dict[str, dict[str, object]] = {
+    name.upper(): method_value(name.upper())
+    for name in ("get", "head", "post", "put", "delete", "connect", "options", "trace", "patch")
+}
+_SCHEME_VALUES: dict[str, dict[str, object]] = {
+    name: scheme_value(name) for name in ("http", "https")
+}
 
 #: the most bytes the host's first read of a guest-made response's body takes
 FIRST_READ = 64 * 1024
