@@ -68,31 +68,43 @@ class Table(Generic[E]):
 
     def get(self, i: int) -> E:
         """The element at ``i``; traps when out of range or free."""
-        if i < len(self.array):
-            e = self.array[i]
+        array = self.array
+        if 0 <= i < len(array):
+            e = array[i]
             if e is not None:
                 return e
-            trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
-        trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
+        _unknown(i)
 
     def add(self, e: E) -> int:
         """Store ``e`` in a free slot (reused first) and return its index."""
-        if self.free:
-            i = self.free.pop()
-            assert self.array[i] is None
-            self.array[i] = e
+        free = self.free
+        if free:
+            i = free.pop()
+            array = self.array
+            assert array[i] is None
+            array[i] = e
             return i
-        i = len(self.array)
-        trap_if(i > Table.MAX_LENGTH, TrapCode.TABLE_FULL, "handle table is full")
-        self.array.append(e)
+        array = self.array
+        i = len(array)
+        if i > Table.MAX_LENGTH:
+            trap(TrapCode.TABLE_FULL, "handle table is full")
+        array.append(e)
         return i
 
     def remove(self, i: int) -> E:
         """Take the element at ``i`` out of the table; traps like :meth:`get`."""
-        e = self.get(i)
-        self.array[i] = None
-        self.free.append(i)
-        return e
+        array = self.array
+        if 0 <= i < len(array):  # get, inline
+            e = array[i]
+            if e is not None:
+                array[i] = None
+                self.free.append(i)
+                return e
+        _unknown(i)
+
+
+def _unknown(i: int) -> NoReturn:
+    trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
 
 
 class ComponentInstance:
