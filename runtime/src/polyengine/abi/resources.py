@@ -340,7 +340,9 @@ def lift_own(inst: ComponentInstance, i: int, rt: ResourceType) -> int:
     The handle is removed before the checks, as in the spec: a trap poisons
     the instance anyway.
     """
-    h = _resource_handle(inst, inst.handles.remove(i), i, rt)
+    h = inst.handles.remove(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     if h.num_lends:
         _lent_trap(i)
     if not h.own:
@@ -355,7 +357,9 @@ def _lent_trap(i: int) -> NoReturn:
 def lift_borrow(inst: ComponentInstance, i: int, rt: ResourceType, scope: LendingSubtask) -> int:
     """Read the rep of handle ``i``, lending it for the call (§"Loading", ``lift_borrow``)."""
     assert scope is not None, "lifting a borrow needs the call's lending scope (borrow_scope)"
-    h = _resource_handle(inst, inst.handles.get(i), i, rt)
+    h = inst.handles.get(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     scope.add_lender(h)
     return h.rep
 

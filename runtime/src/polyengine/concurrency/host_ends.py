@@ -45,7 +45,7 @@ class _HostEnd:
         self.store = store
         self._open = True
         self._busy = False
-        store.begin_host_work()
+        store.host_pending += 1  # store.begin_host_work(), inline
 
     @property
     def closed(self) -> bool:

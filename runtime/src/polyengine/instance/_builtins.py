@@ -284,8 +284,10 @@ def _task_return(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
 
     def task_return(thread: Thread, args: list[CoreVal]) -> list[CoreVal]:
         tk = thread.task.return_key
-        if isinstance(tk, ReturnKey) and tk.key == key:
-            return cb.canon_task_return(thread, result_t, tk, lift_for(tk.side), args)
+        if tk.__class__ is ReturnKey and tk.key == key:
+            side = tk.side
+            lift = lifts.get(side) or lift_for(side)
+            return cb.canon_task_return(thread, result_t, tk, lift, args)
         return cb.canon_task_return(thread, result_t, key, lift_for("guest"), args)
 
     return task_return
