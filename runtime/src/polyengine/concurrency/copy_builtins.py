@@ -193,12 +193,18 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
         dst = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
         copy = _StreamCopy(e, dst, event_code, i)
         e.state = CopyState.COPYING
-        shared.read(inst, dst, copy.on_copy, copy.on_copy_done)
+        try:
+            shared.read(inst, dst, copy.on_copy, copy.on_copy_done)
+        finally:
+            dst.fresh = False  # offered on: the guest may grow its memory
     else:
         src = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
         copy = _StreamCopy(e, src, event_code, i)
         e.state = CopyState.COPYING
-        shared.write(inst, src, copy.on_copy, copy.on_copy_done)
+        try:
+            shared.write(inst, src, copy.on_copy, copy.on_copy_done)
+        finally:
+            src.fresh = False  # offered on: the guest may grow its memory
     if e.pending_event is None:
         if not async_:
             return _copy_wait(thread, e, event_code, i)
@@ -390,12 +396,18 @@ def _future_copy_now(  # noqa: PLR0917 - the spec's parameter list
         dst = WritableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
         copy = _FutureCopy(e, dst, event_code, i)
         e.state = CopyState.COPYING
-        shared.read(inst, dst, copy.on_copy_done)
+        try:
+            shared.read(inst, dst, copy.on_copy_done)
+        finally:
+            dst.fresh = False  # offered on: the guest may grow its memory
     else:
         src = ReadableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
         copy = _FutureCopy(e, src, event_code, i)
         e.state = CopyState.COPYING
-        shared.write(inst, src, copy.on_copy_done)
+        try:
+            shared.write(inst, src, copy.on_copy_done)
+        finally:
+            src.fresh = False  # offered on: the guest may grow its memory
     if e.pending_event is None:
         if not async_:
             return _copy_wait(thread, e, event_code, i)
