@@ -430,9 +430,15 @@ def builtin_host_func(
     """
     if kind is not None and not defer and never_parks(kind, is_async):
         plain_kind = kind
-        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
-        # return one that ends at its first step
-        steps = kind not in NONBLOCKING_KINDS
+        if kind in NONBLOCKING_KINDS:  # never a generator: its results as they are
+
+            def nonblocking_entry(args: Sequence[CoreValue]) -> Any:
+                thread = store.current
+                if thread is None:
+                    no_current_task(plain_kind)
+                return fn(thread, list(args))
+
+            return define_host_func(estore, params, results, nonblocking_entry)
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
@@ -440,7 +446,7 @@ def builtin_host_func(
                 no_current_task(plain_kind)
             out: Any = fn(thread, list(args))
             if isinstance(out, GeneratorType):
-                assert steps, f"{plain_kind} may block"
+                # (an async copy or cancel, or waitable-set.poll, written as a generator)
                 return _complete_or_trap(out)  # returns at its first step: it never waits
             return out
 
