@@ -402,12 +402,11 @@ def canon_resource_drop(inst: ComponentInstance, rt: ResourceType, i: int) -> No
     handle traps; dropping a borrow ends it in its task's scope. A guest
     destructor runs as a call into ``rt.impl`` (reentrance checked).
     """
-    trap_if(
-        not inst.may_leave,
-        TrapCode.MAY_NOT_LEAVE,
-        "cannot leave component instance (resource.drop)",
-    )
-    h = _resource_handle(inst, inst.handles.remove(i), i, rt)
+    if not inst.may_leave:
+        trap(TrapCode.MAY_NOT_LEAVE, "cannot leave component instance (resource.drop)")
+    h = inst.handles.remove(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     if h.num_lends:
         _lent_trap(i)
     if not h.own:

@@ -138,7 +138,7 @@ class ReadableGuestBuffer(GuestBuffer):
     __slots__ = ()
 
     def read(self, n: int) -> list[Any]:
-        assert n <= self.remain()
+        assert n <= self.length - self.progress  # remain()
         if self.t is None:
             vs: list[Any] = [()] * n
         else:
@@ -149,6 +149,8 @@ class ReadableGuestBuffer(GuestBuffer):
                 cx.refresh()
             if self._fmt is not None:
                 vs = list(struct.unpack_from(f"<{n}{self._fmt}", cx.mv, self.ptr))
+            elif n == 1:  # a future's value, or one element
+                vs = [codec.load(cx, self.ptr)]
             else:
                 size = codec.size
                 vs = [codec.load(cx, self.ptr + k * size) for k in range(n)]
@@ -311,7 +313,7 @@ class HostWritableBuffer:
         return self.capacity == 0
 
     def write(self, vs: list[Any]) -> None:
-        assert len(vs) <= self.remain()
+        assert len(vs) <= self.capacity - self.progress  # remain()
         self.values.extend(vs)
         self.progress += len(vs)
 

@@ -27,7 +27,7 @@ from .buffers import (
     ReadAheadBuffer,
     WritableGuestBuffer,
 )
-from .builtins import BLOCKED, get_handle
+from .builtins import BLOCKED, get_handle, same_type
 from .pipe import HostFedStream
 from .store import Store
 from .streams import (
@@ -118,9 +118,9 @@ def _end(thread: Thread, i: int, end_t: type[CopyEnd], what: str, t: Stream | Fu
     e = array[i] if 0 <= i < len(array) else None
     if e.__class__ is not end_t:
         e = get_handle(thread, i, end_t, what)  # a subclass, or traps
-    # the element types are usually the same object: compare deeply only when not
+    # the element types are usually the same object, else equal ones compared before
     et = e.shared.t
-    if et is not t.t and et != t.t:
+    if et is not t.t and not same_type(et, t.t):
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
     return e
 
@@ -210,7 +210,8 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
             return _copy_wait(thread, e, event_code, i)
         inst.store.wake()
         return [BLOCKED]
-    code, index, payload = e.get_pending_event()
+    pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
+    code, index, payload = pending()
     assert code is event_code and index == i and payload != BLOCKED
     inst.store.wake()
     return [payload]
@@ -328,7 +329,7 @@ class _StreamCopy:
     def event(self) -> EventTuple:
         self.reclaim()
         e = self.e
-        assert e.copying()
+        assert e.state is CopyState.COPYING or e.state is CopyState.CANCELLING_COPY  # copying()
         result = self.result
         e.state = CopyState.DONE if result is CopyResult.DROPPED else CopyState.IDLE
         progress = self.buffer.progress
@@ -413,7 +414,8 @@ def _future_copy_now(  # noqa: PLR0917 - the spec's parameter list
             return _copy_wait(thread, e, event_code, i)
         inst.store.wake()
         return [BLOCKED]
-    code, index, payload = e.get_pending_event()
+    pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
+    code, index, payload = pending()
     assert code is event_code and index == i
     inst.store.wake()
     return [payload]
@@ -471,7 +473,7 @@ class _FutureCopy:
         result = self.result
         assert (self.buffer.remain() == 0) == (result is CopyResult.COMPLETED)
         e = self.e
-        assert e.copying()
+        assert e.state is CopyState.COPYING or e.state is CopyState.CANCELLING_COPY  # copying()
         e.state = CopyState.IDLE if result is CopyResult.CANCELLED else CopyState.DONE
         return (self.event_code, self.i, int(result))
 
