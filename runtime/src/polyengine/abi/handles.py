@@ -19,6 +19,7 @@ from polyengine.abi.options import LiftLowerContext
 from polyengine.abi.resources import (
     ComponentInstance,
     HostResources,
+    ResourceHandle,
     lift_borrow,
     lift_own,
     lower_borrow,
@@ -125,12 +126,15 @@ def _late_handle(comp: Compiler, t: Own | Borrow, index: int) -> Codec:
             def lift(cx: LiftLowerContext, i: int) -> Any:
                 inst = cx.inst
                 rt = inst.rtypes[index]
-                return _table(inst).lift_own(rt, lift_own(inst, i, rt))
+                table = inst.host_table or _table(inst)
+                return table.lift_own(rt, lift_own(inst, i, rt))
 
             def lower(cx: LiftLowerContext, v: Any) -> int:
                 inst = cx.inst
                 rt = inst.rtypes[index]
-                return lower_own(inst, _table(inst).lower_own(rt, v), rt)
+                table = inst.host_table or _table(inst)
+                # lower_own, inline
+                return inst.handles.add(ResourceHandle(rt, table.lower_own(rt, v), own=True))
 
         else:
 
@@ -148,13 +152,15 @@ def _late_handle(comp: Compiler, t: Own | Borrow, index: int) -> Codec:
             inst = cx.inst
             rt = inst.rtypes[index]
             lenders: Any = cx.borrow_scope
-            return _table(inst).lift_borrow(rt, lift_borrow(inst, i, rt, lenders))
+            table = inst.host_table or _table(inst)
+            return table.lift_borrow(rt, lift_borrow(inst, i, rt, lenders))
 
         def lower(cx: LiftLowerContext, v: Any) -> int:
             inst = cx.inst
             rt = inst.rtypes[index]
             task: Any = cx.borrow_scope
-            return lower_borrow(inst, _table(inst).lower_borrow(rt, v), rt, task)
+            table = inst.host_table or _table(inst)
+            return lower_borrow(inst, table.lower_borrow(rt, v), rt, task)
 
     else:
 

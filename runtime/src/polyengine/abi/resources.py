@@ -68,31 +68,43 @@ class Table(Generic[E]):
 
     def get(self, i: int) -> E:
         """The element at ``i``; traps when out of range or free."""
-        if i < len(self.array):
-            e = self.array[i]
+        array = self.array
+        if 0 <= i < len(array):
+            e = array[i]
             if e is not None:
                 return e
-            trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
-        trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
+        _unknown(i)
 
     def add(self, e: E) -> int:
         """Store ``e`` in a free slot (reused first) and return its index."""
-        if self.free:
-            i = self.free.pop()
-            assert self.array[i] is None
-            self.array[i] = e
+        free = self.free
+        if free:
+            i = free.pop()
+            array = self.array
+            assert array[i] is None
+            array[i] = e
             return i
-        i = len(self.array)
-        trap_if(i > Table.MAX_LENGTH, TrapCode.TABLE_FULL, "handle table is full")
-        self.array.append(e)
+        array = self.array
+        i = len(array)
+        if i > Table.MAX_LENGTH:
+            trap(TrapCode.TABLE_FULL, "handle table is full")
+        array.append(e)
         return i
 
     def remove(self, i: int) -> E:
         """Take the element at ``i`` out of the table; traps like :meth:`get`."""
-        e = self.get(i)
-        self.array[i] = None
-        self.free.append(i)
-        return e
+        array = self.array
+        if 0 <= i < len(array):  # get, inline
+            e = array[i]
+            if e is not None:
+                array[i] = None
+                self.free.append(i)
+                return e
+        _unknown(i)
+
+
+def _unknown(i: int) -> NoReturn:
+    trap(TrapCode.INVALID_HANDLE, f"unknown handle index {i}")
 
 
 class ComponentInstance:
@@ -328,7 +340,9 @@ def lift_own(inst: ComponentInstance, i: int, rt: ResourceType) -> int:
     The handle is removed before the checks, as in the spec: a trap poisons
     the instance anyway.
     """
-    h = _resource_handle(inst, inst.handles.remove(i), i, rt)
+    h = inst.handles.remove(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     if h.num_lends:
         _lent_trap(i)
     if not h.own:
@@ -343,7 +357,9 @@ def _lent_trap(i: int) -> NoReturn:
 def lift_borrow(inst: ComponentInstance, i: int, rt: ResourceType, scope: LendingSubtask) -> int:
     """Read the rep of handle ``i``, lending it for the call (§"Loading", ``lift_borrow``)."""
     assert scope is not None, "lifting a borrow needs the call's lending scope (borrow_scope)"
-    h = _resource_handle(inst, inst.handles.get(i), i, rt)
+    h = inst.handles.get(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     scope.add_lender(h)
     return h.rep
 
@@ -386,12 +402,11 @@ def canon_resource_drop(inst: ComponentInstance, rt: ResourceType, i: int) -> No
     handle traps; dropping a borrow ends it in its task's scope. A guest
     destructor runs as a call into ``rt.impl`` (reentrance checked).
     """
-    trap_if(
-        not inst.may_leave,
-        TrapCode.MAY_NOT_LEAVE,
-        "cannot leave component instance (resource.drop)",
-    )
-    h = _resource_handle(inst, inst.handles.remove(i), i, rt)
+    if not inst.may_leave:
+        trap(TrapCode.MAY_NOT_LEAVE, "cannot leave component instance (resource.drop)")
+    h = inst.handles.remove(i)
+    if h.__class__ is not ResourceHandle or h.rt is not rt:  # _resource_handle's fast path
+        h = _resource_handle(inst, h, i, rt)
     if h.num_lends:
         _lent_trap(i)
     if not h.own:

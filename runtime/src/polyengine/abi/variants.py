@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyengine.abi.codec import LIFT_COERCE, LOWER_COERCE, M32, Codec, CoreVal
 from polyengine.abi.errors import LowerError, LowerTypeError, LowerValueError, describe
@@ -168,16 +168,10 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
             lifts.append(_coerced_lift(c, lift_conv))
             lowers.append(_coerced_lower(c, lower_conv, zeros))
 
-    def case_index(i: int) -> int:
-        if i >= n:
-            trap(
-                TrapCode.INVALID_DISCRIMINANT,
-                f"invalid variant discriminant: case {i} of {n} cases",
-            )
-        return i
-
     def load(cx: LiftLowerContext, ptr: int) -> Any:
-        i = case_index(d_unpack(cx.mv, ptr)[0])
+        i = d_unpack(cx.mv, ptr)[0]
+        if i >= n:
+            _invalid_case(i, n)
         ld = loads[i]
         return make(i, None if ld is None else ld(cx, ptr + payload_off))
 
@@ -194,9 +188,33 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
                 raise
 
     def lift_flat(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
-        k = case_index(int(vals[i]) & M32)
+        k = int(vals[i]) & M32
+        if k >= n:
+            _invalid_case(k, n)
         lf = lifts[k]
         return make(k, None if lf is None else lf(cx, vals, i + 1))
+
+    if not segment:  # an option as ``None`` or its payload: ``make`` inline
+        some_load, some_lift = loads[1], lifts[1]
+        assert some_load is not None and some_lift is not None
+
+        def load_option(cx: LiftLowerContext, ptr: int) -> Any:
+            i = d_unpack(cx.mv, ptr)[0]
+            if i == 0:
+                return None
+            if i >= n:
+                _invalid_case(i, n)
+            return some_load(cx, ptr + payload_off)
+
+        def lift_flat_option(cx: LiftLowerContext, vals: Sequence[CoreVal], i: int) -> Any:
+            k = int(vals[i]) & M32
+            if k == 0:
+                return None
+            if k >= n:
+                _invalid_case(k, n)
+            return some_lift(cx, vals, i + 1)
+
+        load, lift_flat = load_option, lift_flat_option
 
     def lower_flat(cx: LiftLowerContext, v: Any, out: list[CoreVal]) -> None:
         k, payload = split(v)
@@ -213,6 +231,10 @@ def compile_variant(comp: Compiler, t: ValType, boxed: bool) -> Codec:
             raise
 
     return comp._make(t, load, store, lift_flat, lower_flat)
+
+
+def _invalid_case(i: int, n: int) -> NoReturn:
+    trap(TrapCode.INVALID_DISCRIMINANT, f"invalid variant discriminant: case {i} of {n} cases")
 
 
 def _shifted_lift(c: Codec) -> Callable[[LiftLowerContext, Sequence[CoreVal], int], Any]:

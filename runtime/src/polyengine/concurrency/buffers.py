@@ -83,9 +83,14 @@ class GuestBuffer:
     lift/lower context of the built-in's options. Numeric elements move as
     raw bytes; others through ``codec.load``/``codec.store``. Traps when the
     range is too long, misaligned or out of bounds.
+
+    ``fresh``: ``cx.mv`` was read for the bounds check and no guest code has
+    run since, so a copy may use it as it is; the built-in that made the
+    buffer clears it before it returns (the buffer may stay offered while
+    the guest runs and grows its memory).
     """
 
-    __slots__ = ("_fmt", "codec", "cx", "length", "progress", "ptr", "t")
+    __slots__ = ("_fmt", "codec", "cx", "fresh", "length", "progress", "ptr", "t")
 
     def __init__(
         self,
@@ -97,6 +102,7 @@ class GuestBuffer:
     ) -> None:
         if length > MAX_LENGTH:
             ctrap(TrapCode.OUT_OF_BOUNDS, f"buffer length {length} too large")
+        self.fresh = False
         if t is not None and length > 0:
             assert codec is not None
             if ptr % codec.align != 0:
@@ -105,6 +111,7 @@ class GuestBuffer:
                 ctrap(
                     TrapCode.OUT_OF_BOUNDS, f"buffer [{ptr:#x}, +{length} elements) out of bounds"
                 )
+            self.fresh = True
         self.t = t
         self.codec = codec
         self.cx = cx
@@ -131,16 +138,19 @@ class ReadableGuestBuffer(GuestBuffer):
     __slots__ = ()
 
     def read(self, n: int) -> list[Any]:
-        assert n <= self.remain()
+        assert n <= self.length - self.progress  # remain()
         if self.t is None:
             vs: list[Any] = [()] * n
         else:
             codec = self.codec
             assert codec is not None
             cx = self.cx
-            cx.refresh()
+            if not self.fresh:
+                cx.refresh()
             if self._fmt is not None:
                 vs = list(struct.unpack_from(f"<{n}{self._fmt}", cx.mv, self.ptr))
+            elif n == 1:  # a future's value, or one element
+                vs = [codec.load(cx, self.ptr)]
             else:
                 size = codec.size
                 vs = [codec.load(cx, self.ptr + k * size) for k in range(n)]
@@ -152,7 +162,7 @@ class ReadableGuestBuffer(GuestBuffer):
         """The next ``n`` elements of a ``stream<u8>`` write, as bytes (one slice copy)."""
         assert self._fmt == "B" and n <= self.remain()
         ptr = self.ptr
-        out = bytes(_view(self.cx)[ptr : ptr + n])
+        out = bytes(_fresh_view(self)[ptr : ptr + n])
         self.ptr = ptr + n
         self.progress += n
         return out
@@ -169,7 +179,8 @@ class WritableGuestBuffer(GuestBuffer):
             codec = self.codec
             assert codec is not None
             cx = self.cx
-            cx.refresh()
+            if not self.fresh:
+                cx.refresh()
             if self._fmt is not None:
                 struct.pack_into(f"<{len(vs)}{self._fmt}", cx.mv, self.ptr, *vs)
             else:
@@ -302,7 +313,7 @@ class HostWritableBuffer:
         return self.capacity == 0
 
     def write(self, vs: list[Any]) -> None:
-        assert len(vs) <= self.remain()
+        assert len(vs) <= self.capacity - self.progress  # remain()
         self.values.extend(vs)
         self.progress += len(vs)
 
@@ -354,6 +365,11 @@ def _view(cx: LiftLowerContext) -> memoryview:
     return mv
 
 
+def _fresh_view(b: GuestBuffer) -> memoryview:
+    """The memory view of ``b``: as its bounds check read it while ``fresh``, else as of now."""
+    return b.cx.mv if b.fresh else _view(b.cx)
+
+
 def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
     """Copy ``n`` elements from ``src`` to ``dst`` (one slice copy for raw guest memory)."""
     if n > 0:
@@ -362,8 +378,8 @@ def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
                 assert src.codec is not None and dst.codec is not None
                 nbytes = n * src.codec.size
                 assert dst.codec.size == src.codec.size
-                smv = _view(src.cx)
-                dmv = _view(dst.cx)
+                smv = _fresh_view(src)
+                dmv = _fresh_view(dst)
                 dst_ptr, src_ptr = dst.ptr, src.ptr
                 dmv[dst_ptr : dst_ptr + nbytes] = smv[src_ptr : src_ptr + nbytes]
                 src.ptr = src_ptr + nbytes
@@ -373,7 +389,7 @@ def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
                 return
             if isinstance(dst, HostWritableBuffer) and isinstance(dst.values, bytearray):
                 ptr = src.ptr
-                dst.values += _view(src.cx)[ptr : ptr + n]
+                dst.values += (src.cx.mv if src.fresh else _view(src.cx))[ptr : ptr + n]
                 src.ptr = ptr + n
                 src.progress += n
                 dst.progress += n
@@ -382,7 +398,7 @@ def transfer(src: ReadableBuffer, dst: WritableBuffer, n: int) -> None:
             if isinstance(dst, WritableGuestBuffer) and dst._fmt is not None:
                 assert dst.codec is not None and dst.codec.size == 1
                 ptr = dst.ptr
-                _view(dst.cx)[ptr : ptr + n] = src.read_bytes(n)
+                _fresh_view(dst)[ptr : ptr + n] = src.read_bytes(n)
                 dst.ptr = ptr + n
                 dst.progress += n
                 return

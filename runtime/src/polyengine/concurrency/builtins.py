@@ -176,21 +176,24 @@ def canon_task_return(
     match those of the task's ``canon lift``.
     """
     task = thread.task
-    task.inst.check_may_leave()
+    inst = task.inst
+    if not inst.ci.may_leave or inst.record.poisoned is not None:
+        inst.check_may_leave()  # traps
     if not task.async_:
         ctrap(TrapCode.TASK_STATE, "task.return called by a synchronously lifted task")
-    if not same_type(result_type, task.ft.result):
+    ft_result = task.ft.result
+    if result_type is not ft_result and not same_type(result_type, ft_result):
         ctrap(
             TrapCode.TASK_STATE,
             "invalid task.return signature or options: its result type is not the lifted "
             "function's",
         )
-    ctrap_if(
-        return_key != task.return_key,
-        TrapCode.TASK_STATE,
-        "invalid task.return signature or options: its string encoding or memory is not "
-        "the lift's (LiftOptions.equal)",
-    )
+    if return_key is not task.return_key and return_key != task.return_key:
+        ctrap(
+            TrapCode.TASK_STATE,
+            "invalid task.return signature or options: its string encoding or memory is not "
+            "the lift's (LiftOptions.equal)",
+        )
     task.return_(lift(task, flat_args))
     return []
 

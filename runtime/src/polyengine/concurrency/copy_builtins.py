@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, NoReturn
 
 from polyengine.abi.compile import Codec
@@ -28,7 +27,7 @@ from .buffers import (
     ReadAheadBuffer,
     WritableGuestBuffer,
 )
-from .builtins import BLOCKED, get_handle
+from .builtins import BLOCKED, get_handle, same_type
 from .pipe import HostFedStream
 from .store import Store
 from .streams import (
@@ -64,6 +63,8 @@ __all__ = [
     "canon_stream_new",
     "canon_stream_read",
     "canon_stream_write",
+    "end_builtin",
+    "future_copy_builtin",
     "stream_copy_builtin",
 ]
 
@@ -87,21 +88,41 @@ class CopyOptions:
 def canon_stream_new(thread: Thread, stream_t: Stream) -> list[CoreVal]:
     """``stream.new``: both ends in the handle table, packed ``ri | wi << 32``."""
     inst = thread.inst
-    inst.check_may_leave()
+    ci = inst.ci
+    if not ci.may_leave or inst.record.poisoned is not None:
+        inst.check_may_leave()  # traps
     shared = SharedStreamImpl(stream_t.t)
-    ri = inst.handles.add(ReadableStreamEnd(shared))
-    wi = inst.handles.add(WritableStreamEnd(shared))
+    handles = ci.handles
+    ri = handles.add(ReadableStreamEnd(shared))
+    wi = handles.add(WritableStreamEnd(shared))
     return [ri | (wi << 32)]
 
 
 def canon_future_new(thread: Thread, future_t: Future) -> list[CoreVal]:
     """``future.new``: both ends in the handle table, packed ``ri | wi << 32``."""
     inst = thread.inst
-    inst.check_may_leave()
+    ci = inst.ci
+    if not ci.may_leave or inst.record.poisoned is not None:
+        inst.check_may_leave()  # traps
     shared = SharedFutureImpl(future_t.t)
-    ri = inst.handles.add(ReadableFutureEnd(shared))
-    wi = inst.handles.add(WritableFutureEnd(shared))
+    handles = ci.handles
+    ri = handles.add(ReadableFutureEnd(shared))
+    wi = handles.add(WritableFutureEnd(shared))
     return [ri | (wi << 32)]
+
+
+def _end(thread: Thread, i: int, end_t: type[CopyEnd], what: str, t: Stream | Future) -> Any:
+    """The ``end_t`` at handle ``i`` for a built-in typed ``t``: :func:`~.builtins.get_handle`
+    and the element type check every stream and future built-in makes."""
+    array = thread.inst.ci.handles.array
+    e = array[i] if 0 <= i < len(array) else None
+    if e.__class__ is not end_t:
+        e = get_handle(thread, i, end_t, what)  # a subclass, or traps
+    # the element types are usually the same object, else equal ones compared before
+    et = e.shared.t
+    if et is not t.t and not same_type(et, t.t):
+        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
+    return e
 
 
 def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
@@ -113,21 +134,18 @@ def _copy_prologue(  # noqa: PLR0917 - the spec's parameter list
     i: int,
 ) -> CopyEnd:
     inst = thread.inst
-    inst.check_may_leave()
+    if not inst.ci.may_leave or inst.record.poisoned is not None:
+        inst.check_may_leave()  # traps
     if not async_:
         thread.check_may_block()
-    e: CopyEnd = get_handle(thread, i, end_t, what)
-    # the element types are usually the same object: compare deeply only when not
-    et = e.shared.t
-    if et is not t.t and et != t.t:
-        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
+    e: CopyEnd = _end(thread, i, end_t, what, t)
     if e.state is not CopyState.IDLE:  # the message is formatted only for the trap
         ctrap(TrapCode.COPY_STATE, _state_message(e, what))
-    ctrap_if(
-        e.wset is not None and not async_,
-        TrapCode.WAITABLE_SET,
-        "waitable cannot be used synchronously while added to a waitable set",
-    )
+    if e.wset is not None and not async_:
+        ctrap(
+            TrapCode.WAITABLE_SET,
+            "waitable cannot be used synchronously while added to a waitable set",
+        )
     return e
 
 
@@ -175,18 +193,25 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
         dst = WritableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
         copy = _StreamCopy(e, dst, event_code, i)
         e.state = CopyState.COPYING
-        shared.read(inst, dst, copy.on_copy, copy.on_copy_done)
+        try:
+            shared.read(inst, dst, copy.on_copy, copy.on_copy_done)
+        finally:
+            dst.fresh = False  # offered on: the guest may grow its memory
     else:
         src = ReadableGuestBuffer(stream_t.t, opts.codec, cx, ptr, n)
         copy = _StreamCopy(e, src, event_code, i)
         e.state = CopyState.COPYING
-        shared.write(inst, src, copy.on_copy, copy.on_copy_done)
+        try:
+            shared.write(inst, src, copy.on_copy, copy.on_copy_done)
+        finally:
+            src.fresh = False  # offered on: the guest may grow its memory
     if e.pending_event is None:
         if not async_:
             return _copy_wait(thread, e, event_code, i)
         inst.store.wake()
         return [BLOCKED]
-    code, index, payload = e.get_pending_event()
+    pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
+    code, index, payload = pending()
     assert code is event_code and index == i and payload != BLOCKED
     inst.store.wake()
     return [payload]
@@ -304,7 +329,7 @@ class _StreamCopy:
     def event(self) -> EventTuple:
         self.reclaim()
         e = self.e
-        assert e.copying()
+        assert e.state is CopyState.COPYING or e.state is CopyState.CANCELLING_COPY  # copying()
         result = self.result
         e.state = CopyState.DONE if result is CopyResult.DROPPED else CopyState.IDLE
         progress = self.buffer.progress
@@ -340,76 +365,136 @@ def canon_stream_write(  # noqa: PLR0917 - the spec's parameter list
     return (yield from _stream_copy(thread, False, stream_t, opts, i, ptr, n))
 
 
-def _future_copy(  # noqa: PLR0917 - the spec's parameter list
+def _future_copy_now(  # noqa: PLR0917 - the spec's parameter list
     thread: Thread,
-    end_t: type[ReadableFutureEnd] | type[WritableFutureEnd],
-    event_code: EventCode,
+    reading: bool,
     future_t: Future,
     opts: CopyOptions,
     i: int,
     ptr: int,
-) -> Suspends[list[CoreVal]]:
-    what = "readable future end" if end_t is ReadableFutureEnd else "writable future end"
-    e = _copy_prologue(thread, end_t, what, future_t, opts.async_, i)
-    cx = LiftLowerContext(opts.opts, thread.inst.ci, None)
-    buffer: ReadableGuestBuffer | WritableGuestBuffer
-    if end_t is ReadableFutureEnd:
-        buffer = WritableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
+) -> list[CoreVal] | Suspends[list[CoreVal]]:
+    """``future.read`` (``reading``) or ``future.write`` up to where it would block.
+
+    As :func:`_stream_copy_now`: the results when the copy completes at once
+    (or the built-in is ``async``), and only otherwise the generator that
+    waits for the copy's event.
+    """
+    if reading:
+        end_t: type[CopyEnd] = ReadableFutureEnd
+        event_code = EventCode.FUTURE_READ
+        what = "readable future end"
     else:
-        buffer = ReadableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
-
-    def future_event(result: CopyResult) -> EventTuple:
-        assert (buffer.remain() == 0) == (result is CopyResult.COMPLETED)
-        assert e.copying()
-        if result in (CopyResult.DROPPED, CopyResult.COMPLETED):
-            e.state = CopyState.DONE
-        else:
-            e.state = CopyState.IDLE
-        return (event_code, i, int(result))
-
-    def on_copy_done(result: CopyResult) -> None:
-        assert result is not CopyResult.DROPPED or event_code is EventCode.FUTURE_WRITE
-        e.set_pending_event(partial(future_event, result))
-
-    e.state = CopyState.COPYING
-    if isinstance(e, ReadableFutureEnd):
-        assert isinstance(buffer, WritableGuestBuffer)
-        e.copy(thread.inst, buffer, on_copy_done)
+        end_t = WritableFutureEnd
+        event_code = EventCode.FUTURE_WRITE
+        what = "writable future end"
+    async_ = opts.async_
+    e = _copy_prologue(thread, end_t, what, future_t, async_, i)
+    inst = thread.inst
+    cx = LiftLowerContext(opts.opts, inst.ci, None)
+    # ``e.copy`` without the indirection: the end's shared state takes the copy
+    shared: SharedFutureImpl = e.shared  # type: ignore[assignment]  # a future end's
+    if reading:
+        dst = WritableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
+        copy = _FutureCopy(e, dst, event_code, i)
+        e.state = CopyState.COPYING
+        try:
+            shared.read(inst, dst, copy.on_copy_done)
+        finally:
+            dst.fresh = False  # offered on: the guest may grow its memory
     else:
-        assert isinstance(e, WritableFutureEnd) and isinstance(buffer, ReadableGuestBuffer)
-        e.copy(thread.inst, buffer, on_copy_done)
-    if not e.has_pending_event():
-        if not opts.async_:
-            yield from e.wait_for_pending_event(thread)
-        else:
-            thread.inst.store.wake()
-            return [BLOCKED]
-    code, index, payload = e.get_pending_event()
+        src = ReadableGuestBuffer(future_t.t, opts.codec, cx, ptr, 1)
+        copy = _FutureCopy(e, src, event_code, i)
+        e.state = CopyState.COPYING
+        try:
+            shared.write(inst, src, copy.on_copy_done)
+        finally:
+            src.fresh = False  # offered on: the guest may grow its memory
+    if e.pending_event is None:
+        if not async_:
+            return _copy_wait(thread, e, event_code, i)
+        inst.store.wake()
+        return [BLOCKED]
+    pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
+    code, index, payload = pending()
     assert code is event_code and index == i
-    thread.inst.store.wake()
+    inst.store.wake()
     return [payload]
+
+
+def _future_copy(  # noqa: PLR0917 - the spec's parameter list
+    thread: Thread, reading: bool, future_t: Future, opts: CopyOptions, i: int, ptr: int
+) -> Suspends[list[CoreVal]]:
+    """:func:`_future_copy_now` as a generator throughout."""
+    out = _future_copy_now(thread, reading, future_t, opts, i, ptr)
+    if isinstance(out, list):
+        return out
+    return (yield from out)
+
+
+def future_copy_builtin(
+    reading: bool, future_t: Future, opts: CopyOptions
+) -> Callable[[Thread, list[CoreVal]], list[CoreVal] | Suspends[list[CoreVal]]]:
+    """``future.read``/``future.write`` with its immediates bound, as the engine calls it.
+
+    ``fn(thread, [i, ptr])`` is :func:`_future_copy_now` (same behaviour as
+    :func:`canon_future_read` and :func:`canon_future_write`).
+    """
+
+    def call(thread: Thread, args: list[CoreVal]) -> list[CoreVal] | Suspends[list[CoreVal]]:
+        return _future_copy_now(thread, reading, future_t, opts, int(args[0]), int(args[1]))
+
+    return call
+
+
+class _FutureCopy:
+    """A guest's future copy in flight: its callback and its event (§"future.read").
+
+    One object per copy instead of closures; ``event`` is the end's pending
+    event once the copy ended with ``result``: a completed or dropped copy
+    leaves the end done, a cancelled one idle.
+    """
+
+    __slots__ = ("buffer", "e", "event_code", "i", "result")
+
+    def __init__(
+        self,
+        e: CopyEnd,
+        buffer: ReadableGuestBuffer | WritableGuestBuffer,
+        event_code: EventCode,
+        i: int,
+    ) -> None:
+        self.e = e
+        self.buffer = buffer
+        self.event_code = event_code
+        self.i = i
+        self.result = CopyResult.COMPLETED
+
+    def event(self) -> EventTuple:
+        result = self.result
+        assert (self.buffer.remain() == 0) == (result is CopyResult.COMPLETED)
+        e = self.e
+        assert e.state is CopyState.COPYING or e.state is CopyState.CANCELLING_COPY  # copying()
+        e.state = CopyState.IDLE if result is CopyResult.CANCELLED else CopyState.DONE
+        return (self.event_code, self.i, int(result))
+
+    def on_copy_done(self, result: CopyResult) -> None:
+        assert result is not CopyResult.DROPPED or self.event_code is EventCode.FUTURE_WRITE
+        self.result = result
+        self.e.set_pending_event(self.event)
 
 
 def canon_future_read(
     thread: Thread, future_t: Future, opts: CopyOptions, i: int, ptr: int
 ) -> Suspends[list[CoreVal]]:
     """``future.read``: receive the value into ``ptr``."""
-    return (
-        yield from _future_copy(
-            thread, ReadableFutureEnd, EventCode.FUTURE_READ, future_t, opts, i, ptr
-        )
-    )
+    return (yield from _future_copy(thread, True, future_t, opts, i, ptr))
 
 
 def canon_future_write(
     thread: Thread, future_t: Future, opts: CopyOptions, i: int, ptr: int
 ) -> Suspends[list[CoreVal]]:
     """``future.write``: deliver the value at ``ptr``."""
-    return (
-        yield from _future_copy(
-            thread, WritableFutureEnd, EventCode.FUTURE_WRITE, future_t, opts, i, ptr
-        )
-    )
+    return (yield from _future_copy(thread, False, future_t, opts, i, ptr))
 
 
 def _cancel_copy(  # noqa: PLR0917 - the spec's parameter list
@@ -522,14 +607,12 @@ def _drop(
     thread: Thread, end_t: type[CopyEnd], what: str, t: Stream | Future, i: int
 ) -> list[CoreVal]:
     inst = thread.inst
-    inst.check_may_leave()
-    e: CopyEnd = get_handle(thread, i, end_t, what)
-    # the element types are usually the same object: compare deeply only when not
-    et = e.shared.t
-    if et is not t.t and et != t.t:
-        ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another element type")
+    ci = inst.ci
+    if not ci.may_leave or inst.record.poisoned is not None:
+        inst.check_may_leave()  # traps
+    e: CopyEnd = _end(thread, i, end_t, what, t)
     e.drop()
-    inst.handles.remove(i)
+    ci.handles.remove(i)
     inst.store.wake()
     return []
 
@@ -552,3 +635,37 @@ def canon_future_drop_readable(thread: Thread, future_t: Future, i: int) -> list
 def canon_future_drop_writable(thread: Thread, future_t: Future, i: int) -> list[CoreVal]:
     """``future.drop-writable``: traps unless the value was written (or the reader dropped)."""
     return _drop(thread, WritableFutureEnd, "writable future end", future_t, i)
+
+
+#: the ``drop-*`` built-ins: the end each drops and its name in trap messages
+_DROPS: dict[str, tuple[type[CopyEnd], str]] = {
+    "stream.drop-readable": (ReadableStreamEnd, "readable stream end"),
+    "stream.drop-writable": (WritableStreamEnd, "writable stream end"),
+    "future.drop-readable": (ReadableFutureEnd, "readable future end"),
+    "future.drop-writable": (WritableFutureEnd, "writable future end"),
+}
+
+
+def end_builtin(
+    kind: str, t: Stream | Future
+) -> Callable[[Thread, list[CoreVal]], list[CoreVal]]:
+    """``stream.new``, ``future.new`` or a ``drop-*`` built-in with its type bound.
+
+    ``fn(thread, flat_args)`` as the engine calls it: the same as
+    :func:`canon_stream_new`, :func:`canon_future_new` and the
+    ``canon_*_drop_*`` functions, one call less.
+    """
+    if kind == "stream.new":
+        assert isinstance(t, Stream)
+        stream_t = t
+        return lambda thread, _args: canon_stream_new(thread, stream_t)
+    if kind == "future.new":
+        assert isinstance(t, Future)
+        future_t = t
+        return lambda thread, _args: canon_future_new(thread, future_t)
+    end_t, what = _DROPS[kind]
+
+    def drop(thread: Thread, args: list[CoreVal]) -> list[CoreVal]:
+        return _drop(thread, end_t, what, t, int(args[0]))
+
+    return drop

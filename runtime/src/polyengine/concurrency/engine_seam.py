@@ -34,6 +34,7 @@ from polyengine.engine import (
     EngineError,
     EngineStore,
     ParkableCall,
+    compiled_path,
     define_async_host_func,
     define_host_func,
     start,
@@ -409,6 +410,30 @@ def no_current_task(what: str | None) -> NoReturn:
     )
 
 
+def _compiled_write(estore: EngineStore, kind: str, fn: BuiltinFn) -> bool:
+    """Whether the ``async`` built-in ``kind`` is a ``stream.write`` the compiled
+    stream copy (``_accel_streams.c``) may complete: its store is on the compiled
+    call path, and ``fn`` can arm it (``attach``, :func:`~.copy_builtins.arm_stream_copy`).
+
+    Only writes: a guest's write usually meets a host reader already waiting
+    (a server reading the body), which the compiled copy completes; a read more
+    often finds nothing offered yet and returns ``BLOCKED``, which the plain
+    host function does for less than the parking one.
+    """
+    return kind == "stream.write" and compiled_path(estore) and hasattr(fn, "attach")
+
+
+def _async_entry(store: Store, kind: str, fn: BuiltinFn, args: Sequence[CoreValue]) -> Any:
+    """The parking host function's Python entry of a built-in that never parks."""
+    thread = store.current
+    if thread is None:
+        no_current_task(kind)
+    out: Any = fn(thread, list(args))
+    if isinstance(out, GeneratorType):
+        return _complete_or_trap(out)  # returns at its first step: it never waits
+    return out
+
+
 def builtin_host_func(
     estore: EngineStore,
     store: Store,
@@ -427,12 +452,27 @@ def builtin_host_func(
     one of :data:`ASYNC_NONBLOCKING_KINDS` with ``is_async`` (its ``async``
     option or immediate) and ``waitable-set.poll``: a generator such a
     built-in returns (a future copy is written as one) ends at its first step.
+
+    The exception is an ``async`` ``stream.write`` on the compiled call path
+    (:func:`_compiled_write`): its parking host function carries the compiled
+    stream copy, which completes a write to a host reader (a response body
+    read by the server) without running Python at all.
     """
     if kind is not None and not defer and never_parks(kind, is_async):
+        if _compiled_write(estore, kind, fn):
+            parking = partial(_async_entry, store, kind, fn)
+            attach = getattr(fn, "attach")  # noqa: B009 (_compiled_write checked it is there)
+            return define_async_host_func(estore, params, results, parking, stream_copy=attach)
         plain_kind = kind
-        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
-        # return one that ends at its first step
-        steps = kind not in NONBLOCKING_KINDS
+        if kind in NONBLOCKING_KINDS:  # never a generator: its results as they are
+
+            def nonblocking_entry(args: Sequence[CoreValue]) -> Any:
+                thread = store.current
+                if thread is None:
+                    no_current_task(plain_kind)
+                return fn(thread, list(args))
+
+            return define_host_func(estore, params, results, nonblocking_entry)
 
         def plain_entry(args: Sequence[CoreValue]) -> Any:
             thread = store.current
@@ -440,7 +480,7 @@ def builtin_host_func(
                 no_current_task(plain_kind)
             out: Any = fn(thread, list(args))
             if isinstance(out, GeneratorType):
-                assert steps, f"{plain_kind} may block"
+                # (an async copy or cancel, or waitable-set.poll, written as a generator)
                 return _complete_or_trap(out)  # returns at its first step: it never waits
             return out
 

@@ -45,7 +45,7 @@ class _HostEnd:
         self.store = store
         self._open = True
         self._busy = False
-        store.begin_host_work()
+        store.host_pending += 1  # store.begin_host_work(), inline
 
     @property
     def closed(self) -> bool:
@@ -513,17 +513,20 @@ class HostFutureReader(_HostEnd):
 
     async def read(self) -> Any:
         """The value (the end is done afterwards)."""
-        self._check_usable()
-        buf = HostWritableBuffer(self.shared.t, 1)
+        if self._busy or not self._open:
+            self._check_usable()  # raises
+        shared = self.shared
+        buf = HostWritableBuffer(shared.t, 1)
         buf.values = []
         self._busy = True
         try:
-            shared = self.shared
-
-            def start(_on_copy: OnCopy, on_done: OnCopyDone) -> None:
-                shared.read(None, buf, on_done)
-
-            await _copy(self.store, start, shared.cancel)
+            # :func:`_copy` inline: a future is read once, and the read usually waits
+            c = _Copy()
+            shared.read(None, buf, c.on_copy_done)
+            store = self.store
+            store.wake()
+            if c.outcome is None:
+                await c.wait(store, shared.cancel)
         finally:
             self._busy = False
         self._close()

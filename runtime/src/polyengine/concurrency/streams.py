@@ -27,11 +27,13 @@ from .buffers import (
     none_or_number_type,
     transfer,
 )
-from .traps import TrapCode, ctrap, ctrap_if
+from .traps import TrapCode, ctrap
 from .waitable import Waitable
 
 if TYPE_CHECKING:
     from .store import InstanceState
+    from .thread import Thread
+    from .waitable import EventTuple, WaitableSet
 
 __all__ = [
     "CopyEnd",
@@ -120,7 +122,11 @@ class SharedStreamImpl:
     def reset_and_notify_pending(self, result: CopyResult) -> None:
         done = self.pending_on_copy_done
         assert done is not None
-        self.reset_pending()
+        # reset_pending, inline
+        self.pending_inst = None
+        self.pending_buffer = None
+        self.pending_on_copy = None
+        self.pending_on_copy_done = None
         done(result)
 
     def cancel(self) -> None:
@@ -171,7 +177,7 @@ class SharedStreamImpl:
             return
         if inst is not None and inst is self.pending_inst:
             _check_same_instance(inst, inst, self.t, "stream")
-        assert isinstance_readable(pending)
+        assert hasattr(pending, "read")  # isinstance_readable, without the call
         offered = pending.remain()
         if offered > 0:
             room = dst.remain()
@@ -237,7 +243,7 @@ class SharedStreamImpl:
                 _check_same_instance(inst, inst, self.t, "stream")
             elif pending.__class__ is ReadAheadBuffer:
                 pending.open_ahead()  # a guest writer meets the host
-        assert isinstance_writable(pending)
+        assert hasattr(pending, "write")  # isinstance_writable, without the call
         room = pending.remain()
         if room > 0:
             offered = src.remain()
@@ -279,7 +285,9 @@ class SharedFutureImpl:
         self.pending_on_copy_done: OnCopyDone | None = None
 
     def reset_pending(self) -> None:
-        self.set_pending(None, None, None)
+        self.pending_inst = None
+        self.pending_buffer = None
+        self.pending_on_copy_done = None
 
     def set_pending(
         self, inst: InstanceState | None, buffer: Buffer | None, on_copy_done: OnCopyDone | None
@@ -291,7 +299,10 @@ class SharedFutureImpl:
     def reset_and_notify_pending(self, result: CopyResult) -> None:
         done = self.pending_on_copy_done
         assert done is not None
-        self.reset_pending()
+        # reset_pending, inline
+        self.pending_inst = None
+        self.pending_buffer = None
+        self.pending_on_copy_done = None
         done(result)
 
     def cancel(self) -> None:
@@ -313,8 +324,9 @@ class SharedFutureImpl:
         if pending is None:
             self.set_pending(inst, dst, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t, "future")
-        assert isinstance_readable(pending)
+        if inst is not None and inst is self.pending_inst:
+            _check_same_instance(inst, inst, self.t, "future")
+        assert hasattr(pending, "read")  # isinstance_readable, without the call
         transfer(cast(ReadableBuffer, pending), dst, 1)
         self.reset_and_notify_pending(CopyResult.COMPLETED)
         on_copy_done(CopyResult.COMPLETED)
@@ -330,8 +342,9 @@ class SharedFutureImpl:
         if pending is None:
             self.set_pending(inst, src, on_copy_done)
             return
-        _check_same_instance(inst, self.pending_inst, self.t, "future")
-        assert isinstance_writable(pending)
+        if inst is not None and inst is self.pending_inst:
+            _check_same_instance(inst, inst, self.t, "future")
+        assert hasattr(pending, "write")  # isinstance_writable, without the call
         transfer(src, cast(WritableBuffer, pending), 1)
         self.reset_and_notify_pending(CopyResult.COMPLETED)
         on_copy_done(CopyResult.COMPLETED)
@@ -358,7 +371,11 @@ class CopyEnd(Waitable):
     role = "readable"
 
     def __init__(self, shared: SharedStreamImpl | SharedFutureImpl) -> None:
-        super().__init__()
+        # Waitable.__init__, inline: five ends are made per HTTP request
+        self.pending_event: Callable[[], EventTuple] | None = None
+        self.wset: WaitableSet | None = None
+        self.has_sync_waiter = False
+        self.waiter: Thread | None = None
         self.state = CopyState.IDLE
         self.shared = shared
 
@@ -370,18 +387,23 @@ class CopyEnd(Waitable):
         return self.state in (CopyState.COPYING, CopyState.CANCELLING_COPY)
 
     def drop(self) -> None:
-        if self.copying():
+        state = self.state
+        if state is CopyState.COPYING or state is CopyState.CANCELLING_COPY:  # copying()
             ctrap(TrapCode.BUSY, f"cannot drop busy {self.kind}")
         self.shared.drop()
-        super().drop()
+        # Waitable.drop, inline
+        assert not self.has_sync_waiter
+        if self.wset is not None:
+            self.join(None)
 
 
 class ReadableStreamEnd(CopyEnd):
     __slots__ = ()
     shared: SharedStreamImpl
 
-    def __init__(self, shared: SharedStreamImpl) -> None:
-        super().__init__(shared)
+    if TYPE_CHECKING:  # CopyEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, shared: SharedStreamImpl) -> None: ...
 
     def copy(
         self,
@@ -398,8 +420,9 @@ class WritableStreamEnd(CopyEnd):
     shared: SharedStreamImpl
     role = "writable"
 
-    def __init__(self, shared: SharedStreamImpl) -> None:
-        super().__init__(shared)
+    if TYPE_CHECKING:  # CopyEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, shared: SharedStreamImpl) -> None: ...
 
     def copy(
         self,
@@ -416,8 +439,9 @@ class ReadableFutureEnd(CopyEnd):
     shared: SharedFutureImpl
     kind = "future"
 
-    def __init__(self, shared: SharedFutureImpl) -> None:
-        super().__init__(shared)
+    if TYPE_CHECKING:  # CopyEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, shared: SharedFutureImpl) -> None: ...
 
     def copy(
         self, inst: InstanceState | None, dst: WritableBuffer, on_copy_done: OnCopyDone
@@ -431,8 +455,9 @@ class WritableFutureEnd(CopyEnd):
     kind = "future"
     role = "writable"
 
-    def __init__(self, shared: SharedFutureImpl) -> None:
-        super().__init__(shared)
+    if TYPE_CHECKING:  # CopyEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, shared: SharedFutureImpl) -> None: ...
 
     def copy(
         self, inst: InstanceState | None, src: ReadableBuffer, on_copy_done: OnCopyDone
@@ -440,9 +465,8 @@ class WritableFutureEnd(CopyEnd):
         self.shared.write(inst, src, on_copy_done)
 
     def drop(self) -> None:
-        ctrap_if(
-            self.state is not CopyState.DONE,
-            TrapCode.COPY_STATE,
-            "cannot drop future write end without first writing a value",
-        )
+        if self.state is not CopyState.DONE:
+            ctrap(
+                TrapCode.COPY_STATE, "cannot drop future write end without first writing a value"
+            )
         super().drop()

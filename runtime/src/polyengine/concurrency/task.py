@@ -17,7 +17,7 @@ from polyengine.types.model import FuncType
 
 from .ready import Gate
 from .thread import Cancelled, CoreVal, Suspends, Thread
-from .traps import Trap, TrapCode, ctrap_if
+from .traps import Trap, TrapCode, ctrap, ctrap_if
 from .waitable import Waitable
 
 if TYPE_CHECKING:
@@ -137,7 +137,14 @@ class Task:
         self.implicit_thread = thread
         inst = self.inst
         if self.ft.is_async:
-            if self.has_backpressure() or inst.num_waiting_to_enter > 0:
+            # has_backpressure() and needs_exclusive(), inline: every async call enters here
+            # (the fields under the ``backpressure`` and ``exclusive_thread`` properties)
+            exclusive = not self.async_ or self.callback
+            if (
+                inst._backpressure > 0
+                or (exclusive and inst._exclusive_thread is not None)
+                or inst.num_waiting_to_enter > 0
+            ):
                 inst.num_waiting_to_enter += 1
                 try:
                     cancelled = yield from thread.wait_until(
@@ -151,10 +158,14 @@ class Task:
                 if cancelled:
                     self.cancel()
                     return False
-            if self.needs_exclusive():
+            if exclusive:
                 assert inst.exclusive_thread is None
                 inst.exclusive_thread = thread
-        self.register_thread(thread)
+        # register_thread, inline
+        assert thread not in self.threads and thread.task is self
+        self.threads.append(thread)
+        assert thread.index is None
+        thread.index = inst.threads.add(thread)
         return True
 
     def enter_implicit_thread_now(self, thread: Thread) -> None:
@@ -173,9 +184,10 @@ class Task:
     def exit_implicit_thread(self, thread: Thread) -> None:
         assert thread is self.implicit_thread
         self.unregister_thread(thread)
-        if self.ft.is_async and self.needs_exclusive():
-            assert self.inst.exclusive_thread is thread
-            self.inst.exclusive_thread = None
+        if self.ft.is_async and (not self.async_ or self.callback):  # needs_exclusive()
+            inst = self.inst
+            assert inst.exclusive_thread is thread
+            inst.exclusive_thread = None
         self.implicit_thread = None
 
     def unregister_thread(self, thread: Thread) -> None:
@@ -185,11 +197,11 @@ class Task:
         self.inst.threads.remove(thread.index)
         if not self.threads:
             self.on_trap = None  # no thread left to trap
-            ctrap_if(
-                self.state is not Task.State.RESOLVED,
-                TrapCode.TASK_STATE,
-                "task's last thread ended before task.return or task.cancel",
-            )
+            if self.state is not Task.State.RESOLVED:
+                ctrap(
+                    TrapCode.TASK_STATE,
+                    "task's last thread ended before task.return or task.cancel",
+                )
             assert self.num_borrows == 0
 
     def request_cancellation(self, caller: InstanceState | None) -> None:
@@ -233,16 +245,12 @@ class Task:
         return on_start()
 
     def return_(self, result: list[Any]) -> None:
-        ctrap_if(
-            self.state is Task.State.RESOLVED,
-            TrapCode.TASK_STATE,
-            "task already returned or cancelled",
-        )
-        ctrap_if(
-            self.num_borrows > 0,
-            TrapCode.BORROWS_OUTSTANDING,
-            "borrow handles still remain at the end of the call",
-        )
+        if self.state is Task.State.RESOLVED:
+            ctrap(TrapCode.TASK_STATE, "task already returned or cancelled")
+        if self.num_borrows > 0:
+            ctrap(
+                TrapCode.BORROWS_OUTSTANDING, "borrow handles still remain at the end of the call"
+            )
         on_resolve, self.on_resolve = self.on_resolve, _resolved
         on_resolve(result)
         self.state = Task.State.RESOLVED

@@ -37,15 +37,18 @@ def _lift_async_value(
     if not isinstance(e, end_t):
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"handle {i} is not a {what}")
     assert isinstance(e, CopyEnd)
-    if not same_type(e.shared.t, t.t):
+    shared = e.shared
+    et = shared.t
+    if et is not t.t and not same_type(et, t.t):
         ctrap(TrapCode.HANDLE_TYPE_MISMATCH, f"{what} {i} has another type")
-    if e.copying():
-        ctrap(TrapCode.BUSY, f"cannot remove busy {e.kind}")
-    if e.state is CopyState.DONE:
-        ctrap(TrapCode.COPY_STATE, _lift_done_message(e))
-    if e.in_waitable_set():
+    state = e.state
+    if state is not CopyState.IDLE:
+        if state is CopyState.DONE:
+            ctrap(TrapCode.COPY_STATE, _lift_done_message(e))
+        ctrap(TrapCode.BUSY, f"cannot remove busy {e.kind}")  # copying
+    if e.wset is not None:
         ctrap(TrapCode.WAITABLE_SET, f"cannot lift {e.kind} while it's in a waitable set")
-    return e.shared
+    return shared
 
 
 def _lift_done_message(e: CopyEnd) -> str:
@@ -68,13 +71,13 @@ class TaskModelHooks:
     def lower_stream(self, cx: LiftLowerContext, v: object, t: Stream) -> int:
         if not isinstance(v, SharedStreamImpl):
             raise LowerTypeError(f"expected a stream, got {type(v).__name__}")
-        assert v.t == t.t
+        assert v.t is t.t or v.t == t.t
         return cx.inst.handles.add(ReadableStreamEnd(v))
 
     def lower_future(self, cx: LiftLowerContext, v: object, t: Future) -> int:
         if not isinstance(v, SharedFutureImpl):
             raise LowerTypeError(f"expected a future, got {type(v).__name__}")
-        assert v.t == t.t
+        assert v.t is t.t or v.t == t.t
         return cx.inst.handles.add(ReadableFutureEnd(v))
 
     def lift_error_context(self, cx: LiftLowerContext, i: int) -> object:

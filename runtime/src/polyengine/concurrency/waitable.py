@@ -58,7 +58,8 @@ class Waitable:
 
     def set_pending_event(self, pending_event: Callable[[], EventTuple]) -> None:
         self.pending_event = pending_event
-        self.notify_waiters()
+        if self.waiter is not None or self.wset is not None:  # (someone to notify)
+            self.notify_waiters()
 
     def notify_waiters(self) -> None:
         """Queue the threads that wait on this waitable or on its set."""

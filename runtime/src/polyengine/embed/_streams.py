@@ -501,7 +501,15 @@ class Future(_HostEnd[HostFutureReader, SharedFutureImpl]):
         try:
             if self._peer_trap is not None:
                 raise _FutureDropped
-            value = await _read_value(reader)
+            # the writer's value, or _FutureDropped when it left without one
+            shared = reader.shared
+            if shared.dropped and shared.pending_buffer is None:
+                reader.drop()  # the writer went away without a value: nothing left to read
+                raise _FutureDropped
+            try:
+                value = await reader.read()
+            except IndexError:
+                raise _FutureDropped from None
         except _FutureDropped:
             self._source = None
             exc: BaseException
@@ -542,18 +550,6 @@ class Future(_HostEnd[HostFutureReader, SharedFutureImpl]):
 
 class _FutureDropped(Exception):
     """The future ended without a value (its writer dropped it, or failed)."""
-
-
-async def _read_value(reader: HostFutureReader) -> Any:
-    """The value of the future under ``reader``; a value-less end is :class:`_FutureDropped`."""
-    shared = reader.shared
-    if shared.dropped and shared.pending_buffer is None:
-        reader.drop()  # the writer went away without a value: nothing left to read
-        raise _FutureDropped
-    try:
-        return await reader.read()
-    except IndexError:
-        raise _FutureDropped from None
 
 
 class ErrorContext:

@@ -119,21 +119,17 @@ _CANCELLABLE: dict[str, Callable[..., Any]] = {
     "thread.yield-then-promote": cb.canon_thread_yield_then_promote,
 }
 
-_COPIES: dict[str, Callable[..., Any]] = {
-    "stream.read": cc.canon_stream_read,
-    "stream.write": cc.canon_stream_write,
-    "future.read": cc.canon_future_read,
-    "future.write": cc.canon_future_write,
-}
-
-_TYPED: dict[str, Callable[..., Any]] = {
-    "stream.new": cc.canon_stream_new,
-    "future.new": cc.canon_future_new,
-    "stream.drop-readable": cc.canon_stream_drop_readable,
-    "stream.drop-writable": cc.canon_stream_drop_writable,
-    "future.drop-readable": cc.canon_future_drop_readable,
-    "future.drop-writable": cc.canon_future_drop_writable,
-}
+#: the built-ins :func:`~polyengine.concurrency.copy_builtins.end_builtin` binds
+_TYPED = frozenset(
+    {
+        "stream.new",
+        "future.new",
+        "stream.drop-readable",
+        "stream.drop-writable",
+        "future.drop-readable",
+        "future.drop-writable",
+    }
+)
 
 _CANCELS: dict[str, Callable[..., Any]] = {
     "stream.cancel-read": cc.canon_stream_cancel_read,
@@ -193,14 +189,14 @@ def task_model_builtin(rt: ComponentRuntime, b: pln.Builtin) -> tuple[BuiltinFn,
     if kind == "error-context.debug-message":
         return _lazy(lambda: _error_context_debug_message(rt, b)), False
     if kind in _TYPED:
-        assert b.type is not None
-        return _positional(_TYPED[kind], b.type), False
+        assert isinstance(b.type, m.Stream | m.Future)
+        return cc.end_builtin(kind, b.type), False
     if kind in _CANCELS:
         assert b.type is not None
         return _positional(_CANCELS[kind], b.type, b.is_async), False
     if kind in ("stream.read", "stream.write"):
         return _lazy_stream_copy(rt, b), False
-    if kind in _COPIES:
+    if kind in ("future.read", "future.write"):
         assert b.type is not None and b.options is not None
         return _lazy(lambda: _copy(rt, b)), False
     raise LinkError(f"the canonical built-in {kind} is not supported")
@@ -246,11 +242,8 @@ def _copy_options(rt: ComponentRuntime, b: pln.Builtin) -> CopyOptions:
 
 
 def _copy(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
-    assert isinstance(b.type, m.Stream | m.Future)
-    opts = _copy_options(rt, b)
-    if isinstance(b.type, m.Stream):
-        return cc.stream_copy_builtin(b.kind == "stream.read", b.type, opts)
-    return _positional(_COPIES[b.kind], b.type, opts)
+    assert isinstance(b.type, m.Future)
+    return cc.future_copy_builtin(b.kind == "future.read", b.type, _copy_options(rt, b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,8 +284,10 @@ def _task_return(rt: ComponentRuntime, b: pln.Builtin) -> BuiltinFn:
 
     def task_return(thread: Thread, args: list[CoreVal]) -> list[CoreVal]:
         tk = thread.task.return_key
-        if isinstance(tk, ReturnKey) and tk.key == key:
-            return cb.canon_task_return(thread, result_t, tk, lift_for(tk.side), args)
+        if tk.__class__ is ReturnKey and tk.key == key:
+            side = tk.side
+            lift = lifts.get(side) or lift_for(side)
+            return cb.canon_task_return(thread, result_t, tk, lift, args)
         return cb.canon_task_return(thread, result_t, key, lift_for("guest"), args)
 
     return task_return

@@ -187,7 +187,8 @@ class HostValues:
         self.driver = driver
         self.handles = handles
         self.hooks = TaskModelHooks()
-        #: the guest-backed handles the host holds (for the A7 peer-trap rule)
+        #: the guest-backed handles the host holds (for the A7 peer-trap rule) that no
+        #: watch of :func:`_drop_when_collected` knows (each watch names its ``owner``)
         self.held: weakref.WeakSet[_Handle] = weakref.WeakSet()
         #: host pipes lowered into this store's guests (for the A7 peer-trap rule)
         self.bound: weakref.WeakSet[Pipe] = weakref.WeakSet()
@@ -214,7 +215,7 @@ class HostValues:
         def holds(shared: SharedStreamImpl | SharedFutureImpl) -> bool:
             return any(x is shared for x in ends) or shared.pending_inst is inst
 
-        for handle in list(self.held):
+        for handle in self._held():
             shared = _shared_of(handle)
             if shared is None or not holds(shared):
                 continue
@@ -231,6 +232,17 @@ class HostValues:
             w.shared.drop()
         self.store.wake()
 
+    def _held(self) -> list[_Handle]:
+        """The guest-backed handles the host holds: those watched for collection, and ``held``."""
+        found: dict[int, _Handle] = {}
+        for watch in list(_WATCHED):
+            handle = watch() if watch.owner is self else None
+            if handle is not None:
+                found[id(handle)] = handle
+        for handle in list(self.held):
+            found[id(handle)] = handle
+        return list(found.values())
+
     # -- streams -----------------------------------------------------------------------
 
     def lift_stream(self, cx: LiftLowerContext, i: int, t: m.Stream) -> object:
@@ -245,8 +257,8 @@ class HostValues:
         else:
             handle = self.handles.stream(t.t, reader, self.store)
         handle._lift = self._lifted_elements(t.t)
-        self.held.add(handle)
-        _drop_when_collected(handle, reader)
+        if not _drop_when_collected(handle, reader, self):
+            self.held.add(handle)
         return handle
 
     def _returning(self, shared: SharedStreamImpl | SharedFutureImpl) -> _Handle | None:
@@ -393,8 +405,8 @@ class HostValues:
         else:
             handle = self.handles.future(reader, self.store)
         handle._lift = self._lifted_elements(t.t)
-        self.held.add(handle)
-        _drop_when_collected(handle, reader)
+        if not _drop_when_collected(handle, reader, self):
+            self.held.add(handle)
         return handle
 
     def lower_future(self, cx: LiftLowerContext, v: object, t: m.Future) -> int:
@@ -588,33 +600,41 @@ class _RelayChunks:
         return await self.inner._read(n, True)
 
 
-def _drop_when_collected(handle: object, end: HostStreamReader | HostFutureReader) -> None:
-    """A handle the host lets go of drops its end (so it stops counting as host work).
+def _drop_when_collected(
+    handle: _Handle, end: HostStreamReader | HostFutureReader, owner: HostValues
+) -> bool:
+    """A handle the host lets go of drops its end (so it stops counting as host work);
+    whether it is watched (there is a running loop).
 
     The drop runs on the event loop soon after collection, never inside
-    whatever code the collection interrupted.
+    whatever code the collection interrupted. The watch also counts the
+    handle among those ``owner`` holds (:meth:`HostValues._held`).
     """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return False
     # a weak reference with a callback, kept alive by the set until it fires: the
     # work of ``weakref.finalize`` without its registry and exit hook, per handle
     watch = _Watch(handle, _collected)
     watch.end = end
     watch.loop = loop
+    watch.owner = owner
     _WATCHED.add(watch)
+    return True
 
 
 class _Watch(weakref.ref):  # type: ignore[type-arg]
     """A weak reference to a host handle, with the end to drop and the loop to drop it
-    on once the handle is collected; compared and hashed by its own identity (each
-    watch of one handle is its own, and it stays hashable once the handle is gone)."""
+    on once the handle is collected, and the :class:`HostValues` that lifted it;
+    compared and hashed by its own identity (each watch of one handle is its own, and
+    it stays hashable once the handle is gone)."""
 
-    __slots__ = ("end", "loop")
+    __slots__ = ("end", "loop", "owner")
 
     end: HostStreamReader | HostFutureReader
     loop: asyncio.AbstractEventLoop
+    owner: HostValues
 
     __hash__ = object.__hash__
     __eq__ = object.__eq__
