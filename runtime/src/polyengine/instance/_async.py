@@ -55,14 +55,13 @@ from polyengine.concurrency.engine_seam import (
     never_parks,
     no_current_task,
 )
-from polyengine.concurrency.engine_seam import _complete_or_trap as complete_or_trap
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.hostfunc import host_lower_async
 from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
-from polyengine.concurrency.traps import TrapCode, ctrap_if
+from polyengine.concurrency.traps import TrapCode, ctrap, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
 from polyengine.instance._hostlift import HostLift
@@ -370,7 +369,7 @@ class TaskModel:
             out: Any = fn(thread, list(args))
             if isinstance(out, GeneratorType):
                 assert steps, f"{kind} may block"
-                return complete_or_trap(out)  # returns at its first step: it never waits
+                return _first_step(out)  # returns at its first step: it never waits
             return out
 
         return plain_entry
@@ -425,6 +424,17 @@ class TaskModel:
         self._func_insts.clear()
         self.store.on_poison.clear()
         self.host_values.resources = None
+
+
+def _first_step(gen: GeneratorType[Any, Any, Any]) -> list[CoreVal]:
+    """The results of a built-in's generator that ends at its first step; one that
+    would wait traps, as a synchronous task that would block (``CANNOT_BLOCK_SYNC``)."""
+    try:
+        next(gen)
+    except StopIteration as stop:
+        return list(stop.value)
+    gen.close()
+    ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:
