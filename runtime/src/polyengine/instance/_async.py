@@ -68,7 +68,7 @@ from polyengine.instance._hostlift import HostLift
 from polyengine.instance._perplan import builtin_is_async
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
-from polyengine.types.layout import contains_borrow, flatten_functype
+from polyengine.types.layout import contains_borrow
 from polyengine_protocol import (
     Trap,
     is_future,
@@ -205,14 +205,13 @@ class TaskModel:
 
     def _lower_trampoline(
         self,
-        ft: m.FuncType,
-        o: pln.CanonOptions,
+        tr: pln.LowerImport | pln.Adapter,
         build: Callable[[], CanonLower],
         *,
         defer: bool = True,
         never_parks: bool = False,
     ) -> engine.CoreFunc:
-        core = flatten_functype(ft, "lower", is_async=o.is_async, ptr_type=self.rt.addrtype(o))
+        params, results = self.rt.lowered_core_type(tr)
         built: CanonLower | None = None
         if never_parks:
             # an async lower of a host function never blocks: a plain host function
@@ -227,9 +226,7 @@ class TaskModel:
                     no_current_task("a lowered import")
                 return canon_lower_async(built, thread, list(args))
 
-            return engine.define_host_func(
-                self.rt.store, list(core.params), list(core.results), lower_async
-            )
+            return engine.define_host_func(self.rt.store, params, results, lower_async)
 
         def lower(thread: Thread, args: list[CoreVal]) -> Any:
             nonlocal built
@@ -237,9 +234,7 @@ class TaskModel:
                 built = build()
             return canon_lower(built, thread, args)
 
-        return builtin_host_func(
-            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=defer
-        )
+        return builtin_host_func(self.rt.store, self.store, params, results, lower, defer=defer)
 
     def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
         """A guest→guest call through the task model (sync or async on either side)."""
@@ -250,7 +245,7 @@ class TaskModel:
             callee = self.func_inst(a.lift)
             return canon_lower_from_abi(values, ro.opts, self.states[a.options.instance], callee)
 
-        return self._lower_trampoline(a.type, a.options, build)
+        return self._lower_trampoline(a, build)
 
     def lower_import(
         self,
@@ -324,9 +319,7 @@ class TaskModel:
         # on the caller's fiber: a call that settles at once never parks, and
         # an async lower never parks at all (a pending host call becomes a
         # subtask), so it is a plain host function
-        return self._lower_trampoline(
-            ft, tr.options, build, defer=False, never_parks=tr.options.is_async
-        )
+        return self._lower_trampoline(tr, build, defer=False, never_parks=tr.options.is_async)
 
     def _host_lower_async(
         self, tr: pln.LowerImport, steps: HostImportLower, mode: CancelMode
@@ -337,10 +330,8 @@ class TaskModel:
         body = host_lower_async(
             self.driver, fn, lower, steps.lower_result, name=steps.where, cancel=mode
         )
-        core = flatten_functype(
-            tr.type, "lower", is_async=True, ptr_type=self.rt.addrtype(tr.options)
-        )
-        return engine.define_host_func(self.rt.store, list(core.params), list(core.results), body)
+        params, results = self.rt.lowered_core_type(tr)  # (an async lower)
+        return engine.define_host_func(self.rt.store, params, results, body)
 
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
