@@ -175,3 +175,28 @@ def test_host_created_memory_table_and_global(wat: Wat) -> None:
             new_global(store, "v128", 0)
         with pytest.raises(LinkError):
             instantiate(store, wat(consumer), [new_memory(store, 1), tab, glob])
+
+
+def test_the_compiled_memory_size_agrees_with_wasmtime(wat: Wat) -> None:
+    # The view's size check uses the compiled path's memory_size when it is built
+    # (the ctypes call otherwise); both read wasmtime_memory_data_size.
+    from polyengine.engine import _ffi as ffi
+    from polyengine.engine import _memory
+    from polyengine.engine._accelerator import ACCEL
+
+    with EngineStore() as store:
+        mem = instantiate(store, wat(MODULE), []).memory("mem")
+        ctx = store._ctx()
+        assert _memory._data_size(ctx, mem._addr) == ffi.memory_data_size(ctx, mem._addr)
+        assert _memory._data_size(ctx, mem._addr) == mem.size() == 65536
+        assert mem.grow(1) == 1
+        assert _memory._data_size(ctx, mem._addr) == 2 * 65536 == len(mem.view())
+        size = getattr(ACCEL, "memory_size", None)
+        if size is None:
+            assert _memory._data_size is ffi.memory_data_size
+            return
+        assert _memory._data_size is size
+        with pytest.raises(ValueError, match="no store context"):
+            size(0, mem._addr)
+        with pytest.raises(TypeError):
+            size(ctx)

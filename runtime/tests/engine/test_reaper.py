@@ -246,7 +246,7 @@ def test_the_native_loop_parks_until_a_store_arrives(
     for _ in range(3):
         before = accel.reaper_state()[1]
         _closed_store(wat)
-        _wait_for(lambda: accel.reaper_state()[1] > before)
+        _wait_for(lambda done=before + 1: accel.reaper_state()[1] >= done)
         time.sleep(0.02)  # what the deletion's wake-up leaves settles
         idle = _voluntary_switches(thread.native_id)
         time.sleep(0.1)

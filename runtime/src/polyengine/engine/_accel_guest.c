@@ -381,9 +381,34 @@ init_values(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* memory_size(ctx, memory) -> int: ``wasmtime_memory_data_size`` of an open
+ * store's memory (``GuestMemory.view``'s check of its cached view), without a
+ * ctypes call */
+static PyObject *
+memory_size(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "memory_size(ctx, memory) takes two addresses");
+        return NULL;
+    }
+    void *ctx = PyLong_AsVoidPtr(args[0]);
+    if (ctx == NULL && PyErr_Occurred())
+        return NULL;
+    void *addr = PyLong_AsVoidPtr(args[1]);
+    if (addr == NULL && PyErr_Occurred())
+        return NULL;
+    if (memory_data_size == NULL || ctx == NULL || addr == NULL) {
+        PyErr_SetString(PyExc_ValueError, "memory_size: no store context, memory or init_values");
+        return NULL;
+    }
+    return PyLong_FromSize_t(memory_data_size(ctx, addr));
+}
+
 static PyMethodDef values_methods[] = {
     {"init_values", init_values, METH_VARARGS,
      "init_values(GuestMemory, memory_data, memory_data_size): the direct memory access"},
+    {"memory_size", (PyCFunction)(void (*)(void))memory_size, METH_FASTCALL,
+     "memory_size(ctx, memory) -> the memory's size in bytes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,6 +15,7 @@ import ctypes
 import importlib
 import os
 import struct
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -98,21 +99,26 @@ def value_kernels() -> tuple[Any, Any] | None:
     return ACCEL.Lower, ACCEL.LiftSpilled
 
 
-def register_guest_memory(cls: type) -> None:
-    """Give the compiled value codecs the engine memory type and its byte access.
+def register_guest_memory(cls: type) -> Callable[[int, int], int]:
+    """Give the compiled value codecs the engine memory type and its byte access;
+    return how the memory reads its size: ``(ctx, memory address) -> bytes``.
 
     Called by ``_memory.py`` once ``GuestMemory`` exists: the codecs read such a
     memory's bytes through the addresses of ``wasmtime_memory_data`` and
-    ``wasmtime_memory_data_size`` the ``wasmtime`` package loaded.
+    ``wasmtime_memory_data_size`` the ``wasmtime`` package loaded, and so does
+    the returned function (the ctypes one on the pure path).
     """
     init = getattr(ACCEL, "init_values", None)
+    size: Callable[[int, int], int] = ffi.memory_data_size
     if init is not None:
 
         def address(fn: Any) -> int:
             return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
 
         init(cls, address(ffi.memory_data), address(ffi.memory_data_size))
+        size = getattr(ACCEL, "memory_size", size)
     _GUEST_MEMORY[:] = [cls]
+    return size
 
 
 def memory_parts(memory: object) -> tuple[Any, int] | None:

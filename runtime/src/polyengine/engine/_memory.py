@@ -135,7 +135,7 @@ class GuestMemory(_StoreItem):
     def view(self) -> memoryview:
         """A writable byte view (format ``'B'``) of the whole memory, as of now."""
         ctx = self._ctx()
-        n = ffi.memory_data_size(ctx, self._addr)
+        n = _data_size(ctx, self._addr)
         mv = self._view
         if mv is not None and n == self._view_size:
             return mv
@@ -186,7 +186,8 @@ class GuestMemory(_StoreItem):
         return "<GuestMemory>" if self.store.closed else f"<GuestMemory {self.size()} bytes>"
 
 
-register_guest_memory(GuestMemory)  # the compiled value codecs' memory access
+#: ``(ctx, memory address) -> size in bytes``: the compiled path's, else ctypes'
+_data_size = register_guest_memory(GuestMemory)  # the compiled value codecs' memory access
 
 _FUNCREF = 5  # WASMTIME_FUNCREF
 

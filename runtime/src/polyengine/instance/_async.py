@@ -55,21 +55,20 @@ from polyengine.concurrency.engine_seam import (
     never_parks,
     no_current_task,
 )
-from polyengine.concurrency.engine_seam import _complete_or_trap as complete_or_trap
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.hostfunc import host_lower_async
 from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
-from polyengine.concurrency.traps import TrapCode, ctrap_if
+from polyengine.concurrency.traps import TrapCode, ctrap, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
 from polyengine.instance._hostlift import HostLift
 from polyengine.instance._perplan import builtin_is_async
 from polyengine.translate import plan as pln
 from polyengine.types import model as m
-from polyengine.types.layout import contains_borrow, flatten_functype
+from polyengine.types.layout import contains_borrow
 from polyengine_protocol import (
     Trap,
     is_future,
@@ -206,14 +205,13 @@ class TaskModel:
 
     def _lower_trampoline(
         self,
-        ft: m.FuncType,
-        o: pln.CanonOptions,
+        tr: pln.LowerImport | pln.Adapter,
         build: Callable[[], CanonLower],
         *,
         defer: bool = True,
         never_parks: bool = False,
     ) -> engine.CoreFunc:
-        core = flatten_functype(ft, "lower", is_async=o.is_async, ptr_type=self.rt.addrtype(o))
+        params, results = self.rt.lowered_core_type(tr)
         built: CanonLower | None = None
         if never_parks:
             # an async lower of a host function never blocks: a plain host function
@@ -228,9 +226,7 @@ class TaskModel:
                     no_current_task("a lowered import")
                 return canon_lower_async(built, thread, list(args))
 
-            return engine.define_host_func(
-                self.rt.store, list(core.params), list(core.results), lower_async
-            )
+            return engine.define_host_func(self.rt.store, params, results, lower_async)
 
         def lower(thread: Thread, args: list[CoreVal]) -> Any:
             nonlocal built
@@ -238,9 +234,7 @@ class TaskModel:
                 built = build()
             return canon_lower(built, thread, args)
 
-        return builtin_host_func(
-            self.rt.store, self.store, list(core.params), list(core.results), lower, defer=defer
-        )
+        return builtin_host_func(self.rt.store, self.store, params, results, lower, defer=defer)
 
     def adapter(self, a: pln.Adapter) -> engine.CoreFunc:
         """A guest→guest call through the task model (sync or async on either side)."""
@@ -251,7 +245,7 @@ class TaskModel:
             callee = self.func_inst(a.lift)
             return canon_lower_from_abi(values, ro.opts, self.states[a.options.instance], callee)
 
-        return self._lower_trampoline(a.type, a.options, build)
+        return self._lower_trampoline(a, build)
 
     def lower_import(
         self,
@@ -325,9 +319,7 @@ class TaskModel:
         # on the caller's fiber: a call that settles at once never parks, and
         # an async lower never parks at all (a pending host call becomes a
         # subtask), so it is a plain host function
-        return self._lower_trampoline(
-            ft, tr.options, build, defer=False, never_parks=tr.options.is_async
-        )
+        return self._lower_trampoline(tr, build, defer=False, never_parks=tr.options.is_async)
 
     def _host_lower_async(
         self, tr: pln.LowerImport, steps: HostImportLower, mode: CancelMode
@@ -338,10 +330,8 @@ class TaskModel:
         body = host_lower_async(
             self.driver, fn, lower, steps.lower_result, name=steps.where, cancel=mode
         )
-        core = flatten_functype(
-            tr.type, "lower", is_async=True, ptr_type=self.rt.addrtype(tr.options)
-        )
-        return engine.define_host_func(self.rt.store, list(core.params), list(core.results), body)
+        params, results = self.rt.lowered_core_type(tr)  # (an async lower)
+        return engine.define_host_func(self.rt.store, params, results, body)
 
     def builtin(self, b: pln.Builtin) -> engine.CoreFunc:
         fn, defer = task_model_builtin(self.rt, b)
@@ -370,7 +360,7 @@ class TaskModel:
             out: Any = fn(thread, list(args))
             if isinstance(out, GeneratorType):
                 assert steps, f"{kind} may block"
-                return complete_or_trap(out)  # returns at its first step: it never waits
+                return _first_step(out)  # returns at its first step: it never waits
             return out
 
         return plain_entry
@@ -425,6 +415,17 @@ class TaskModel:
         self._func_insts.clear()
         self.store.on_poison.clear()
         self.host_values.resources = None
+
+
+def _first_step(gen: GeneratorType[Any, Any, Any]) -> list[CoreVal]:
+    """The results of a built-in's generator that ends at its first step; one that
+    would wait traps, as a synchronous task that would block (``CANNOT_BLOCK_SYNC``)."""
+    try:
+        next(gen)
+    except StopIteration as stop:
+        return list(stop.value)
+    gen.close()
+    ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:

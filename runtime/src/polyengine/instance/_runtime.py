@@ -426,11 +426,9 @@ class ComponentRuntime:
 
             return engine.DeferredHost(params, results, build_import)
         if isinstance(tr, pln.Adapter):
-            core = flatten_functype(
-                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
-            )
+            params, results = self.lowered_core_type(tr)
             adapter = self._adapter(tr)
-            return engine.DeferredHost(tuple(core.params), tuple(core.results), lambda: adapter)
+            return engine.DeferredHost(params, results, lambda: adapter)
         fn, bparams, bresults = self._builtin(tr)
         return engine.DeferredHost(tuple(bparams), tuple(bresults), lambda: fn)
 
@@ -513,11 +511,22 @@ class ComponentRuntime:
         sigs = _SIGNATURES.get(self.plan, _new_table)
         sig = sigs.get(index)
         if sig is None:
-            core = flatten_functype(
-                tr.type, "lower", is_async=tr.options.is_async, ptr_type=self.addrtype(tr.options)
-            )
-            sig = sigs[index] = (tuple(core.params), tuple(core.results))
+            sig = sigs[index] = self.lowered_core_type(tr)
         return sig
+
+    def lowered_core_type(self, tr: pln.LowerImport | pln.Adapter) -> _CoreSig:
+        """The core signature the guest calls ``tr`` with (CanonicalABI.md
+        §"Flattening", ``flatten_functype(ft, 'lower')``), once per plan's trampoline:
+        it depends on the plan alone (its type, ``async`` and memory's address type)."""
+        found = _CORE_TYPES.peek(tr)
+        if found is None:
+            o = tr.options
+            core = flatten_functype(
+                tr.type, "lower", is_async=o.is_async, ptr_type=self.addrtype(o)
+            )
+            found = (tuple(core.params), tuple(core.results))
+            _CORE_TYPES.put(tr, found)
+        return found
 
     def _import_site(self, tr: pln.LowerImport) -> ImportSite:
         """What the embed layer's trampoline of host import ``tr`` needs of this runtime
@@ -680,6 +689,8 @@ _ADDRTYPES: IdentityMemo[pln.Plan, dict[pln.CoreDef, PtrType]] = IdentityMemo(_P
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[_CoreSig | None, ...]
 _PLAIN_SIGNATURES: IdentityMemo[pln.Plan, tuple[int, _PlainSigs]] = IdentityMemo(_PRES_LIMIT)
+#: the core signature of each lowered import and adapter, by the plan's trampoline
+_CORE_TYPES: IdentityMemo[pln.LowerImport | pln.Adapter, _CoreSig] = IdentityMemo(1 << 15)
 #: the lowered imports' signatures before a first instance worked them out
 _NO_SIGNATURES: dict[int, _CoreSig] = {}
 
