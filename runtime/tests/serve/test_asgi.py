@@ -425,3 +425,30 @@ def test_max_concurrent_requests_admits_that_many_and_the_rest_in_arrival_order(
         return log
 
     assert run(main()) == ["first", "second", "after"]
+
+
+def test_an_instance_let_go_of_outside_the_event_loop_is_closed_at_once(
+    guest: Guest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polyengine.embed._instantiate import Instance
+
+    closed: list[Instance] = []
+    close = Instance.close
+
+    def recording_close(self: Instance) -> None:
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(Instance, "close", recording_close)
+    app, _ = quiet_app(guest("hello"), reuse=1)
+
+    async def main() -> Any:
+        await app.startup()
+        pool = app._pool
+        assert pool is not None
+        return pool, await pool.acquire()
+
+    pool, slot = run(main())  # the loop is gone now
+    pool.release(slot)
+    assert closed == [slot.instance]
+    assert pool.discarded == 1

@@ -216,10 +216,15 @@ class _Pool:
         response of its last request is out (a close frees the whole instance, ~0.5 ms
         for a large guest, which no request needs to wait for)."""
         self.discarded += 1
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to come back to: closed now
+            slot.instance.close()
+            return
         retired = self._retired
         retired.append(slot.instance)
         if len(retired) == 1:
-            asyncio.get_running_loop().call_soon(self._close_retired)
+            loop.call_soon(self._close_retired)
 
     def _close_retired(self) -> None:
         retired, self._retired = self._retired, []
