@@ -425,7 +425,12 @@ def _compiled_write(estore: EngineStore, kind: str, fn: BuiltinFn) -> bool:
     often finds nothing offered yet and returns ``BLOCKED``, which the plain
     host function does for less than the parking one.
     """
-    return kind == "stream.write" and compiled_path(estore) and hasattr(fn, "attach")
+    return (
+        kind == "stream.write"
+        and estore.suspend  # (a task-model store always is)
+        and compiled_path(estore)
+        and hasattr(fn, "attach")
+    )
 
 
 def _async_entry(store: Store, kind: str, fn: BuiltinFn, args: Sequence[CoreValue]) -> Any:
