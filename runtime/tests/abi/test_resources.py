@@ -54,6 +54,19 @@ def test_table_reserves_zero_and_reuses_freed_indices() -> None:
         t.remove(3)
 
 
+def test_table_refuses_negative_indices() -> None:
+    """A negative index names no element (never one counted from the end)."""
+    t: Table[str] = Table()
+    t.add("a")
+    t.add("b")
+    for bad in (-1, -2, -3):
+        for op in (t.get, t.remove):
+            with pytest.raises(Trap) as e:
+                op(bad)
+            assert _code(e) == TrapCode.INVALID_HANDLE
+    assert list(t) == ["a", "b"]
+
+
 def test_table_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Table, "MAX_LENGTH", 2)
     t: Table[int] = Table()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from polyengine.abi.compile import Compiler
@@ -28,6 +30,7 @@ from polyengine.concurrency.copy_builtins import (
     canon_future_new,
     canon_future_read,
     canon_future_write,
+    future_copy_builtin,
 )
 from polyengine.concurrency.fakes import bare_thread, now
 from polyengine.types import model as m
@@ -142,3 +145,26 @@ def test_future_new_packs_both_indices() -> None:
     ri, wi = v & 0xFFFF_FFFF, v >> 32
     assert isinstance(side.inst.handles.get(ri), ReadableFutureEnd)
     assert isinstance(side.inst.handles.get(wi), WritableFutureEnd)
+
+
+def test_the_bound_future_copy_returns_its_results_without_a_generator() -> None:
+    """``future_copy_builtin`` (what the engine calls): a copy that completes at once,
+    or an ``async`` one that cannot, returns its flat results directly; only a
+    synchronous copy that has to wait is a generator (CanonicalABI.md §"future.write")."""
+    reader, ri, writer, wi = pair()
+    write = future_copy_builtin(False, FT, writer.opts)
+    read = future_copy_builtin(True, FT, reader.opts)
+    writer.mem.write(8, (7).to_bytes(4, "little"))
+    assert write(writer.thread, [wi, 8]) == [BLOCKED]  # async: nobody reads yet
+    assert read(reader.thread, [ri, 16]) == [CopyResult.COMPLETED]
+    assert int.from_bytes(reader.mem.read(16, 4), "little") == 7
+    assert writer.end(wi).get_pending_event() == (EventCode.FUTURE_WRITE, wi, 0)
+
+    store = Store()
+    sync_reader = Side(store, "sync reader")
+    sync_reader.opts = CopyOptions(CanonicalOptions(memory=sync_reader.mem), reader.opts.codec)
+    shared = SharedFutureImpl(FT.t)
+    si = sync_reader.inst.handles.add(ReadableFutureEnd(shared))
+    waits = future_copy_builtin(True, FT, sync_reader.opts)(sync_reader.thread, [si, 16])
+    assert inspect.isgenerator(waits)  # a synchronous read with nothing written waits
+    waits.close()

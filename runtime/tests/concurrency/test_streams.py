@@ -19,6 +19,7 @@ from polyengine.concurrency import (
     Store,
     WritableStreamEnd,
 )
+from polyengine.concurrency.buffers import GuestBuffer
 from polyengine.concurrency.copy_builtins import (
     CopyOptions,
     canon_stream_cancel_read,
@@ -273,3 +274,40 @@ def test_element_less_stream_counts_units() -> None:
     reader, ri, writer, wi, _ = pair(t)
     assert writer.write(wi, 0, 3) == BLOCKED
     assert reader.read(ri, 0, 2) == packed(CopyResult.COMPLETED, 2)
+
+
+def test_an_offered_write_copies_from_the_memory_as_it_is_when_taken() -> None:
+    """A write offered past its built-in call is read when a reader takes it: from the
+    writer's memory as it is then (it may have grown meanwhile), not from the view
+    its bounds check read (CanonicalABI.md §"stream.write": the copy happens at the
+    rendezvous)."""
+    reader, ri, writer, wi, _ = pair()
+    writer.mem.write(100, b"hello")
+    assert writer.write(wi, 100, 5) == BLOCKED
+    writer.mem.grow_to(len(writer.mem) * 2)  # a new buffer: earlier views keep the old bytes
+    writer.mem.write(100, b"HELLO")
+    assert reader.read(ri, 200, 5) == packed(CopyResult.COMPLETED, 5)
+    assert reader.mem.read(200, 5) == b"HELLO"
+
+
+def test_an_offered_read_copies_into_the_memory_as_it_is_when_filled() -> None:
+    """The same for a read offered past its built-in call: the writer fills the
+    reader's memory as it is at the rendezvous."""
+    reader, ri, writer, wi, _ = pair()
+    assert reader.read(ri, 200, 5) == BLOCKED
+    reader.mem.grow_to(len(reader.mem) * 2)
+    writer.mem.write(100, b"abcde")
+    assert writer.write(wi, 100, 5) == packed(CopyResult.COMPLETED, 5)
+    assert reader.mem.read(200, 5) == b"abcde"  # in the grown memory, not a stale view
+
+
+def test_a_copy_completed_at_once_reads_the_memory_of_its_own_call() -> None:
+    """A write that meets an offered read completes within its call, through the
+    view its bounds check read; both buffers end up not fresh."""
+    reader, ri, writer, wi, shared = pair()
+    assert reader.read(ri, 200, 3) == BLOCKED
+    pending = shared.pending_buffer
+    writer.mem.write(100, b"xyz")
+    assert writer.write(wi, 100, 3) == packed(CopyResult.COMPLETED, 3)
+    assert reader.mem.read(200, 3) == b"xyz"
+    assert isinstance(pending, GuestBuffer) and not pending.fresh

@@ -68,12 +68,13 @@ class Table(Generic[E]):
 
     def get(self, i: int) -> E:
         """The element at ``i``; traps when out of range or free."""
-        array = self.array
-        if 0 <= i < len(array):
-            e = array[i]
-            if e is not None:
-                return e
-        _unknown(i)
+        try:
+            e = self.array[i]
+        except IndexError:
+            _unknown(i)
+        if e is None or i < 0:  # (index 0 is never valid: its slot stays None)
+            _unknown(i)
+        return e
 
     def add(self, e: E) -> int:
         """Store ``e`` in a free slot (reused first) and return its index."""
@@ -94,13 +95,15 @@ class Table(Generic[E]):
     def remove(self, i: int) -> E:
         """Take the element at ``i`` out of the table; traps like :meth:`get`."""
         array = self.array
-        if 0 <= i < len(array):  # get, inline
+        try:  # get, inline
             e = array[i]
-            if e is not None:
-                array[i] = None
-                self.free.append(i)
-                return e
-        _unknown(i)
+        except IndexError:
+            _unknown(i)
+        if e is None or i < 0:
+            _unknown(i)
+        array[i] = None
+        self.free.append(i)
+        return e
 
 
 def _unknown(i: int) -> NoReturn:

@@ -114,9 +114,11 @@ def canon_future_new(thread: Thread, future_t: Future) -> list[CoreVal]:
 def _end(thread: Thread, i: int, end_t: type[CopyEnd], what: str, t: Stream | Future) -> Any:
     """The ``end_t`` at handle ``i`` for a built-in typed ``t``: :func:`~.builtins.get_handle`
     and the element type check every stream and future built-in makes."""
-    array = thread.inst.ci.handles.array
-    e = array[i] if 0 <= i < len(array) else None
-    if e.__class__ is not end_t:
+    try:
+        e = thread.inst.ci.handles.array[i]
+    except IndexError:
+        e = None
+    if e.__class__ is not end_t or i < 0:
         e = get_handle(thread, i, end_t, what)  # a subclass, or traps
     # the element types are usually the same object, else equal ones compared before
     et = e.shared.t

@@ -233,15 +233,24 @@ class EngineActivation:
                     )
                     return _TO_SCHEDULER
                 self._counted = True
+            active = EngineActivation._active
+            active.append(self)  # (_with_active, inline: once per core call)
             try:
-                self._with_active(self._start)
+                call: ParkableCall | None = start(self.func, self.args)
             except EngineError:
+                call = None
+            finally:
+                popped = active.pop()
+                assert popped is self
+            if call is None:
                 # Inside a guest call of this store (a start function, or a
                 # host-driven call) the engine cannot start a parkable call:
                 # run it as a plain call, in which nothing may block.
                 self._uncount()
                 self._results = self._call_plain()
                 return None
+            self._call = call
+            call._waker = _no_wake  # (set_waker, without the call)
         else:
             assert self._gen is not None and self._gen_started, "parked outside a built-in"
             block = self._step(cancelled)
@@ -276,10 +285,6 @@ class EngineActivation:
             self._counted = False
             assert self.thread is not None
             self.thread.store.fiber_done()
-
-    def _start(self) -> None:
-        call = self._call = start(self.func, self.args)
-        call._waker = _no_wake  # (set_waker, without the call)
 
     def _call_plain(self) -> list[CoreVal]:
         saved = EngineActivation._active[:]
@@ -420,7 +425,12 @@ def _compiled_write(estore: EngineStore, kind: str, fn: BuiltinFn) -> bool:
     often finds nothing offered yet and returns ``BLOCKED``, which the plain
     host function does for less than the parking one.
     """
-    return kind == "stream.write" and compiled_path(estore) and hasattr(fn, "attach")
+    return (
+        kind == "stream.write"
+        and estore.suspend  # (a task-model store always is)
+        and compiled_path(estore)
+        and hasattr(fn, "attach")
+    )
 
 
 def _async_entry(store: Store, kind: str, fn: BuiltinFn, args: Sequence[CoreValue]) -> Any:

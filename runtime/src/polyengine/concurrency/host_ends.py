@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from polyengine.types import model as m
 
@@ -39,10 +39,15 @@ __all__ = [
 
 
 class _HostEnd:
-    __slots__ = ("_busy", "_open", "store")
+    """A host end of ``shared`` in ``store``; ``shared`` is typed by each subclass."""
 
-    def __init__(self, store: Store) -> None:
+    __slots__ = ("_busy", "_open", "shared", "store")
+
+    shared: SharedStreamImpl | SharedFutureImpl
+
+    def __init__(self, store: Store, shared: SharedStreamImpl | SharedFutureImpl) -> None:
         self.store = store
+        self.shared = shared
         self._open = True
         self._busy = False
         store.host_pending += 1  # store.begin_host_work(), inline
@@ -233,11 +238,12 @@ class HostStreamReader(_HostEnd):
     types are read at most ``max_count`` at a time.
     """
 
-    __slots__ = ("_here", "shared", "stash")
+    __slots__ = ("_here", "stash")
+
+    shared: SharedStreamImpl
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
-        super().__init__(store)
-        self.shared = shared
+        super().__init__(store, shared)
         #: reads completed by running the writer here since this end last waited
         self._here = 0
         #: bytes a guest's write delivered past a read's count (``stream<u8>`` only)
@@ -399,11 +405,12 @@ class HostStreamWriter(_HostEnd):
     completes with what the writer offered).
     """
 
-    __slots__ = ("_here", "ahead", "shared")
+    __slots__ = ("_here", "ahead")
+
+    shared: SharedStreamImpl
 
     def __init__(self, store: Store, shared: SharedStreamImpl) -> None:
-        super().__init__(store)
-        self.shared = shared
+        super().__init__(store, shared)
         self.ahead: _Ahead | None = None
         #: writes ahead that ran the reader here since this end last waited
         self._here = 0
@@ -505,11 +512,13 @@ class HostStreamWriter(_HostEnd):
 class HostFutureReader(_HostEnd):
     """The host's readable end of a future."""
 
-    __slots__ = ("shared",)
+    __slots__ = ()
 
-    def __init__(self, store: Store, shared: SharedFutureImpl) -> None:
-        super().__init__(store)
-        self.shared = shared
+    shared: SharedFutureImpl
+
+    if TYPE_CHECKING:  # _HostEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, store: Store, shared: SharedFutureImpl) -> None: ...
 
     async def read(self) -> Any:
         """The value (the end is done afterwards)."""
@@ -541,11 +550,13 @@ class HostFutureReader(_HostEnd):
 class HostFutureWriter(_HostEnd):
     """The host's writable end of a future."""
 
-    __slots__ = ("shared",)
+    __slots__ = ()
 
-    def __init__(self, store: Store, shared: SharedFutureImpl) -> None:
-        super().__init__(store)
-        self.shared = shared
+    shared: SharedFutureImpl
+
+    if TYPE_CHECKING:  # _HostEnd.__init__ runs (no call of its own), for its shared type
+
+        def __init__(self, store: Store, shared: SharedFutureImpl) -> None: ...
 
     async def write(self, value: Any) -> bool:
         """Deliver ``value``; ``False`` if the reader dropped first."""

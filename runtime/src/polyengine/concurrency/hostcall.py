@@ -21,7 +21,7 @@ from .lift import CanonLift, start_task
 from .store import InstanceState, Store
 from .task import Task
 from .thread import Suspends, Thread
-from .traps import Trap, TrapCode, ctrap, ctrap_if
+from .traps import Trap, TrapCode, ctrap
 
 __all__ = ["HostCall", "run_to_completion", "start_host_call", "sync_scope", "tick_all"]
 
@@ -50,11 +50,13 @@ class HostCall:
         return self.resolved or self.trap is not None
 
     def _resolve(self, result: list[Any] | None) -> None:
-        if self.settled:
+        if self.resolved or self.trap is not None:  # settled
             return
         self.resolved = True
         self.result = result
-        self._notify()
+        cb = self.on_settle  # _notify, inline: every call resolves once
+        if cb is not None:
+            cb(self)
 
     def _fail(self, trap: Trap) -> None:
         was_settled = self.settled
@@ -93,7 +95,8 @@ def start_host_call(lf: CanonLift, args: list[Any]) -> HostCall:
     """
     call = HostCall()
     inst = lf.inst
-    ctrap_if(not inst.may_enter_from(None), TrapCode.CANNOT_ENTER)
+    if not inst.may_enter_from(None):
+        ctrap(TrapCode.CANNOT_ENTER)
 
     def on_start() -> list[Any]:
         return args

@@ -251,12 +251,14 @@ class HostValues:
         if isinstance(shared, HostFedStream) and shared.pipe is not None:
             return self._hand_back(shared.pipe, t)
         reader = HostStreamReader(self.store, shared)
-        handle = self._returning(shared)
+        handle = self._returning(shared) if self.passed else None
         if isinstance(handle, self.handles.stream):
             handle._revive_reader(reader)
         else:
             handle = self.handles.stream(t.t, reader, self.store)
-        handle._lift = self._lifted_elements(t.t)
+        elem = t.t
+        if elem is not None and elem.__class__ is not m.U8:  # (bytes need no conversion)
+            handle._lift = self._lifted_elements(elem)
         if not _drop_when_collected(handle, reader, self):
             self.held.add(handle)
         return handle
@@ -399,7 +401,7 @@ class HostValues:
         shared = self.hooks.lift_future(cx, i, t)
         assert isinstance(shared, SharedFutureImpl)
         reader = HostFutureReader(self.store, shared)
-        handle = self._returning(shared)
+        handle = self._returning(shared) if self.passed else None
         if isinstance(handle, self.handles.future):
             handle._revive_reader(reader)
         else:
