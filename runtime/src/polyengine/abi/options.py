@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from polyengine.abi.memory import Memory, Realloc
-from polyengine.abi.trap import TrapCode, trap_if
+from polyengine.abi.trap import TrapCode, trap
 from polyengine.types.layout import PtrType
 
 if TYPE_CHECKING:
@@ -102,8 +102,6 @@ class LiftLowerContext:
         left = self.budget - nbytes - elements
         self.budget = left
         if left < 0:
-            from polyengine.abi.trap import TrapCode, trap
-
             trap(
                 TrapCode.LIFT_LIMIT,
                 f"lifting this value reads more than the {self.inst.lift_budget} bytes and "
@@ -125,13 +123,10 @@ class LiftLowerContext:
         The returned pointer is masked to the address width; the memory view
         is re-read afterwards.
         """
-        realloc = self.opts.realloc
-        trap_if(
-            realloc is None,
-            TrapCode.MISSING_REALLOC,
-            "lowering this value needs the realloc option",
-        )
-        assert realloc is not None
+        opts = self.opts
+        realloc = opts.realloc
+        if realloc is None:
+            trap(TrapCode.MISSING_REALLOC, "lowering this value needs the realloc option")
         inst = self.inst
         assert inst.may_leave
         inst.may_leave = False
@@ -139,8 +134,11 @@ class LiftLowerContext:
             ptr = realloc(old, old_byte_length, alignment, new_byte_length)
         finally:
             inst.may_leave = True
-        self.refresh()
-        return ptr & (0xFFFFFFFF if self.opts.addrtype == "i32" else 0xFFFFFFFFFFFFFFFF)
+        try:  # noqa: SIM105 - self.refresh(), inline (contextlib.suppress costs ~10x)
+            del self.mv
+        except AttributeError:
+            pass
+        return ptr & (0xFFFFFFFF if opts.addrtype == "i32" else 0xFFFFFFFFFFFFFFFF)
 
     def allocate(self, alignment: int, byte_length: int) -> int:
         """A fresh block from ``realloc(0, 0, alignment, byte_length)``."""

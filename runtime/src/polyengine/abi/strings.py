@@ -103,7 +103,8 @@ def make_string_decoder(
             )
 
     def decode_utf8(mv: memoryview, ptr: int, units: int) -> str:
-        check(mv, ptr, units, 1)
+        if units > MAX_STRING_BYTE_LENGTH or ptr + units > len(mv):  # check(), its common case
+            check(mv, ptr, units, 1)
         try:
             return str(mv[ptr : ptr + units], "utf-8")
         except UnicodeDecodeError as e:
@@ -354,8 +355,10 @@ def make_string_encoder(
 
     def enc_utf8(s: str) -> tuple[bytes, int, int]:
         b = s.encode("utf-8", USV_ERRORS)
-        too_long(b)
-        return (b, 1, len(b))
+        n = len(b)
+        if n > MAX_STRING_BYTE_LENGTH:
+            too_long(b)
+        return (b, 1, n)
 
     def enc_utf16(s: str) -> tuple[bytes, int, int]:
         b = s.encode("utf-16-le", USV_ERRORS)
@@ -391,9 +394,12 @@ def store_host_string(
     if encode is None:
         encode = make_string_encoder(cx.opts.string_encoding, cx.opts.addrtype)
     b, align, units = encode(s)
-    ptr = cx.allocate(align, len(b))
-    _check_block(cx, ptr, len(b), align)
-    cx.mv[ptr : ptr + len(b)] = b
+    n = len(b)
+    ptr = cx.reallocate(0, 0, align, n)  # cx.allocate(align, n)
+    mv = cx.mv
+    if ptr & (align - 1) or ptr + n > len(mv):  # _check_block, inline
+        range_trap("string", ptr, n, align, len(mv), from_realloc=True)
+    mv[ptr : ptr + n] = b
     return (ptr, units)
 
 

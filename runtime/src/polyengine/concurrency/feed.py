@@ -40,39 +40,64 @@ def feed_future(
     producer error); ``settled()`` runs once the feed is over (the driver's
     ``run_ready``), as a loop callback: the readers the feed readied run.
     """
+    feed = _Feed(src, w, shared, site, settled)
+    shared.on_drop = feed.reader_gone
+    src.add_done_callback(feed.value_in)
 
-    def value_in(fut: asyncio.Future[Any]) -> None:
-        shared.on_drop = None
+
+class _Feed:
+    """One feed of :func:`feed_future`: its callbacks, as one object (not four closures)."""
+
+    __slots__ = ("settled", "shared", "site", "src", "w")
+
+    def __init__(
+        self,
+        src: asyncio.Future[Any],
+        w: HostFutureWriter,
+        shared: HostFedFuture,
+        site: object,
+        settled: Callable[[], None],
+    ) -> None:
+        self.src = src
+        self.w = w
+        self.shared = shared
+        self.site = site
+        self.settled = settled
+
+    def value_in(self, fut: asyncio.Future[Any]) -> None:
+        """The source settled: offer its value, or abandon the future."""
+        self.shared.on_drop = None
+        w = self.w
         if fut.cancelled():
             _abandon(w.store, w, _Abandoned(_CANCELLED))
         else:
             exc = fut.exception()
             if exc is not None:
-                _abandon(w.store, w, producer_error(str(site), exc))
+                _abandon(w.store, w, producer_error(str(self.site), exc))
             elif not w.closed:
-                w.offer(fut.result(), offered)
+                w.offer(fut.result(), self.offered)
                 return
-        settled()
+        self.settled()
 
-    def offered(_result: CopyResult) -> None:
-        settled()
+    def offered(self, _result: CopyResult) -> None:
+        self.settled()
 
-    def reader_gone() -> None:
-        src.remove_done_callback(value_in)
+    def reader_gone(self) -> None:
+        """The reader dropped the future first: cancel the source, let the writer go."""
+        src = self.src
+        src.remove_done_callback(self.value_in)
         loop = src.get_loop()
         if loop.is_closed():  # nothing can run any more: let go at once
-            let_go()
+            self.let_go()
             return
         src.cancel()
-        loop.call_soon(let_go)
+        loop.call_soon(self.let_go)
 
-    def let_go() -> None:
+    def let_go(self) -> None:
+        w = self.w
         if not w.closed:
             w.drop()
-        settled()
-
-    shared.on_drop = reader_gone
-    src.add_done_callback(value_in)
+        self.settled()
 
 
 _CANCELLED = "the host dropped the writable end of a future without writing a value"

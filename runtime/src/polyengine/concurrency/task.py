@@ -159,7 +159,7 @@ class Task:
                     self.cancel()
                     return False
             if exclusive:
-                assert inst.exclusive_thread is None
+                assert inst._exclusive_thread is None
                 inst.exclusive_thread = thread
         # register_thread, inline
         assert thread not in self.threads and thread.task is self
@@ -186,7 +186,7 @@ class Task:
         self.unregister_thread(thread)
         if self.ft.is_async and (not self.async_ or self.callback):  # needs_exclusive()
             inst = self.inst
-            assert inst.exclusive_thread is thread
+            assert inst._exclusive_thread is thread
             inst.exclusive_thread = None
         self.implicit_thread = None
 
