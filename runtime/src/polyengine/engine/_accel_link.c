@@ -367,6 +367,8 @@ accel_init_plain(PyObject *mod, PyObject *fn)
 
 #include <pthread.h>
 #include <sched.h>
+#include <errno.h>
+#include <time.h>
 
 #define REAPER_SLOTS 64
 
@@ -454,6 +456,69 @@ accel_reaper_loop(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* -- the epoch ticker ------------------------------------------------------
+ *
+ * ``_interrupt.py`` advances each engine's epoch every tick on a thread of its
+ * own. A Python loop took the GIL for every tick (a hand-over from the serving
+ * thread and back); this one holds no GIL at all: it waits on a condition for
+ * the tick, then calls ``wasmtime_engine_increment_epoch``, until
+ * ``epoch_ticker_stop`` (at exit, before the engines go). */
+
+typedef void (*increment_fn)(void *);
+
+static pthread_mutex_t ticker_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ticker_cv = PTHREAD_COND_INITIALIZER;
+static int ticker_stopped = 0;
+
+/* epoch_ticker(increment_epoch, engine, tick_ns) -> None: a ticker thread's whole life */
+static PyObject *
+accel_epoch_ticker(PyObject *mod, PyObject *args)
+{
+    unsigned long long increment_addr, engine;
+    long long tick_ns;
+    if (!PyArg_ParseTuple(args, "KKL", &increment_addr, &engine, &tick_ns))
+        return NULL;
+    if (increment_addr == 0 || engine == 0 || tick_ns <= 0) {
+        PyErr_SetString(PyExc_ValueError, "epoch_ticker: a null function or engine, or no tick");
+        return NULL;
+    }
+    increment_fn increment = (increment_fn)(uintptr_t)increment_addr;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&ticker_mu);
+    while (!ticker_stopped) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)(tick_ns / 1000000000LL);
+        until.tv_nsec += (long)(tick_ns % 1000000000LL);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        int r = 0;
+        while (!ticker_stopped && r != ETIMEDOUT)
+            r = pthread_cond_timedwait(&ticker_cv, &ticker_mu, &until);
+        if (ticker_stopped)
+            break;
+        pthread_mutex_unlock(&ticker_mu);
+        increment((void *)(uintptr_t)engine);
+        pthread_mutex_lock(&ticker_mu);
+    }
+    pthread_mutex_unlock(&ticker_mu);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* epoch_ticker_stop() -> None: every ticker returns (at once, between ticks) */
+static PyObject *
+accel_epoch_ticker_stop(PyObject *mod, PyObject *unused)
+{
+    pthread_mutex_lock(&ticker_mu);
+    ticker_stopped = 1;
+    pthread_cond_broadcast(&ticker_cv);
+    pthread_mutex_unlock(&ticker_mu);
+    Py_RETURN_NONE;
+}
+
 /* reaper_close() -> [(store, linker), ...]: stop taking pairs, wake the loop; the
  * pairs still queued are handed back when no loop will take them (``loop_gone``) */
 static PyObject *
@@ -498,6 +563,10 @@ accel_reaper_state(PyObject *mod, PyObject *unused)
 }
 
 static PyMethodDef link_methods[] = {
+    {"epoch_ticker", accel_epoch_ticker, METH_VARARGS,
+     "epoch_ticker(increment_epoch, engine, tick_ns): advance the epoch every tick until stopped"},
+    {"epoch_ticker_stop", accel_epoch_ticker_stop, METH_NOARGS,
+     "epoch_ticker_stop(): every epoch ticker returns"},
     {"reaper_push", accel_reaper_push, METH_VARARGS,
      "reaper_push(store, linker, limit) -> bool: queued for the reaper loop"},
     {"reaper_loop", accel_reaper_loop, METH_VARARGS,

@@ -207,6 +207,7 @@ linker_instantiate_async = _fn("wasmtime_linker_instantiate_async", P, P, P, P, 
 
 memory_data = _fn("wasmtime_memory_data", c_size_t, P, P)
 memory_data_size = _fn("wasmtime_memory_data_size", c_size_t, P, P)
+engine_increment_epoch = _fn("wasmtime_engine_increment_epoch", None, P)
 memory_grow = _fn("wasmtime_memory_grow", P, P, P, c_uint64, POINTER(c_uint64))
 memory_page_size = _fn("wasmtime_memory_page_size", c_uint64, P, P)
 memory_type = _fn("wasmtime_memory_type", P, P, P)

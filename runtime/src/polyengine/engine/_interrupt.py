@@ -23,6 +23,8 @@ An interruption ends the guest with a trap whose code is ``interrupt``.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import threading
 import time
@@ -58,16 +60,56 @@ def _tick(engine: Engine) -> None:
 
 
 def _ensure_ticker(engine: Engine) -> None:
+    """Start ``engine``'s ticker: the compiled path's loop, which holds no GIL (a
+    Python loop takes it every tick, from the thread running guests), else ``_tick``."""
     if id(engine) in _tickers:
         return
     with _tick_lock:
         if id(engine) in _tickers:
             return
-        thread = threading.Thread(
-            target=_tick, args=(engine,), name="polyengine-epoch", daemon=True
-        )
+        target: Any = _tick
+        args: tuple[Any, ...] = (engine,)
+        native = _native_ticker()
+        if native is not None:
+            target = native.epoch_ticker
+            tick_ns = int(TICK_SECONDS * 1e9)
+            args = (ffi.address(ffi.engine_increment_epoch), engine._ptr, tick_ns)
+            _ticking.append(engine)  # (engines are kept for the process's life anyway)
+        thread = threading.Thread(target=target, args=args, name="polyengine-epoch", daemon=True)
         thread.start()
         _tickers[id(engine)] = thread
+        if native is not None:
+            _native_threads.append(thread)
+
+
+#: the engines a native ticker advances (alive while it runs), and those tickers
+_ticking: list[Engine] = []
+_native_threads: list[threading.Thread] = []
+#: ``[extension or None, pid]`` of the native tickers, once looked up
+_NATIVE: list[Any] = []
+
+
+def _native_ticker() -> Any:
+    """The compiled path's ticker functions (``None``: not built, or pure Python)."""
+    if not _NATIVE:
+        from ._accelerator import ACCEL
+
+        found = ACCEL if hasattr(ACCEL, "epoch_ticker") else None
+        _NATIVE[:] = [found, os.getpid()]
+        if found is not None:
+            atexit.register(_stop_native_tickers)
+    return _NATIVE[0]
+
+
+def _stop_native_tickers() -> None:
+    """At exit, before the engines go: every native ticker returns (in the process
+    that started them: a forked child has none)."""
+    native, pid = _NATIVE
+    if native is None or pid != os.getpid():
+        return
+    native.epoch_ticker_stop()
+    for thread in list(_native_threads):
+        thread.join(timeout=1)
 
 
 def _due_timer_cancels(loop: Any, task: Any) -> bool:
