@@ -4,7 +4,8 @@ The ticker advances the epoch every tick, so that a running guest reaches the
 deadline callback (``_interrupt.py``) about every tick: an infinite loop is
 interrupted by a deadline. With the compiled call path the loop is the
 extension's (``epoch_ticker``), stopped at exit before the engines go; the
-process then exits cleanly, as does a forked child, which has no ticker.
+process then exits cleanly, as does a forked child (which has none of its
+parent's tickers, and stops its own).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def test_a_spinning_guest_is_interrupted_at_its_deadline(wat: Wat) -> None:
         thread = _interrupt._tickers[id(store.engine)]
         assert thread.is_alive() and thread.name == "polyengine-epoch"
         native: Any = _interrupt._native_ticker()
-        assert (thread in _interrupt._native_threads) is (native is not None)
+        native_threads = [t for t, _ in _interrupt._native_threads]
+        assert (thread in native_threads) is (native is not None)
 
 
 def test_the_native_ticker_refuses_what_it_cannot_run() -> None:
@@ -66,7 +68,16 @@ def test_a_process_with_tickers_exits_cleanly_as_does_a_forked_child(
                 raise AssertionError("not interrupted")
         pid = os.fork()
         if pid == 0:
-            raise SystemExit(0)  # the child exits through atexit, with no ticker of its own
+            # a ticker of the child's own (a new engine), stopped as the child exits
+            engine = get_engine(EngineConfig(max_wasm_stack=128 * 1024))
+            store = EngineStore(engine)
+            spin = instantiate(store, compile_module(wasm, engine=engine), []).func("spin")
+            store.set_deadline(0.03)
+            try:
+                spin.call_raw([])
+            except CoreTrap:
+                raise SystemExit(0)
+            raise SystemExit(3)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0, status
         print("DONE", len(_interrupt._tickers))
