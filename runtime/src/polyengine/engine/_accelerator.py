@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _ffi as ffi
-from . import _reaper
+from . import _interrupt, _reaper
 from ._store import HOST_ENTRIES, _StoreState, plain_entry
 from ._values import normalize, raw_struct
 
@@ -82,6 +82,7 @@ def pack_results_slow(addr: int, rformats: str, out: Any) -> None:
 ACCEL: ModuleType | None
 ACCEL, _DESCRIPTION = _load()
 _reaper.set_native(ACCEL)  # the reaper thread's loop in C when the extension has it
+_interrupt.set_native(ACCEL)  # so are the epoch tickers' loops
 
 
 def call_path() -> str:

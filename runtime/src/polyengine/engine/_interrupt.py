@@ -79,36 +79,41 @@ def _ensure_ticker(engine: Engine) -> None:
         thread.start()
         _tickers[id(engine)] = thread
         if native is not None:
-            _native_threads.append(thread)
+            _native_threads.append((thread, os.getpid()))
 
 
 #: the engines a native ticker advances (alive while it runs), and those tickers
 _ticking: list[Engine] = []
-_native_threads: list[threading.Thread] = []
-#: ``[extension or None, pid]`` of the native tickers, once looked up
-_NATIVE: list[Any] = []
+#: with the process that started each (a forked child has none of its parent's)
+_native_threads: list[tuple[threading.Thread, int]] = []
+#: ``[extension or None]``: the compiled path's tickers, once ``_accelerator.py``
+#: has loaded it (``set_native``)
+_NATIVE: list[Any] = [None]
+
+
+def set_native(accel: Any) -> None:
+    """Run the tickers on the extension ``accel``'s loop (``_accelerator.py`` calls
+    this once it is loaded; ``None``, or one without it: the Python loop)."""
+    found = accel if hasattr(accel, "epoch_ticker") else None
+    if found is not None and _NATIVE[0] is None:
+        atexit.register(_stop_native_tickers)
+    _NATIVE[0] = found
 
 
 def _native_ticker() -> Any:
     """The compiled path's ticker functions (``None``: not built, or pure Python)."""
-    if not _NATIVE:
-        from ._accelerator import ACCEL
-
-        found = ACCEL if hasattr(ACCEL, "epoch_ticker") else None
-        _NATIVE[:] = [found, os.getpid()]
-        if found is not None:
-            atexit.register(_stop_native_tickers)
     return _NATIVE[0]
 
 
 def _stop_native_tickers() -> None:
-    """At exit, before the engines go: every native ticker returns (in the process
-    that started them: a forked child has none)."""
-    native, pid = _NATIVE
-    if native is None or pid != os.getpid():
+    """At exit, before the engines go: every native ticker of this process returns."""
+    native = _NATIVE[0]
+    pid = os.getpid()
+    mine = [thread for thread, started_by in _native_threads if started_by == pid]
+    if native is None or not mine:
         return
     native.epoch_ticker_stop()
-    for thread in list(_native_threads):
+    for thread in mine:
         thread.join(timeout=1)
 
 
