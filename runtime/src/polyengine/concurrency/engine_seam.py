@@ -444,6 +444,44 @@ def _async_entry(store: Store, kind: str, fn: BuiltinFn, args: Sequence[CoreValu
     return out
 
 
+def plain_in_bulk(kind: str, is_async: bool) -> bool:
+    """Whether built-in ``kind`` may run as a plain host function made without its
+    store (per plan, in bulk): it :func:`never_parks`, and it is not an ``async``
+    ``stream.write``, whose host function carries the compiled stream copy on the
+    compiled call path (:func:`builtin_host_func`)."""
+    return never_parks(kind, is_async) and not (is_async and kind == "stream.write")
+
+
+def plain_builtin_entry(
+    store: Store, kind: str, fn: BuiltinFn
+) -> Callable[[Sequence[CoreValue]], Any]:
+    """The body of a plain host function running built-in ``fn`` (of ``kind``, one
+    that :func:`never_parks`) on the store's current thread. A kind of
+    :data:`NONBLOCKING_KINDS` returns its results as they are; another (an async
+    copy or cancel, or ``waitable-set.poll``) may be written as a generator,
+    which ends at its first step."""
+    if kind in NONBLOCKING_KINDS:
+
+        def nonblocking_entry(args: Sequence[CoreValue]) -> Any:
+            thread = store.current
+            if thread is None:
+                no_current_task(kind)
+            return fn(thread, list(args))
+
+        return nonblocking_entry
+
+    def plain_entry(args: Sequence[CoreValue]) -> Any:
+        thread = store.current
+        if thread is None:
+            no_current_task(kind)
+        out: Any = fn(thread, list(args))
+        if isinstance(out, GeneratorType):
+            return _complete_or_trap(out)  # returns at its first step: it never waits
+        return out
+
+    return plain_entry
+
+
 def builtin_host_func(
     estore: EngineStore,
     store: Store,
@@ -473,28 +511,7 @@ def builtin_host_func(
             parking = partial(_async_entry, store, kind, fn)
             attach = getattr(fn, "attach")  # noqa: B009 (_compiled_write checked it is there)
             return define_async_host_func(estore, params, results, parking, stream_copy=attach)
-        plain_kind = kind
-        if kind in NONBLOCKING_KINDS:  # never a generator: its results as they are
-
-            def nonblocking_entry(args: Sequence[CoreValue]) -> Any:
-                thread = store.current
-                if thread is None:
-                    no_current_task(plain_kind)
-                return fn(thread, list(args))
-
-            return define_host_func(estore, params, results, nonblocking_entry)
-
-        def plain_entry(args: Sequence[CoreValue]) -> Any:
-            thread = store.current
-            if thread is None:
-                no_current_task(plain_kind)
-            out: Any = fn(thread, list(args))
-            if isinstance(out, GeneratorType):
-                # (an async copy or cancel, or waitable-set.poll, written as a generator)
-                return _complete_or_trap(out)  # returns at its first step: it never waits
-            return out
-
-        return define_host_func(estore, params, results, plain_entry)
+        return define_host_func(estore, params, results, plain_builtin_entry(store, kind, fn))
 
     def entry(args: Sequence[CoreValue]) -> Any:
         thread = store.current

@@ -49,11 +49,11 @@ from polyengine.concurrency import (
 )
 from polyengine.concurrency.driver import CancelMode
 from polyengine.concurrency.engine_seam import (
-    NONBLOCKING_KINDS,
     builtin_host_func,
     engine_core,
-    never_parks,
     no_current_task,
+    plain_builtin_entry,
+    plain_in_bulk,
 )
 from polyengine.concurrency.glue import canon_lift_from_abi, canon_lower_from_abi
 from polyengine.concurrency.hostfunc import host_lower_async
@@ -61,7 +61,7 @@ from polyengine.concurrency.lift import canon_lower_async
 from polyengine.concurrency.reentry import ON_STACK, check_not_on_stack
 from polyengine.concurrency.thread import CoreVal, Thread
 from polyengine.concurrency.traps import Trap as ConcurrencyTrap
-from polyengine.concurrency.traps import TrapCode, ctrap, ctrap_if
+from polyengine.concurrency.traps import TrapCode, ctrap_if
 from polyengine.instance._builtins import ReturnKey, builtin_signature, task_model_builtin
 from polyengine.instance._features import _has_async_value, needs_task_model
 from polyengine.instance._hostlift import HostLift
@@ -346,24 +346,8 @@ class TaskModel:
         run by a plain host function of the plan's shared signatures and built on
         its first call: what :func:`builtin_host_func` runs for such a kind."""
         fn, defer = task_model_builtin(self.rt, b)
-        assert not defer and never_parks(b.kind, builtin_is_async(b)), b.kind
-        store = self.store
-        kind = b.kind
-        # a kind of NONBLOCKING_KINDS never returns a generator; the others may
-        # return one that ends at its first step
-        steps = kind not in NONBLOCKING_KINDS
-
-        def plain_entry(args: Sequence[CoreVal]) -> Any:
-            thread = store.current
-            if thread is None:
-                no_current_task(kind)
-            out: Any = fn(thread, list(args))
-            if isinstance(out, GeneratorType):
-                assert steps, f"{kind} may block"
-                return _first_step(out)  # returns at its first step: it never waits
-            return out
-
-        return plain_entry
+        assert not defer and plain_in_bulk(b.kind, builtin_is_async(b)), b.kind
+        return plain_builtin_entry(self.store, b.kind, fn)
 
     def guest_dtor(self, ref: pln.CoreDef, instance: int) -> Callable[[int], None]:
         """A guest destructor run as a synchronous task of its own instance.
@@ -415,17 +399,6 @@ class TaskModel:
         self._func_insts.clear()
         self.store.on_poison.clear()
         self.host_values.resources = None
-
-
-def _first_step(gen: GeneratorType[Any, Any, Any]) -> list[CoreVal]:
-    """The results of a built-in's generator that ends at its first step; one that
-    would wait traps, as a synchronous task that would block (``CANNOT_BLOCK_SYNC``)."""
-    try:
-        next(gen)
-    except StopIteration as stop:
-        return list(stop.value)
-    gen.close()
-    ctrap(TrapCode.CANNOT_BLOCK_SYNC)
 
 
 def _flat_args(_task: Any, args: list[Any]) -> list[CoreVal]:

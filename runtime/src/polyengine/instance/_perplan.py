@@ -75,10 +75,10 @@ def plain_builtin_signature(
     """
     if b.kind.startswith("resource.") or b.kind == "unavailable":
         return None
-    from polyengine.concurrency.engine_seam import never_parks  # the task model's
+    from polyengine.concurrency.engine_seam import plain_in_bulk  # the task model's
     from polyengine.instance._builtins import builtin_signature
 
-    if not never_parks(b.kind, builtin_is_async(b)):
+    if not plain_in_bulk(b.kind, builtin_is_async(b)):
         return None
     params, results = builtin_signature(b)
     return tuple(params), tuple(results)
