@@ -304,15 +304,12 @@ def arm_stream_copy(
     )
 
 
-class _StreamCopy:
-    """A guest's stream copy in flight: its callbacks and its event (§"stream.read").
+class _GuestCopy:
+    """A guest's copy in flight (§"stream.read", §"future.read"): one object per
+    copy instead of closures, whose ``event`` is the end's pending event once
+    the copy made progress or ended with ``result``."""
 
-    One object per copy instead of closures: ``event`` is the end's pending
-    event once the other side made progress (``reclaim`` then gives the
-    buffer back) or the copy ended with ``result``.
-    """
-
-    __slots__ = ("buffer", "e", "event_code", "i", "reclaim", "result")
+    __slots__ = ("buffer", "e", "event_code", "i", "result")
 
     def __init__(
         self,
@@ -326,6 +323,22 @@ class _StreamCopy:
         self.event_code = event_code
         self.i = i
         self.result = CopyResult.COMPLETED
+
+
+class _StreamCopy(_GuestCopy):
+    """A stream copy: once the other side made progress, ``reclaim`` gives the
+    buffer back before the event is read."""
+
+    __slots__ = ("reclaim",)
+
+    def __init__(
+        self,
+        e: CopyEnd,
+        buffer: ReadableGuestBuffer | WritableGuestBuffer,
+        event_code: EventCode,
+        i: int,
+    ) -> None:
+        super().__init__(e, buffer, event_code, i)
         self.reclaim: ReclaimBuffer = _noop
 
     def event(self) -> EventTuple:
@@ -448,28 +461,11 @@ def future_copy_builtin(
     return call
 
 
-class _FutureCopy:
-    """A guest's future copy in flight: its callback and its event (§"future.read").
+class _FutureCopy(_GuestCopy):
+    """A future copy: a completed or dropped copy leaves the end done, a cancelled
+    one idle."""
 
-    One object per copy instead of closures; ``event`` is the end's pending
-    event once the copy ended with ``result``: a completed or dropped copy
-    leaves the end done, a cancelled one idle.
-    """
-
-    __slots__ = ("buffer", "e", "event_code", "i", "result")
-
-    def __init__(
-        self,
-        e: CopyEnd,
-        buffer: ReadableGuestBuffer | WritableGuestBuffer,
-        event_code: EventCode,
-        i: int,
-    ) -> None:
-        self.e = e
-        self.buffer = buffer
-        self.event_code = event_code
-        self.i = i
-        self.result = CopyResult.COMPLETED
+    __slots__ = ()
 
     def event(self) -> EventTuple:
         result = self.result

@@ -433,17 +433,6 @@ def _compiled_write(estore: EngineStore, kind: str, fn: BuiltinFn) -> bool:
     )
 
 
-def _async_entry(store: Store, kind: str, fn: BuiltinFn, args: Sequence[CoreValue]) -> Any:
-    """The parking host function's Python entry of a built-in that never parks."""
-    thread = store.current
-    if thread is None:
-        no_current_task(kind)
-    out: Any = fn(thread, list(args))
-    if isinstance(out, GeneratorType):
-        return _complete_or_trap(out)  # returns at its first step: it never waits
-    return out
-
-
 def plain_in_bulk(kind: str, is_async: bool) -> bool:
     """Whether built-in ``kind`` may run as a plain host function made without its
     store (per plan, in bulk): it :func:`never_parks`, and it is not an ``async``
@@ -508,7 +497,7 @@ def builtin_host_func(
     """
     if kind is not None and not defer and never_parks(kind, is_async):
         if _compiled_write(estore, kind, fn):
-            parking = partial(_async_entry, store, kind, fn)
+            parking = plain_builtin_entry(store, kind, fn)
             attach = getattr(fn, "attach")  # noqa: B009 (_compiled_write checked it is there)
             return define_async_host_func(estore, params, results, parking, stream_copy=attach)
         return define_host_func(estore, params, results, plain_builtin_entry(store, kind, fn))
