@@ -207,15 +207,25 @@ def _stream_copy_now(  # noqa: PLR0917 - the spec's parameter list
             shared.write(inst, src, copy.on_copy, copy.on_copy_done)
         finally:
             src.fresh = False  # offered on: the guest may grow its memory
+    return _copy_outcome(thread, e, event_code, i, async_)
+
+
+def _copy_outcome(
+    thread: Thread, e: CopyEnd, event_code: EventCode, i: int, async_: bool
+) -> list[CoreVal] | Suspends[list[CoreVal]]:
+    """What a stream or future copy just offered returns (§"stream.read",
+    §"future.read"): its event's payload when it completed at once, ``BLOCKED``
+    when ``async``, else the generator that waits for its event."""
+    store = thread.inst.store
     if e.pending_event is None:
         if not async_:
             return _copy_wait(thread, e, event_code, i)
-        inst.store.wake()
+        store.wake()
         return [BLOCKED]
     pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
     code, index, payload = pending()
     assert code is event_code and index == i and payload != BLOCKED
-    inst.store.wake()
+    store.wake()
     return [payload]
 
 
@@ -424,16 +434,7 @@ def _future_copy_now(  # noqa: PLR0917 - the spec's parameter list
             shared.write(inst, src, copy.on_copy_done)
         finally:
             src.fresh = False  # offered on: the guest may grow its memory
-    if e.pending_event is None:
-        if not async_:
-            return _copy_wait(thread, e, event_code, i)
-        inst.store.wake()
-        return [BLOCKED]
-    pending, e.pending_event = e.pending_event, None  # e.get_pending_event(), inline
-    code, index, payload = pending()
-    assert code is event_code and index == i
-    inst.store.wake()
-    return [payload]
+    return _copy_outcome(thread, e, event_code, i, async_)
 
 
 def _future_copy(  # noqa: PLR0917 - the spec's parameter list
