@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,20 @@ def wat(wasm_tools: str) -> Callable[[str], bytes]:
         return found
 
     return compile_text
+
+
+@pytest.fixture
+def bound(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The trampoline indices an instance binds one by one
+    (``ComponentRuntime._host_binding``), in order."""
+    from polyengine.instance._runtime import ComponentRuntime
+
+    seen: list[int] = []
+    original = ComponentRuntime._host_binding
+
+    def recording(self: ComponentRuntime, index: int) -> Any:
+        seen.append(index)
+        return original(self, index)
+
+    monkeypatch.setattr(ComponentRuntime, "_host_binding", recording)
+    return seen

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
-
-import pytest
 
 import polyengine
 from polyengine.instance._perplan import plain_task_builtins
-from polyengine.instance._runtime import ComponentRuntime
 from polyengine.translate import plan as pln
 from polyengine.translate import translate
 
@@ -54,20 +50,6 @@ COMPONENT = """
   (func (export "f") async (result u32) (canon lift (core func $i "f") async))
 )
 """
-
-
-@pytest.fixture
-def bound(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The trampoline indices bound one by one, in order."""
-    seen: list[int] = []
-    original = ComponentRuntime._host_binding
-
-    def recording(self: ComponentRuntime, index: int) -> Any:
-        seen.append(index)
-        return original(self, index)
-
-    monkeypatch.setattr(ComponentRuntime, "_host_binding", recording)
-    return seen
 
 
 def _kinds(plan: pln.Plan) -> dict[str, int]:

@@ -320,21 +320,27 @@ def test_the_request_head_gives_authority_framing_and_fields(
     assert _request_head(scope, app._forbidden) == head
 
 
-def test_an_instance_past_its_last_request_is_closed_once_the_request_returned(
-    guest: Guest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The close of a used-up instance is off its last request's path: it runs at the
-    loop's next turn (the response is out by then), and shutdown closes what is left."""
+@pytest.fixture
+def closed(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The instances closed, in order (``Instance.close`` recorded)."""
     from polyengine.embed._instantiate import Instance
 
-    closed: list[Instance] = []
+    seen: list[Instance] = []
     close = Instance.close
 
     def recording_close(self: Instance) -> None:
-        closed.append(self)
+        seen.append(self)
         close(self)
 
     monkeypatch.setattr(Instance, "close", recording_close)
+    return seen
+
+
+def test_an_instance_past_its_last_request_is_closed_once_the_request_returned(
+    guest: Guest, closed: list[Any]
+) -> None:
+    """The close of a used-up instance is off its last request's path: it runs at the
+    loop's next turn (the response is out by then), and shutdown closes what is left."""
     app, _ = quiet_app(guest("hello"), reuse=1)
 
     async def main() -> list[int]:
@@ -428,18 +434,8 @@ def test_max_concurrent_requests_admits_that_many_and_the_rest_in_arrival_order(
 
 
 def test_an_instance_let_go_of_outside_the_event_loop_is_closed_at_once(
-    guest: Guest, monkeypatch: pytest.MonkeyPatch
+    guest: Guest, closed: list[Any]
 ) -> None:
-    from polyengine.embed._instantiate import Instance
-
-    closed: list[Instance] = []
-    close = Instance.close
-
-    def recording_close(self: Instance) -> None:
-        closed.append(self)
-        close(self)
-
-    monkeypatch.setattr(Instance, "close", recording_close)
     app, _ = quiet_app(guest("hello"), reuse=1)
 
     async def main() -> Any:

@@ -14,27 +14,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from test_shared_compilation import CELLS, _cell_class
 
 import polyengine
-from polyengine.instance._runtime import ComponentRuntime
 from polyengine.translate import translate
 from polyengine_protocol import suspending
-
-
-@pytest.fixture
-def bound(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The trampoline indices bound one by one, in order."""
-    seen: list[int] = []
-    original = ComponentRuntime._host_binding
-
-    def recording(self: ComponentRuntime, index: int) -> Any:
-        seen.append(index)
-        return original(self, index)
-
-    monkeypatch.setattr(ComponentRuntime, "_host_binding", recording)
-    return seen
 
 
 def _imports(marked: bool, scale: int) -> dict[str, Any]:
