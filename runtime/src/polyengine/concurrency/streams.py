@@ -32,8 +32,6 @@ from .waitable import Waitable
 
 if TYPE_CHECKING:
     from .store import InstanceState
-    from .thread import Thread
-    from .waitable import EventTuple, WaitableSet
 
 __all__ = [
     "CopyEnd",
@@ -122,11 +120,7 @@ class SharedStreamImpl:
     def reset_and_notify_pending(self, result: CopyResult) -> None:
         done = self.pending_on_copy_done
         assert done is not None
-        # reset_pending, inline
-        self.pending_inst = None
-        self.pending_buffer = None
-        self.pending_on_copy = None
-        self.pending_on_copy_done = None
+        self.reset_pending()
         done(result)
 
     def cancel(self) -> None:
@@ -299,10 +293,7 @@ class SharedFutureImpl:
     def reset_and_notify_pending(self, result: CopyResult) -> None:
         done = self.pending_on_copy_done
         assert done is not None
-        # reset_pending, inline
-        self.pending_inst = None
-        self.pending_buffer = None
-        self.pending_on_copy_done = None
+        self.reset_pending()
         done(result)
 
     def cancel(self) -> None:
@@ -371,11 +362,7 @@ class CopyEnd(Waitable):
     role = "readable"
 
     def __init__(self, shared: SharedStreamImpl | SharedFutureImpl) -> None:
-        # Waitable.__init__, inline: five ends are made per HTTP request
-        self.pending_event: Callable[[], EventTuple] | None = None
-        self.wset: WaitableSet | None = None
-        self.has_sync_waiter = False
-        self.waiter: Thread | None = None
+        super().__init__()
         self.state = CopyState.IDLE
         self.shared = shared
 
@@ -391,10 +378,7 @@ class CopyEnd(Waitable):
         if state is CopyState.COPYING or state is CopyState.CANCELLING_COPY:  # copying()
             ctrap(TrapCode.BUSY, f"cannot drop busy {self.kind}")
         self.shared.drop()
-        # Waitable.drop, inline
-        assert not self.has_sync_waiter
-        if self.wset is not None:
-            self.join(None)
+        super().drop()
 
 
 class ReadableStreamEnd(CopyEnd):

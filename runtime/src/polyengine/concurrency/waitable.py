@@ -106,7 +106,8 @@ class Waitable:
 
     def drop(self) -> None:
         assert not self.has_sync_waiter
-        self.join(None)
+        if self.wset is not None:  # (joined to none: nothing to leave)
+            self.join(None)
 
 
 class WaitableSet:
