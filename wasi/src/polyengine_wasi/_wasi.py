@@ -346,9 +346,7 @@ def _wanted(interfaces: Iterable[str] | None, p3_prereleases: Sequence[str]) -> 
     """The provider keys, in :data:`_BUILDERS` order, that serve ``interfaces``."""
     if interfaces is None:
         return tuple(_BUILDERS)
-    if isinstance(interfaces, tuple) and isinstance(p3_prereleases, tuple):
-        return _wanted_of(interfaces, p3_prereleases)
-    return _wanted_of.__wrapped__(tuple(interfaces), tuple(p3_prereleases))
+    return _wanted_of(tuple(interfaces), tuple(p3_prereleases))
 
 
 @functools.lru_cache(maxsize=64)
