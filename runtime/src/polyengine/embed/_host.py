@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from polyengine.abi.bulk import NAN
@@ -48,7 +48,7 @@ from polyengine_protocol import (
     is_wasi_exit,
 )
 
-__all__ = ["HostLinker", "HostResourceTable", "describe_import"]
+__all__ = ["HostLinker", "HostResourceTable", "LinkTemplate", "describe_import"]
 
 
 def describe_import(path: Sequence[str]) -> str:
@@ -312,7 +312,10 @@ class HostLinker:
         #: what carries the marks of each resource method resolved so far: the class
         #: attribute (A2: the class is the authority), as resolution found it
         self._carriers: dict[tuple[str, ...], object] = {}
-        #: the runtime whose resource types are bound (weakly: the runtime holds this linker)
+        #: how each interface member resolved in the common way was found, to be found
+        #: again by a later linking (:class:`LinkTemplate`): ``(provider attribute, what
+        #: it held, the class attribute carrying the marks or _ABSENT, the method name)``
+        self._found: dict[tuple[str, ...], tuple[str, object, object, str]] = {}
 
     # resolution ------------------------------------------------------------------
 
@@ -351,6 +354,7 @@ class HostLinker:
                     raise MissingImportError(
                         f"missing import {where}: the provider has no member {member!r}"
                     )
+                self._found[path] = (member, fn, _ABSENT, member)
             else:
                 key = (path[0], cls_name)
                 cls = self._classes.get(key, _ABSENT)
@@ -367,6 +371,7 @@ class HostLinker:
                     )
                 fn = _method_caller(cls, member)
                 self._carriers[path] = attr
+                self._found[path] = (cls_name, cls, attr, member)
         elif len(path) == 1:
             if parsed.kind == "func":
                 fn = self.imports.top_level(snake(parsed.name))
@@ -387,6 +392,71 @@ class HostLinker:
             raise LinkError(f"import {where} is provided by a non-callable {type(fn).__name__}")
         self._callables[path] = fn
         return fn
+
+    def template(self) -> LinkTemplate:
+        """What this linking resolved, for later linkings of the same component
+        (:meth:`adopt`)."""
+        groups: dict[str, _Group] = {}
+        found = self._found
+        by_iface: dict[str, list[_Entry]] = {}
+        for path, (attr, held, carrier, member) in found.items():
+            by_iface.setdefault(path[0], []).append(
+                (path, attr, held, carrier, member, self._callables[path])
+            )
+        for iface, entries in by_iface.items():
+            groups[iface] = (self._providers[iface], tuple(entries))
+        return LinkTemplate(groups)
+
+    def adopt(self, template: LinkTemplate) -> int:
+        """Take over what ``template`` found for every interface served here by the
+        very same provider object, member by member when the provider still holds
+        what was found (an attribute may have been replaced since); anything else
+        resolves as usual. What is taken is what :meth:`resolve` would find again.
+        Returns how many interfaces were served by the same provider."""
+        imports = self.imports
+        providers, callables, carriers, found, suspending = (
+            self._providers,
+            self._callables,
+            self._carriers,
+            self._found,
+            self._suspending,
+        )
+        same = 0
+        for iface, (provider, entries) in template.groups.items():
+            if imports.provider(iface) is not provider:
+                continue
+            same += 1
+            providers[iface] = provider
+            get = provider.get if isinstance(provider, Mapping) else None
+            for path, attr, held, carrier, member, fn in entries:
+                got = get(attr) if get is not None else getattr(provider, attr, None)
+                if got is not held and not (type(got) is types.MethodType and got == held):
+                    continue
+                if carrier is not _ABSENT:
+                    if _class_attribute(got, member, _ABSENT) is not carrier:
+                        continue
+                    carriers[path] = carrier
+                    self._classes[(iface, attr)] = got
+                callables[path] = fn
+                found[path] = (attr, held, carrier, member)
+                mark = fn if carrier is _ABSENT else carrier  # (what is_marked reads)
+                suspending[path] = (
+                    type(mark) not in _PLAIN_CALLABLES
+                    or getattr(mark, BRAND_ATTRIBUTE, None) is not None
+                ) and is_suspending(mark)
+        return same
+
+    def taken_by_tasks(self, lowered: Sequence[tuple[int, pln.LowerImport]]) -> frozenset[int]:
+        """The trampoline indices of the ``lowered`` imports :meth:`task_trampoline`
+        makes a trampoline of its own for (:meth:`lowers_on_tasks` of each)."""
+        suspending = self._suspending
+        return frozenset(
+            i
+            for i, tr in lowered
+            if tr.type.is_async
+            or tr.options.is_async
+            or (suspending[tr.path] if tr.path in suspending else self.is_marked(tr.path))
+        )
 
     def world_resource_class(self, resource: str, needed_by: str) -> object:
         """The class of world-level resource ``resource``: the top-level PascalCase key.
@@ -565,6 +635,27 @@ class HostLinker:
 
 
 _ABSENT = object()
+
+#: one templated member: its path, the provider attribute it was found under, what
+#: that held, the class attribute carrying its marks (``_ABSENT``: a function), the
+#: method's name and the callable resolution made of it
+_Entry = tuple[tuple[str, ...], str, object, object, str, Callable[..., Any]]
+#: one interface's provider and its templated members
+_Group = tuple[object, tuple[_Entry, ...]]
+
+
+class LinkTemplate:
+    """What resolving one component's lowered imports found (python-mapping.md §4),
+    by interface, with the provider object that served it (held, so its identity
+    stays its own): wasmtime's ``InstancePre`` resolves a module's imports once and
+    instantiates it many times; a later :class:`HostLinker` of the same component
+    takes over the interfaces served by the very same providers
+    (:meth:`HostLinker.adopt`). Immutable once made."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self, groups: dict[str, _Group]) -> None:
+        self.groups = groups
 
 
 def _method_caller(cls: object, method: str) -> Callable[..., Any]:

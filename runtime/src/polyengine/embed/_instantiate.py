@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from polyengine.embed._facade import Exports, build_exports
-from polyengine.embed._host import HostLinker
+from polyengine.embed._host import HostLinker, LinkTemplate
 from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
 from polyengine.engine import EngineConfig
 from polyengine.errors import LinkError
 from polyengine.instance import ComponentRuntime, needs_task_model
+from polyengine.instance._perplan import lowered_imports
 from polyengine.limits import Limits
 from polyengine.memo import IdentityMemo
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate
@@ -107,8 +108,15 @@ async def instantiate(
     supplied = Imports(imports)
     check_links(arts.plan, supplied, require=("module", "component"))
     linker = HostLinker(supplied, suspend=bool(suspend))
+    template = _TEMPLATES.peek(arts.plan)
+    if template is None or not linker.adopt(template):
+        template = None  # none yet, or made with other providers: this linking makes one
+    callables = linker._callables
     for path in _func_import_paths(arts):
-        linker.resolve(path)
+        if path not in callables:
+            linker.resolve(path)
+    if template is None:
+        _TEMPLATES.put(arts.plan, linker.template())
     task_model = suspend is not False and needs_task_model(arts.plan, linker.is_marked)
     if suspend is False and arts.plan.uses_async():
         raise LinkError(
@@ -125,6 +133,7 @@ async def instantiate(
         task_model=task_model,
         task_lowerer=linker.task_trampoline if task_model else None,
         task_lowered=linker.lowers_on_tasks if task_model else None,
+        task_taken=linker.taken_by_tasks(lowered_imports(arts.plan)) if task_model else None,
         host_values=_host_values() if task_model else None,
         limits=limits,
         engine_config=engine_config,
@@ -154,6 +163,10 @@ class ImportLeaf:
     def name(self) -> str:
         return self.path[0] if len(self.path) == 1 else f"{self.path[0]}#{'/'.join(self.path[1:])}"
 
+
+#: what the last linking of each plan against new providers resolved (a later one
+#: with the same provider objects takes it over: ``HostLinker.adopt``)
+_TEMPLATES: IdentityMemo[pln.Plan, LinkTemplate] = IdentityMemo(64)
 
 #: the paths of each plan's imported functions
 _FUNC_PATHS: IdentityMemo[pln.Plan, tuple[tuple[str, ...], ...]] = IdentityMemo(64)

@@ -67,6 +67,15 @@ class Imports:
         """A world-level bare import by its Python name."""
         return self._top.get(py_name)
 
+    def provider(self, name: str) -> object | None:
+        """The provider :meth:`require_interface` finds for ``name`` (``None``: none)."""
+        found = self.interface(name)
+        if found is not None:
+            return found[1]
+        if ":" not in name:
+            return self._top.get(name)
+        return None
+
     def require_interface(self, name: str, member: str) -> object:
         found = self.interface(name)
         if found is None and ":" not in name and name in self._top:

@@ -14,7 +14,7 @@ that is created after the instance importing the trampoline.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
@@ -150,6 +150,7 @@ class ComponentRuntime:
         task_model: bool = False,
         task_lowerer: Callable[[ImportSite, pln.LowerImport], engine.CoreFunc | None] | None = None,
         task_lowered: Callable[[pln.LowerImport], bool] | None = None,
+        task_taken: Collection[int] | None = None,
         host_values: HostValuesFactory | None = None,
         limits: Limits | None = None,
         engine_config: engine.EngineConfig | None = None,
@@ -195,6 +196,9 @@ class ComponentRuntime:
         self._task_lowerer = task_lowerer
         #: which imports ``task_lowerer`` may take (``None``: offer it every one)
         self._task_lowered = task_lowered
+        #: the trampoline indices of the imports ``task_lowered`` accepts, when the
+        #: caller worked them out (``None``: it is asked of each import)
+        self._task_taken = task_taken
         self._option_cache: dict[tuple[pln.CanonOptions, str], ResolvedOptions] = {}
         #: the same by the options object's identity (kept alive with its entry)
         self._option_ids: dict[tuple[int, str], tuple[pln.CanonOptions, ResolvedOptions]] = {}
@@ -437,6 +441,12 @@ class ComponentRuntime:
         without a binding each: those the task model does not take (the same
         decision as :meth:`_task_trampoline`'s)."""
         sigs = self._plain_signatures()
+        if (
+            self.tasks is not None
+            and self._task_lowerer is not None
+            and self._task_taken is not None
+        ):
+            return engine.PlainHosts(sigs, self._build_plain, self._task_taken)
         taken: set[int] = set()
         if self.tasks is not None and self._task_lowerer is not None:
             lowered = self._task_lowered
@@ -496,8 +506,11 @@ class ComponentRuntime:
             return tasks.builtin(tr)
         if self._task_lowerer is None or not isinstance(tr, pln.LowerImport):
             return None
-        if self._task_lowered is not None and not self._task_lowered(tr):
-            return None  # most imports: decided without an import site
+        if self._task_taken is not None:
+            if index not in self._task_taken:
+                return None  # most imports: decided without an import site
+        elif self._task_lowered is not None and not self._task_lowered(tr):
+            return None
         return self._task_lowerer(self._import_site(tr), tr)
 
     def _lowered_signature(
@@ -670,6 +683,7 @@ class ComponentRuntime:
         self._host_trampolines = _closed_trampolines
         self._task_lowerer = None
         self._task_lowered = None
+        self._task_taken = None
         if self.host_resources is not None:
             self.host_resources.wrap_guest = None
         for rtype in self.resource_types:
