@@ -80,7 +80,7 @@ def test_adopt_takes_only_what_the_same_provider_holds(wat: Wat) -> None:
     # an attribute replaced since: resolved again, not taken over
     math.double = suspending(lambda x: x)  # type: ignore[method-assign]
     replaced = HostLinker(Imports({MATH: math}), suspend=False)
-    assert replaced.adopt(template) == 1
+    assert replaced.adopt(template) == 0
     assert path not in replaced._callables
     assert replaced.resolve(path) is math.double
     assert replaced.is_marked(path)
@@ -151,6 +151,13 @@ def test_resource_classes_follow_their_provider(wat: Wat) -> None:
         first = store_with(0)
         assert await run_with(first) == 105
         assert await run_with(first) == 105
+        # a provider object of its own holding the same members: they are taken over
+        own = SimpleNamespace(**vars(first))
+        linker = HostLinker(Imports({"test:demo/store": own}), suspend=False)
+        template = inst_mod._TEMPLATES.peek(arts.plan)
+        assert template is not None
+        assert linker.adopt(template) == 3  # [method]blob.size, take, give
+        assert await run_with(own) == 105
         assert await run_with(store_with(10)) == 115
         # the same provider, its class's method replaced
         first.Blob.size = lambda self: 1

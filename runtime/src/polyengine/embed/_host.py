@@ -396,7 +396,7 @@ class HostLinker:
     def template(self) -> LinkTemplate:
         """What this linking resolved, for later linkings of the same component
         (:meth:`adopt`)."""
-        groups: dict[str, _Group] = {}
+        groups: dict[str, tuple[_Entry, ...]] = {}
         found = self._found
         by_iface: dict[str, list[_Entry]] = {}
         for path, (attr, held, carrier, member) in found.items():
@@ -404,15 +404,14 @@ class HostLinker:
                 (path, attr, held, carrier, member, self._callables[path])
             )
         for iface, entries in by_iface.items():
-            groups[iface] = (self._providers[iface], tuple(entries))
+            groups[iface] = tuple(entries)
         return LinkTemplate(groups)
 
     def adopt(self, template: LinkTemplate) -> int:
-        """Take over what ``template`` found for every interface served here by the
-        very same provider object, member by member when the provider still holds
-        what was found (an attribute may have been replaced since); anything else
-        resolves as usual. What is taken is what :meth:`resolve` would find again.
-        Returns how many interfaces were served by the same provider."""
+        """Take over what ``template`` found for each member whose provider here
+        holds the very same object under the same attribute (a bound method: of the
+        same object); anything else resolves as usual. What is taken is what
+        :meth:`resolve` would find again. Returns how many members were taken."""
         imports = self.imports
         providers, callables, carriers, found, suspending = (
             self._providers,
@@ -422,10 +421,10 @@ class HostLinker:
             self._suspending,
         )
         same = 0
-        for iface, (provider, entries) in template.groups.items():
-            if imports.provider(iface) is not provider:
-                continue
-            same += 1
+        for iface, entries in template.groups.items():
+            provider = imports.provider(iface)
+            if provider is None:
+                continue  # resolution names what is missing
             providers[iface] = provider
             get = provider.get if isinstance(provider, Mapping) else None
             for path, attr, held, carrier, member, fn in entries:
@@ -439,6 +438,7 @@ class HostLinker:
                     self._classes[(iface, attr)] = got
                 callables[path] = fn
                 found[path] = (attr, held, carrier, member)
+                same += 1
                 mark = fn if carrier is _ABSENT else carrier  # (what is_marked reads)
                 suspending[path] = (
                     type(mark) not in _PLAIN_CALLABLES
@@ -640,21 +640,22 @@ _ABSENT = object()
 #: that held, the class attribute carrying its marks (``_ABSENT``: a function), the
 #: method's name and the callable resolution made of it
 _Entry = tuple[tuple[str, ...], str, object, object, str, Callable[..., Any]]
-#: one interface's provider and its templated members
-_Group = tuple[object, tuple[_Entry, ...]]
 
 
 class LinkTemplate:
     """What resolving one component's lowered imports found (python-mapping.md §4),
-    by interface, with the provider object that served it (held, so its identity
-    stays its own): wasmtime's ``InstancePre`` resolves a module's imports once and
-    instantiates it many times; a later :class:`HostLinker` of the same component
-    takes over the interfaces served by the very same providers
-    (:meth:`HostLinker.adopt`). Immutable once made."""
+    by interface: for each member, the provider attribute it was found under and
+    the object that attribute held (held here, so its identity stays its own).
+    wasmtime's ``InstancePre`` resolves a module's imports once and instantiates
+    it many times; a later :class:`HostLinker` of the same component takes over
+    each member whose provider holds the very same object under that attribute
+    (:meth:`HostLinker.adopt`): a shared provider, or a provider of its own whose
+    resource classes are shared. Immutable once made."""
 
     __slots__ = ("groups",)
 
-    def __init__(self, groups: dict[str, _Group]) -> None:
+    def __init__(self, groups: dict[str, tuple[_Entry, ...]]) -> None:
+        #: the members resolved in the common way, by interface
         self.groups = groups
 
 
