@@ -8,7 +8,8 @@ on a store: the compiled modules, every import checked against what will be
 given (kind, exporter, order), the export names encoded.  Per store only the
 store-bound work remains (:meth:`InstancePre.link`): each import vector is
 filled straight into a raw ``wasmtime_extern_t`` array (one
-``wasmtime_instance_export_get`` per import, no Python object per extern),
+``wasmtime_instance_export_get`` per export, no Python object per extern: an
+export several imports take is fetched once per linking and copied to the others),
 host functions are created without a callback of their own (the shared
 trampolines of ``_callpath.py``), and the module is instantiated from the
 array.  Plain host functions (:class:`PlainHosts`: a signature per plan, a
@@ -154,24 +155,56 @@ class _Step:
     ``wasmtime_instance_new`` returns.
     """
 
-    __slots__ = ("array_type", "calls", "exports", "hosts", "module", "n", "scratch", "users")
+    __slots__ = (
+        "array_type",
+        "calls",
+        "exports",
+        "hosts",
+        "loads",
+        "module",
+        "n",
+        "saves",
+        "scratch",
+        "users",
+    )
 
-    def __init__(self, module: CoreModule, sources: Sequence[Source], cells: _Cells) -> None:
+    def __init__(
+        self,
+        module: CoreModule,
+        sources: Sequence[Source],
+        cells: _Cells,
+        shared: dict[tuple[int, str], int],
+        fetched: set[tuple[int, str]],
+    ) -> None:
         self.module = module
         self.n = len(sources)
         self.array_type: Any = ffi.Extern * max(self.n, 1)
         self.scratch: Any = self.array_type()
         base = ctypes.addressof(self.scratch)
         #: the earlier instances this one imports from
-        self.users = tuple(
-            sorted({s.instance for s in sources if isinstance(s, ExportSource)})
-        )
-        #: (slot offset, exporting instance, encoded name) per export import
-        self.exports: tuple[tuple[int, int, bytes], ...] = tuple(
-            (k * _EXTERN_SIZE, s.instance, s.name.encode("utf-8"))
-            for k, s in enumerate(sources)
-            if isinstance(s, ExportSource)
-        )
+        self.users = tuple(sorted({s.instance for s in sources if isinstance(s, ExportSource)}))
+        exports: list[tuple[int, int, bytes]] = []
+        #: (shared slot offset, slot index) of each export fetched here that later
+        #: imports take again: kept in the linking's shared array
+        saves: list[tuple[int, int]] = []
+        #: (slot offset, shared slot index) of each export an earlier import fetched
+        loads: list[tuple[int, int]] = []
+        for k, s in enumerate(sources):
+            if not isinstance(s, ExportSource):
+                continue
+            key = (s.instance, s.name)
+            j = shared.get(key)
+            if j is not None and key in fetched:
+                loads.append((k * _EXTERN_SIZE, j))
+                continue
+            exports.append((k * _EXTERN_SIZE, s.instance, s.name.encode("utf-8")))
+            if j is not None:
+                fetched.add(key)
+                saves.append((j * _EXTERN_SIZE, k))
+        #: (slot offset, exporting instance, encoded name) per export import fetched
+        self.exports: tuple[tuple[int, int, bytes], ...] = tuple(exports)
+        self.saves: tuple[tuple[int, int], ...] = tuple(saves)
+        self.loads: tuple[tuple[int, int], ...] = tuple(loads)
         #: (slot offset, host index) per host import
         self.hosts: tuple[tuple[int, int], ...] = tuple(
             (k * _EXTERN_SIZE, s.index) for k, s in enumerate(sources) if isinstance(s, HostSource)
@@ -198,7 +231,16 @@ class InstancePre:
     not exist or comes from a later instance).
     """
 
-    __slots__ = ("_cells", "_kinds", "_plain_items", "engine", "hosts", "modules", "steps")
+    __slots__ = (
+        "_cells",
+        "_kinds",
+        "_plain_items",
+        "engine",
+        "hosts",
+        "modules",
+        "shared",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -223,6 +265,17 @@ class InstancePre:
                 raise ValueError(f"core module {module.name} was compiled for a different engine")
         steps: list[_Step] = []
         self._cells = cells = _Cells(len(instances))
+        # An export several imports take is fetched once per linking, then copied.
+        uses: dict[tuple[int, str], int] = {}
+        for _, sources in instances:
+            for source in sources:
+                if isinstance(source, ExportSource):
+                    key = (source.instance, source.name)
+                    uses[key] = uses.get(key, 0) + 1
+        shared = {key: j for j, key in enumerate(k for k, n in uses.items() if n > 1)}
+        #: how many exports a linking keeps in its shared array
+        self.shared = len(shared)
+        fetched: set[tuple[int, str]] = set()
         for index, (module_index, sources) in enumerate(instances):
             module = self.modules[module_index]
             wanted = module.imports
@@ -252,7 +305,7 @@ class InstancePre:
                     kind = found
                 if kind != desc.kind:
                     raise LinkError(f"{where}: expected a {desc.kind}, got a {kind}")
-            steps.append(_Step(module, sources, cells))
+            steps.append(_Step(module, sources, cells, shared, fetched))
         self.steps = tuple(steps)
 
     def link(
@@ -325,6 +378,7 @@ class Linking:
         "_plain_base",
         "_pre",
         "_ready",
+        "_shared",
         "store",
     )
 
@@ -348,6 +402,8 @@ class Linking:
         self._host_exts: Any = ffi.array_type(ffi.Extern, max(pre.hosts, 1))()
         self._ready = bytearray(pre.hosts)
         self._host_funcs: dict[int, CoreFunc] = {}
+        #: the exports several imports take, each fetched once (``_Step.saves``)
+        self._shared: Any = ffi.array_type(ffi.Extern, max(pre.shared, 1))()
 
     @property
     def next_index(self) -> int:
@@ -411,9 +467,21 @@ class Linking:
             for off, source, name in step.exports:
                 if not get_typed(ctx, addrs[source], name, len(name), base + off):
                     raise LinkError(
-                        f"core instance {source} has no export "
-                        f"{name.decode('utf-8', 'replace')!r}"
+                        f"core instance {source} has no export {name.decode('utf-8', 'replace')!r}"
                     )
+        if step.saves or step.loads:
+            shared = ctypes.addressof(self._shared)
+            copy = _copy_hosts()
+            if copy is not None:
+                if step.saves:
+                    copy(step.saves, base, shared, _EXTERN_SIZE)
+                if step.loads:
+                    copy(step.loads, shared, base, _EXTERN_SIZE)
+            else:
+                for off, k in step.saves:
+                    ctypes.memmove(shared + off, base + k * _EXTERN_SIZE, _EXTERN_SIZE)
+                for off, j in step.loads:
+                    ctypes.memmove(base + off, shared + j * _EXTERN_SIZE, _EXTERN_SIZE)
         if step.hosts:
             hosts_base = ctypes.addressof(self._host_exts)
             copy_hosts = _copy_hosts()
