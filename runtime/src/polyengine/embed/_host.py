@@ -35,6 +35,7 @@ from polyengine.embed._providers import Imports, MissingImportError, get_member
 from polyengine.engine import CoreFunc
 from polyengine.errors import LinkError
 from polyengine.instance import CoreVal, HostLower, ImportSite
+from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.types.layout import MAX_FLAT_PARAMS
 from polyengine.types.model import FuncType
@@ -432,7 +433,10 @@ class HostLinker:
                 if got is not held and not (type(got) is types.MethodType and got == held):
                     continue
                 if carrier is not _ABSENT:
-                    if _class_attribute(got, member, _ABSENT) is not carrier:
+                    own = got.__dict__ if isinstance(got, type) else None  # (no MRO walk)
+                    if (
+                        own is None or own.get(member, _ABSENT) is not carrier
+                    ) and _class_attribute(got, member, _ABSENT) is not carrier:
                         continue
                     carriers[path] = carrier
                     self._classes[(iface, attr)] = got
@@ -448,15 +452,14 @@ class HostLinker:
 
     def taken_by_tasks(self, lowered: Sequence[tuple[int, pln.LowerImport]]) -> frozenset[int]:
         """The trampoline indices of the ``lowered`` imports :meth:`task_trampoline`
-        makes a trampoline of its own for (:meth:`lowers_on_tasks` of each)."""
-        suspending = self._suspending
-        return frozenset(
-            i
-            for i, tr in lowered
-            if tr.type.is_async
-            or tr.options.is_async
-            or (suspending[tr.path] if tr.path in suspending else self.is_marked(tr.path))
-        )
+        makes a trampoline of its own for (:meth:`lowers_on_tasks` of each): the
+        async ones (worked out once per list) and the ``suspending()``-marked ones."""
+        always, others = _ASYNC_LOWERED.get(lowered, _split_async)
+        suspending, is_marked = self._suspending, self.is_marked
+        marked = {
+            i for i, path in others if (suspending[path] if path in suspending else is_marked(path))
+        }
+        return always.union(marked) if marked else always
 
     def world_resource_class(self, resource: str, needed_by: str) -> object:
         """The class of world-level resource ``resource``: the top-level PascalCase key.
@@ -635,6 +638,21 @@ class HostLinker:
 
 
 _ABSENT = object()
+
+_Lowered = Sequence[tuple[int, pln.LowerImport]]
+#: per list of lowered imports (one per plan): the trampoline indices of the async
+#: ones, and the index and path of each other one
+_ASYNC_LOWERED: IdentityMemo[
+    _Lowered, tuple[frozenset[int], tuple[tuple[int, tuple[str, ...]], ...]]
+] = IdentityMemo(64)
+
+
+def _split_async(
+    lowered: _Lowered,
+) -> tuple[frozenset[int], tuple[tuple[int, tuple[str, ...]], ...]]:
+    always = frozenset(i for i, tr in lowered if tr.type.is_async or tr.options.is_async)
+    return always, tuple((i, tr.path) for i, tr in lowered if i not in always)
+
 
 #: one templated member: its path, the provider attribute it was found under, what
 #: that held, the class attribute carrying its marks (``_ABSENT``: a function), the
