@@ -97,3 +97,16 @@ def test_prerelease_ordering_below_release() -> None:
     b = parse_version("1.0.0")
     assert a is not None and b is not None
     assert (a.major, a.minor, a.patch) == (b.major, b.minor, b.patch)
+
+
+def test_registries_of_the_same_keys_resolve_alike_with_their_own_providers() -> None:
+    keys = ("a:b/c@0.2.3", "a:b/c@0.2.9", "x:y/z@1.0.0")
+    first = VersionedRegistry((k, f"first {k}") for k in keys)
+    second = VersionedRegistry((k, f"second {k}") for k in keys)
+    assert first.lookup("a:b/c@0.2.0") == "first a:b/c@0.2.9"
+    assert second.lookup("a:b/c@0.2.0") == "second a:b/c@0.2.9"
+    assert second.resolve_key("x:y/z@1.4.0") == "x:y/z@1.0.0"
+    # a refused set of keys is refused every time
+    for _ in range(2):
+        with pytest.raises(ImportKeyError, match=r"track key.*same track"):
+            reg("a:b/c@0.2", "a:b/c@0.2.1")

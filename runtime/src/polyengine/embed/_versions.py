@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -99,6 +99,49 @@ def track_of(name: str) -> str | None:
     return f"{base}@{parsed.track}"
 
 
+def _tracks_of(keys: tuple[str, ...]) -> dict[str, str]:
+    """The registered key serving each track of ``keys`` (the rules above); raises
+    :class:`ImportKeyError` for a key that is neither a version nor a track key, or a
+    track key and a full version registered on the same track."""
+    explicit: dict[str, str] = {}
+    best: dict[str, tuple[Version, str]] = {}
+    for key in keys:
+        base, version = split_name(key)
+        if version is None:
+            continue
+        if _TRACK.match(version):
+            explicit[key] = key
+            continue
+        parsed = parse_version(version)
+        if parsed is None:
+            raise ImportKeyError(
+                f"import key {key!r}: {version!r} is neither a semver version "
+                "nor a track key such as '1' or '0.2'"
+            )
+        if parsed.track is None:
+            continue
+        track = f"{base}@{parsed.track}"
+        current = best.get(track)
+        if current is None or parsed > current[0]:
+            best[track] = (parsed, key)
+    for track in explicit:
+        if track in best:
+            raise ImportKeyError(
+                f"import key {track!r} is a track key and {best[track][1]!r} is a full "
+                "version on the same track; register one or the other"
+            )
+    tracks = dict(explicit)
+    for track, (_, key) in best.items():
+        tracks[track] = key
+    return tracks
+
+
+#: the tracks of each set of registered keys, in registration order (every
+#: instantiation of a server's component registers the same keys)
+_TRACKS: dict[tuple[str, ...], dict[str, str]] = {}
+_TRACKS_LIMIT = 256
+
+
 class VersionedRegistry(Generic[T]):
     """Providers keyed by interface id, resolved with the track rules above."""
 
@@ -106,39 +149,20 @@ class VersionedRegistry(Generic[T]):
 
     def __init__(self, entries: Iterable[tuple[str, T]]):
         self._exact: dict[str, T] = {}
-        explicit: dict[str, str] = {}
-        best: dict[str, tuple[Version, str]] = {}
         for key, value in entries:
             if key in self._exact:
                 raise ImportKeyError(f"import key {key!r} is registered twice")
             self._exact[key] = value
-            base, version = split_name(key)
-            if version is None:
-                continue
-            if _TRACK.match(version):
-                explicit[key] = key
-                continue
-            parsed = parse_version(version)
-            if parsed is None:
-                raise ImportKeyError(
-                    f"import key {key!r}: {version!r} is neither a semver version "
-                    "nor a track key such as '1' or '0.2'"
-                )
-            if parsed.track is None:
-                continue
-            track = f"{base}@{parsed.track}"
-            current = best.get(track)
-            if current is None or parsed > current[0]:
-                best[track] = (parsed, key)
-        for track in explicit:
-            if track in best:
-                raise ImportKeyError(
-                    f"import key {track!r} is a track key and {best[track][1]!r} is a full "
-                    "version on the same track; register one or the other"
-                )
-        self._tracks: dict[str, str] = dict(explicit)
-        for track, (_, key) in best.items():
-            self._tracks[track] = key
+        keys = tuple(self._exact)
+        tracks = _TRACKS.get(keys)
+        if tracks is None:
+            tracks = _tracks_of(keys)
+            if len(_TRACKS) >= _TRACKS_LIMIT:
+                _TRACKS.clear()
+            _TRACKS[keys] = tracks
+        #: the registered key serving each track (worked out once per set of keys;
+        #: shared by the registries of those keys, never written)
+        self._tracks: Mapping[str, str] = tracks
 
     def resolve_key(self, name: str) -> str | None:
         """The registered key that serves import ``name``, or ``None``."""
