@@ -191,7 +191,11 @@ class Compiler:
     (``cx.inst.rtypes[rt]``, ``cx.inst.host_table``; ``host_resources`` then
     only says whether handles convert to host objects), so it holds nothing
     of one instance and is shared like a plain value's. ``async_values`` are
-    the concurrency layer's hooks. With ``guest_strings`` strings lift as
+    the concurrency layer's hooks; with ``late_async_values`` a stream,
+    future or error-context codec instead reads them at call time from the
+    context's component instance (``cx.inst.host_async_values``, which the
+    runtime sets), so it too is shared by every instance of a component.
+    With ``guest_strings`` strings lift as
     :class:`~polyengine.abi.strings.StringValue` (for a cross-component call,
     so the store side can follow the spec's transcoding); lowering accepts a
     ``str`` or a ``StringValue`` either way.
@@ -207,9 +211,11 @@ class Compiler:
         async_values: AsyncValueHooks | None = None,
         guest_strings: bool = False,
         late_resources: bool = False,
+        late_async_values: bool = False,
     ) -> None:
         self.string_encoding = string_encoding
         self.late_resources = late_resources
+        self.late_async_values = late_async_values
         self.ptr_type = ptr_type
         self.resource_type = resource_type
         self.host_resources = host_resources
@@ -259,6 +265,8 @@ class Compiler:
             return base
         if self.late_resources and _no_async_values(t):
             return (*base, self.host_resources is not None)
+        if self.late_resources and self.late_async_values:
+            return (*base, self.host_resources is not None, "late-async-values")
         return None
 
     def options_key(self) -> tuple[Any, ...]:
@@ -270,6 +278,7 @@ class Compiler:
             self.late_resources,
             self.host_resources is not None,
             self.kernels,
+            self.late_async_values,
         )
 
     def _make(

@@ -28,6 +28,7 @@ from polyengine.abi.resources import (
 from polyengine.types.model import Borrow, ErrorContext, Future, Own, Stream, ValType
 
 if TYPE_CHECKING:
+    from polyengine.abi.codec import AsyncValueHooks
     from polyengine.abi.compile import Compiler
 
 __all__ = ["compile_async_value", "compile_handle", "i32_codec"]
@@ -195,7 +196,9 @@ def compile_async_value(comp: Compiler, t: Stream | Future | ErrorContext) -> Co
     hooks = comp.async_values
     lift: Callable[[LiftLowerContext, int], Any]
     lower: Callable[[LiftLowerContext, Any], int]
-    if hooks is None:
+    if comp.late_async_values:
+        lift, lower = _late_async_value(t)
+    elif hooks is None:
         what = {Stream: "stream", Future: "future"}.get(type(t), "error-context")
         lift, lower = unsupported(what), unsupported(what)
     elif isinstance(t, Stream):
@@ -209,3 +212,45 @@ def compile_async_value(comp: Compiler, t: Stream | Future | ErrorContext) -> Co
     else:
         lift, lower = hooks.lift_error_context, hooks.lower_error_context
     return i32_codec(comp, t, lift, lower)
+
+
+def _late_async_value(
+    t: Stream | Future | ErrorContext,
+) -> tuple[Callable[[LiftLowerContext, int], Any], Callable[[LiftLowerContext, Any], int]]:
+    """The lift and lower of ``t`` through the hooks of the context's component
+    instance, read at call time (``Compiler(late_async_values=True)``; the
+    runtime sets ``host_async_values`` on each of its component instances)."""
+    if isinstance(t, Stream):
+        st = t
+
+        def lift_stream(cx: LiftLowerContext, i: int) -> Any:
+            return _hooks(cx).lift_stream(cx, i, st)
+
+        def lower_stream(cx: LiftLowerContext, v: Any) -> int:
+            return _hooks(cx).lower_stream(cx, v, st)
+
+        return lift_stream, lower_stream
+    if isinstance(t, Future):
+        ft = t
+
+        def lift_future(cx: LiftLowerContext, i: int) -> Any:
+            return _hooks(cx).lift_future(cx, i, ft)
+
+        def lower_future(cx: LiftLowerContext, v: Any) -> int:
+            return _hooks(cx).lower_future(cx, v, ft)
+
+        return lift_future, lower_future
+
+    def lift_error_context(cx: LiftLowerContext, i: int) -> Any:
+        return _hooks(cx).lift_error_context(cx, i)
+
+    def lower_error_context(cx: LiftLowerContext, v: Any) -> int:
+        return _hooks(cx).lower_error_context(cx, v)
+
+    return lift_error_context, lower_error_context
+
+
+def _hooks(cx: LiftLowerContext) -> AsyncValueHooks:
+    hooks = cx.inst.host_async_values
+    assert hooks is not None, "a late async-value codec outside a task-model runtime"
+    return hooks

@@ -20,9 +20,12 @@ for synchronous calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from polyengine.abi.trap import TrapCode, trap, trap_if
+
+if TYPE_CHECKING:
+    from polyengine.abi.codec import AsyncValueHooks
 
 __all__ = [
     "BorrowingTask",
@@ -140,6 +143,9 @@ class ComponentInstance:
     #: time (the runtime sets them; see :class:`~polyengine.abi.compile.Compiler`)
     rtypes: Sequence[ResourceType] = ()
     host_table: HostResources | None = None
+    #: the task model's host-side stream/future hooks of the runtime, what a codec
+    #: compiled with ``late_async_values`` reads at call time (the runtime sets it)
+    host_async_values: AsyncValueHooks | None = None
 
     def __init__(self, parent: ComponentInstance | None = None, name: str = "") -> None:
         self.parent = parent

@@ -211,6 +211,9 @@ class ComponentRuntime:
             from polyengine.instance._async import TaskModel
 
             self.tasks = TaskModel(self)
+            # what the host side's shared stream/future codecs read at call time
+            for record in self.records:
+                record.ci.host_async_values = self.tasks.host_values
             for rtype, res in zip(self.resource_types, plan.resources, strict=True):
                 if res.dtor is not None and res.instance is not None:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
@@ -341,6 +344,7 @@ class ComponentRuntime:
             async_values=async_values,
             guest_strings=side == "guest",
             late_resources=side == "host",
+            late_async_values=side == "host" and self.tasks is not None,
         )
         compiler.kernels = engine.compiled_path(self.store)
         ro = ResolvedOptions(opts, compiler, self.records[o.instance])
@@ -684,6 +688,8 @@ class ComponentRuntime:
         self._task_lowerer = None
         self._task_lowered = None
         self._task_taken = None
+        for record in self.records:
+            record.ci.host_async_values = None  # (the hooks refer back to the store)
         if self.host_resources is not None:
             self.host_resources.wrap_guest = None
         for rtype in self.resource_types:
