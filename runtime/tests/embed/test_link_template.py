@@ -60,6 +60,38 @@ def test_same_provider_shares_the_template(wat: Wat) -> None:
     assert math.calls == 4
 
 
+def test_members_of_an_instance_s_own_providers_leave_the_template(wat: Wat) -> None:
+    arts = polyengine.translate(wat(HOST_RESOURCE))
+    shared = SimpleNamespace(take=lambda b: 7, give=lambda: None)
+
+    class Blob:
+        def __init__(self, init: str) -> None:
+            self.init = init
+
+        def size(self) -> int:
+            return len(self.init)
+
+        @staticmethod
+        def kind() -> int:
+            return 100
+
+    def store() -> object:  # a provider of its own per instance, sharing the class
+        return SimpleNamespace(Blob=Blob, take=lambda b: 7, give=shared.give)
+
+    async def main() -> None:
+        for _ in range(3):
+            inst = await polyengine.instantiate(arts, {"test:demo/store": store()})
+            assert await inst.exports.run() == 105
+            inst.close()
+        template = inst_mod._TEMPLATES.peek(arts.plan)
+        assert template is not None
+        names = sorted(entry[0][1] for entries in template.groups.values() for entry in entries)
+        # the per-instance ``take`` lambda went; the shared class's method and ``give`` stay
+        assert names == ["[method]blob.size", "give"]
+
+    run(main())
+
+
 def test_adopt_takes_only_what_the_same_provider_holds(wat: Wat) -> None:
     arts = polyengine.translate(wat(VERSIONED))
     path = (MATH, "double")
@@ -69,18 +101,18 @@ def test_adopt_takes_only_what_the_same_provider_holds(wat: Wat) -> None:
     template = first.template()
 
     again = HostLinker(Imports({MATH: math}), suspend=False)
-    assert again.adopt(template) == 1
+    assert again.adopt(template) is template  # all of it
     assert again._callables[path] == math.double
     assert again._suspending[path] is False
 
     other = HostLinker(Imports({MATH: Math(3)}), suspend=False)
-    assert other.adopt(template) == 0
+    assert other.adopt(template).size == 0
     assert path not in other._callables
 
     # an attribute replaced since: resolved again, not taken over
     math.double = suspending(lambda x: x)  # type: ignore[method-assign]
     replaced = HostLinker(Imports({MATH: math}), suspend=False)
-    assert replaced.adopt(template) == 0
+    assert replaced.adopt(template).size == 0
     assert path not in replaced._callables
     assert replaced.resolve(path) is math.double
     assert replaced.is_marked(path)
@@ -156,7 +188,7 @@ def test_resource_classes_follow_their_provider(wat: Wat) -> None:
         linker = HostLinker(Imports({"test:demo/store": own}), suspend=False)
         template = inst_mod._TEMPLATES.peek(arts.plan)
         assert template is not None
-        assert linker.adopt(template) == 3  # [method]blob.size, take, give
+        assert linker.adopt(template).size == 3  # [method]blob.size, take, give
         assert await run_with(own) == 105
         assert await run_with(store_with(10)) == 115
         # the same provider, its class's method replaced

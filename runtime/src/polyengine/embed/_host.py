@@ -408,11 +408,18 @@ class HostLinker:
             groups[iface] = tuple(entries)
         return LinkTemplate(groups)
 
-    def adopt(self, template: LinkTemplate) -> int:
+    def resolve_all(self, paths: Sequence[tuple[str, ...]]) -> None:
+        """:meth:`resolve` each of ``paths`` not resolved (or taken over) yet."""
+        callables = self._callables
+        for path in paths:
+            if path not in callables:
+                self.resolve(path)
+
+    def adopt(self, template: LinkTemplate) -> LinkTemplate:
         """Take over what ``template`` found for each member whose provider here
         holds the very same object under the same attribute (a bound method: of the
         same object); anything else resolves as usual. What is taken is what
-        :meth:`resolve` would find again. Returns how many members were taken."""
+        :meth:`resolve` would find again. Returns the part of ``template`` taken."""
         imports = self.imports
         providers, callables, carriers, found, suspending = (
             self._providers,
@@ -421,14 +428,17 @@ class HostLinker:
             self._found,
             self._suspending,
         )
-        same = 0
+        taken: dict[str, tuple[_Entry, ...]] = {}
+        count = 0
         for iface, entries in template.groups.items():
             provider = imports.provider(iface)
             if provider is None:
                 continue  # resolution names what is missing
             providers[iface] = provider
             get = provider.get if isinstance(provider, Mapping) else None
-            for path, attr, held, carrier, member, fn in entries:
+            kept: list[_Entry] = []
+            for entry in entries:
+                path, attr, held, carrier, member, fn = entry
                 got = get(attr) if get is not None else getattr(provider, attr, None)
                 if got is not held and not (type(got) is types.MethodType and got == held):
                     continue
@@ -442,13 +452,16 @@ class HostLinker:
                     self._classes[(iface, attr)] = got
                 callables[path] = fn
                 found[path] = (attr, held, carrier, member)
-                same += 1
+                kept.append(entry)
                 mark = fn if carrier is _ABSENT else carrier  # (what is_marked reads)
                 suspending[path] = (
                     type(mark) not in _PLAIN_CALLABLES
                     or getattr(mark, BRAND_ATTRIBUTE, None) is not None
                 ) and is_suspending(mark)
-        return same
+            if kept:
+                taken[iface] = entries if len(kept) == len(entries) else tuple(kept)
+                count += len(kept)
+        return template if count == template.size else LinkTemplate(taken)
 
     def taken_by_tasks(self, lowered: Sequence[tuple[int, pln.LowerImport]]) -> frozenset[int]:
         """The trampoline indices of the ``lowered`` imports :meth:`task_trampoline`
@@ -670,11 +683,13 @@ class LinkTemplate:
     (:meth:`HostLinker.adopt`): a shared provider, or a provider of its own whose
     resource classes are shared. Immutable once made."""
 
-    __slots__ = ("groups",)
+    __slots__ = ("groups", "size")
 
     def __init__(self, groups: dict[str, tuple[_Entry, ...]]) -> None:
         #: the members resolved in the common way, by interface
         self.groups = groups
+        #: how many members there are
+        self.size = sum(len(entries) for entries in groups.values())
 
 
 def _method_caller(cls: object, method: str) -> Callable[..., Any]:

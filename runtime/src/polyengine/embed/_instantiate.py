@@ -109,14 +109,14 @@ async def instantiate(
     check_links(arts.plan, supplied, require=("module", "component"))
     linker = HostLinker(supplied, suspend=bool(suspend))
     template = _TEMPLATES.peek(arts.plan)
-    if template is None or not linker.adopt(template):
-        template = None  # none yet, or made with other providers: this linking makes one
-    callables = linker._callables
-    for path in _func_import_paths(arts):
-        if path not in callables:
-            linker.resolve(path)
-    if template is None:
+    taken = None if template is None else linker.adopt(template)
+    linker.resolve_all(_func_import_paths(arts))
+    if taken is None or not taken.size:
+        # none yet, or made with other providers: this linking's is kept
         _TEMPLATES.put(arts.plan, linker.template())
+    elif taken is not template:
+        # what was taken over: the members of this instance's own providers go
+        _TEMPLATES.put(arts.plan, taken)
     task_model = suspend is not False and needs_task_model(arts.plan, linker.is_marked)
     if suspend is False and arts.plan.uses_async():
         raise LinkError(
@@ -164,8 +164,8 @@ class ImportLeaf:
         return self.path[0] if len(self.path) == 1 else f"{self.path[0]}#{'/'.join(self.path[1:])}"
 
 
-#: what the last linking of each plan against new providers resolved (a later one
-#: with the same provider objects takes it over: ``HostLinker.adopt``)
+#: what linking each plan resolved, narrowed to what later linkings took over
+#: (``HostLinker.adopt``: the members their providers held too)
 _TEMPLATES: IdentityMemo[pln.Plan, LinkTemplate] = IdentityMemo(64)
 
 #: the paths of each plan's imported functions
