@@ -51,6 +51,12 @@ def test_late_codecs_are_shared_and_dispatch_per_instance() -> None:
     assert a.codec(t) is b.codec(t)
     ft = FuncType((("s", t), ("f", Future(U32()))), None)
     assert LoweredFunc.compile(a, ft) is LoweredFunc.compile(b, ft)
+    # an equal type of another component: its own (the stream ends a codec makes carry
+    # its element type object, which the compiled stream copies compare by identity)
+    other = FuncType((("s", Option(Stream(U8()))), ("f", Future(U32()))), None)
+    assert other == ft
+    assert LoweredFunc.compile(a, other) is not LoweredFunc.compile(a, ft)
+    assert _host_compiler(Hooks("c")).codec(other.params[0][1]) is not a.codec(t)
 
     lowered = LoweredFunc.compile(a, ft)
     for hooks in (a_hooks, b_hooks):

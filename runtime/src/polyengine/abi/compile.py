@@ -266,8 +266,16 @@ class Compiler:
         if self.late_resources and _no_async_values(t):
             return (*base, self.host_resources is not None)
         if self.late_resources and self.late_async_values:
-            return (*base, self.host_resources is not None, "late-async-values")
+            # by the type object's identity too: the stream and future ends a codec
+            # makes carry its element types, which the compiled stream copies compare
+            # by identity with their plan's own (the key holds ``t``: its id stays)
+            return (*base, self.host_resources is not None, "late-async-values", id(t))
         return None
+
+    def by_identity(self, t: ValType) -> bool:
+        """Whether ``t``'s shared codec is shared only by the very same type object
+        (its late stream, future or error-context values; see :meth:`shared_key`)."""
+        return self.late_resources and self.late_async_values and not _no_async_values(t)
 
     def options_key(self) -> tuple[Any, ...]:
         """What a shared codec of this compiler depends on besides its type."""

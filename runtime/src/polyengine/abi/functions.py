@@ -501,10 +501,16 @@ _FUNCTIONS_LIMIT = 5_000
 def _function_key(
     comp: Compiler, ft: FuncType, side: str, is_async: bool, callback: bool
 ) -> tuple[Any, ...] | None:
-    """The sharing key of ``ft`` compiled by ``comp``, ``None`` if it holds instance state."""
+    """The sharing key of ``ft`` compiled by ``comp``, ``None`` if it holds instance state
+    (by ``ft``'s identity too when a codec of it is shared by identity: every instance
+    of one component compiles the same type object)."""
+    identity = False
     for t in (*ft.param_types(), *ft.result_types()):
         if comp.shared_key(t) is None:
             return None
+        identity = identity or comp.by_identity(t)
+    if identity:
+        return (comp.options_key(), ft, side, is_async, callback, id(ft))
     return (comp.options_key(), ft, side, is_async, callback)
 
 
