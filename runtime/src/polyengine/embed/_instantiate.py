@@ -17,8 +17,7 @@ from polyengine.embed._linkcheck import check_links
 from polyengine.embed._providers import Imports
 from polyengine.engine import EngineConfig
 from polyengine.errors import LinkError
-from polyengine.instance import ComponentRuntime, needs_task_model
-from polyengine.instance._perplan import lowered_imports
+from polyengine.instance import ComponentRuntime, lowered_imports, needs_task_model
 from polyengine.limits import Limits
 from polyengine.memo import IdentityMemo
 from polyengine.translate import Artifacts, artifacts_from_envelope, translate

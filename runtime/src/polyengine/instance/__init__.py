@@ -10,7 +10,8 @@ synchronous path is its degenerate case.
 The face: :class:`ComponentRuntime` (one instantiation), :class:`ExportCall`
 and :class:`AsyncExportCall` (an export, called or awaited, as
 :func:`export_call` chooses at instantiation),
-:func:`needs_task_model`, and the seam the embed layer fills in for host
+:func:`needs_task_model`, :func:`lowered_imports` (a plan's, worked out once),
+and the seam the embed layer fills in for host
 values (:class:`HostValueHooks`, :class:`FutureSource`) and the host values
 themselves, made of the embed layer's handle classes (:class:`HostValues`,
 :class:`HostHandles`).
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from polyengine.instance._lift import ExportCall as ExportCall
     from polyengine.instance._lift import InlineCall as InlineCall
     from polyengine.instance._lift import export_call as export_call
+    from polyengine.instance._perplan import lowered_imports as lowered_imports
     from polyengine.instance._runtime import ComponentRuntime as ComponentRuntime
     from polyengine.instance._runtime import CoreVal as CoreVal
     from polyengine.instance._runtime import ImportSite as ImportSite
@@ -60,6 +62,7 @@ __all__ = [
     "ResolvedOptions",
     "TaskModel",
     "export_call",
+    "lowered_imports",
     "needs_task_model",
 ]
 
@@ -78,6 +81,7 @@ _LAZY = {
     "CoreVal": "._runtime",
     "ExportCall": "._lift",
     "export_call": "._lift",
+    "lowered_imports": "._perplan",
     "ImportSite": "._runtime",
     "InlineCall": "._lift",
     "ResolvedOptions": "._runtime",
