@@ -419,13 +419,13 @@ class HostLinker:
         """Take over what ``template`` found for each member whose provider here
         holds the very same object under the same attribute (a bound method: of the
         same object); anything else resolves as usual. What is taken is what
-        :meth:`resolve` would find again. Returns the part of ``template`` taken."""
+        :meth:`resolve` would find again. Returns the part of ``template`` taken
+        (:meth:`template` then holds only what this linking resolved itself)."""
         imports = self.imports
-        providers, callables, carriers, found, suspending = (
+        providers, callables, carriers, suspending = (
             self._providers,
             self._callables,
             self._carriers,
-            self._found,
             self._suspending,
         )
         taken: dict[str, tuple[_Entry, ...]] = {}
@@ -451,7 +451,6 @@ class HostLinker:
                     carriers[path] = carrier
                     self._classes[(iface, attr)] = got
                 callables[path] = fn
-                found[path] = (attr, held, carrier, member)
                 kept.append(entry)
                 mark = fn if carrier is _ABSENT else carrier  # (what is_marked reads)
                 suspending[path] = (
