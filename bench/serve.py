@@ -23,7 +23,11 @@ default rows stay one polyengine process against wasmtime serve.
     .venv/bin/python bench/serve.py --guest py-http-proxy --in-process 60 [--profile]
 
 ``--in-process N`` calls the ASGI app directly instead (no server, no
-client): the CPU time of each of N requests with the default policy.
+client): the CPU time of each of N requests with the default policy. With
+``--through-protocol`` each request is fed instead as bytes to the serve
+command's HTTP/1.1 protocol (uvicorn's, on its corked transport) over an
+in-memory transport: the app plus the server's per-request Python, without
+the sockets, the kernel and the client.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -179,13 +184,73 @@ SCOPE = {
 }
 
 
-def in_process(guest: Path, requests: int, profile: bool) -> None:
+class _MemoryTransport:
+    """A connection's transport in memory: what was written, and an event set at each write."""
+
+    def __init__(self) -> None:
+        self.written = asyncio.Event()
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+        self.written.set()
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 80)}.get(name, default)
+
+
+def _through_protocol(app: object) -> Callable[[], Awaitable[None]]:
+    """``one()`` for :func:`in_process`: a ``GET /`` fed to the serve command's protocol."""
+    from uvicorn.server import ServerState
+
+    from polyengine.cli._serve import _corked_protocol, _uvicorn_config
+
+    config = _uvicorn_config(app, None)
+    config.load()
+    protocol = _corked_protocol()(config=config, server_state=ServerState(), app_state={},
+                                  _loop=asyncio.get_running_loop())
+    transport = _MemoryTransport()
+    protocol.connection_made(transport)
+
+    async def one() -> None:
+        transport.data.clear()
+        protocol.data_received(REQUEST)
+        while not protocol.cycle.response_complete:
+            transport.written.clear()
+            await transport.written.wait()
+        if not transport.data.startswith(b"HTTP/1.1 200 "):
+            raise RuntimeError(f"unexpected response {bytes(transport.data[:60])!r}")
+
+    return one
+
+
+def in_process(guest: Path, requests: int, profile: bool, through_protocol: bool = False) -> None:
     """The ASGI app called directly (default policy): CPU time per request, no server.
 
     Each request gets a fresh copy of a ``GET /`` scope; ``time.process_time``
     brackets the app call (a 0.2 proxy's instantiation included, as on the
     server); the cyclic collector is set up as in the serve process. With
-    ``profile`` the measured requests run under cProfile.
+    ``profile`` the measured requests run under cProfile. With
+    ``through_protocol`` each request goes through the serve command's
+    HTTP/1.1 protocol on an in-memory transport (:func:`_through_protocol`).
     """
     import cProfile
     import gc
@@ -217,15 +282,16 @@ def in_process(guest: Path, requests: int, profile: bool) -> None:
 
     async def run() -> list[float]:
         await app.startup()
+        request = _through_protocol(app) if through_protocol else one
         for _ in range(min(requests, 20)):  # warm-up
-            await one()
+            await request()
         profiler = cProfile.Profile() if profile else None
         times: list[float] = []
         if profiler is not None:
             profiler.enable()
         for _ in range(requests):
             t = time.process_time()
-            await one()
+            await request()
             times.append((time.process_time() - t) * 1e3)
         if profiler is not None:
             profiler.disable()
@@ -236,9 +302,16 @@ def in_process(guest: Path, requests: int, profile: bool) -> None:
         await app.shutdown()
         return times
 
-    times = asyncio.run(run())
+    if through_protocol:  # on the serve command's event loop (uvloop's when installed)
+        from polyengine.cli._serve import _loop_factory
+
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            times = runner.run(run())
+    else:
+        times = asyncio.run(run())
     times.sort()
-    print(f"in process: {guest.name}, {requests} requests: CPU ms/request mean "
+    where = "through the serve protocol" if through_protocol else "in process"
+    print(f"{where}: {guest.name}, {requests} requests: CPU ms/request mean "
           f"{statistics.mean(times):.3f}, median {statistics.median(times):.3f}, "
           f"p10 {times[len(times) // 10]:.3f}, p90 {times[len(times) * 9 // 10]:.3f}"
           + (" (profiled)" if profile else ""))
@@ -273,12 +346,16 @@ def main() -> int:
     parser.add_argument("--in-process", type=int, default=0, metavar="N",
                         help="instead: N requests to the ASGI app called directly (CPU ms each)")
     parser.add_argument("--profile", action="store_true", help="with --in-process: cProfile")
+    parser.add_argument("--through-protocol", action="store_true",
+                        help="with --in-process: through the serve command's HTTP/1.1 protocol "
+                        "on an in-memory transport (no sockets)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="also rows of polyengine serve --workers N (N > 1), labelled")
     args = parser.parse_args()
     if args.in_process:
         with tempfile.TemporaryDirectory() as tmp:
-            in_process(_guest(args.guest, Path(tmp)), args.in_process, args.profile)
+            in_process(_guest(args.guest, Path(tmp)), args.in_process, args.profile,
+                       args.through_protocol)
         return 0
     levels = [int(x) for x in args.concurrency.split(",")]
     wasmtime = _wasmtime()
