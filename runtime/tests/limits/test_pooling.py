@@ -125,9 +125,9 @@ def test_table_growth_stops_at_the_slot(wat: Callable[[str], bytes]) -> None:
 
 
 def test_fuel_limits_keep_the_pool() -> None:
-    from polyengine.instance._runtime import _engine_for
+    from polyengine.instance._setup import engine_for
 
-    eng = _engine_for(polyengine.Limits(fuel=10), EngineConfig(pooling=SMALL))
+    eng = engine_for(polyengine.Limits(fuel=10), EngineConfig(pooling=SMALL))
     assert eng.config.consume_fuel and eng.config.pooling == SMALL and eng.pooled
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
@@ -43,6 +42,7 @@ from polyengine.instance._perplan import (
     plain_builtin_signature,
     plain_task_builtins,
 )
+from polyengine.instance._setup import apply_limits, engine_for, instance_pre
 from polyengine.memo import IdentityMemo
 from polyengine.translate import plan as pln
 from polyengine.translate.artifacts import Artifacts
@@ -161,10 +161,10 @@ class ComponentRuntime:
         self.limits = limits
         #: the thread that created the runtime, the only one that may call it
         self.owner_thread = get_ident()
-        eng = _engine_for(limits, engine_config)
+        eng = engine_for(limits, engine_config)
         self.store = engine.EngineStore(eng, suspend=task_model)
         #: what every call from the host does first (re-arming per-call limits), if anything
-        self.begin_call: Callable[[], None] | None = _apply_limits(self.store, limits)
+        self.begin_call: Callable[[], None] | None = apply_limits(self.store, limits)
         self.host_resources = host_resources
         if task_model and host_values is None:
             raise ValueError("a task-model runtime needs the host values' factory")
@@ -219,7 +219,7 @@ class ComponentRuntime:
                     rtype.dtor = self.tasks.guest_dtor(res.dtor, res.instance)
         self.core_instances: list[engine.CoreInstance] = []
         # The store-independent part (compiled modules, import wiring) is made once per plan.
-        self._linking = _instance_pre(artifacts, eng).link(
+        self._linking = instance_pre(artifacts, eng).link(
             self.store, self._host_binding, self._plain_hosts()
         )
         for index, core in enumerate(plan.core_instances):
@@ -698,9 +698,7 @@ class ComponentRuntime:
         self.tasks = None
 
 
-#: instance-pres by (engine, artifacts): (plan, pre), the plan kept so its id stays its own
-_PRES: dict[tuple[int, int, str], tuple[pln.Plan, engine.InstancePre]] = {}
-_PRES_LIMIT = 64
+_PRES_LIMIT = 64  # plans remembered by each per-plan memo
 _CoreSig: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
 #: the core signatures of a plan's lowered imports, by trampoline index
 _SIGNATURES: IdentityMemo[pln.Plan, dict[int, _CoreSig]] = IdentityMemo(_PRES_LIMIT)
@@ -718,90 +716,6 @@ _NO_SIGNATURES: dict[int, _CoreSig] = {}
 def _new_table(plan: pln.Plan) -> dict[Any, Any]:
     """A plan's table, empty until its instances fill it."""
     return {}
-
-
-def _engine_for(limits: Limits | None, config: engine.EngineConfig | None = None) -> engine.Engine:
-    """The engine an instance under ``limits`` runs on: ``config``'s, else the
-    default one (fuel needs code that counts it)."""
-    if limits is not None and limits.fuel is not None:
-        if config is None:
-            config = engine.EngineConfig(consume_fuel=True)
-        elif not config.consume_fuel:
-            config = replace(config, consume_fuel=True)
-    return engine.get_engine(config)
-
-
-def _apply_limits(store: engine.EngineStore, limits: Limits | None) -> Callable[[], None] | None:
-    """Install ``limits`` on a new store; return the per-call step, if one is needed."""
-    if limits is None:
-        return None
-    store.set_limits(
-        memory_size=limits.max_memory_size,
-        table_elements=limits.max_table_elements,
-        instances=limits.max_instances,
-        tables=limits.max_tables,
-        memories=limits.max_memories,
-    )
-    if limits.fuel is not None:
-        store.set_fuel(limits.fuel)
-    if not limits.per_call:
-        return None
-    timeout = limits.timeout
-    fuel = limits.fuel if limits.fuel_per_call else None
-    arm = store.arm
-    if timeout is not None:
-        store.set_deadline(timeout)  # the start functions run under the first deadline
-
-    def begin_call() -> None:
-        arm(timeout, fuel)
-
-    return begin_call
-
-
-def _instance_pre(artifacts: Artifacts, eng: engine.Engine) -> engine.InstancePre:
-    """The engine's instance-pre of ``artifacts``' plan (made once per engine and plan)."""
-    plan = artifacts.plan
-    key = (id(eng), id(plan), artifacts.sha256)
-    found = _PRES.get(key)
-    if found is not None and found[0] is plan:
-        return found[1]
-    try:
-        modules = [  # the plan's digests: a module compiled or loaded before is not hashed again
-            engine.compile_module(
-                artifacts.module_view(i), name=f"module {i}", sha256=m.sha256, engine=eng
-            )
-            for i, m in enumerate(plan.modules)
-        ]
-    except engine.CompileError as exc:  # a pooled engine checks its limits when compiling
-        pooled = engine.pool_limit(exc.reason, f"{exc.module}: ") if eng.pooled else None
-        if pooled is None:
-            raise
-        raise pooled from None
-    instances: list[tuple[int, list[engine.ExportSource | engine.HostSource]]] = []
-    for index, core in enumerate(plan.core_instances):
-        if not isinstance(core.module, pln.StaticModule):
-            raise LinkError(
-                f"core instance {index} instantiates an imported core module "
-                f"({'/'.join(core.module.path)}), which polyengine does not support"
-            )
-        sources: list[engine.ExportSource | engine.HostSource] = []
-        for arg in core.args:
-            item = arg.item
-            if isinstance(item, pln.CoreExport):
-                sources.append(engine.ExportSource(item.instance, item.name))
-            elif isinstance(item, pln.TrampolineRef):
-                sources.append(engine.HostSource(item.index))
-            else:
-                raise LinkError(
-                    f"core item {'/'.join(item.path)} is imported from the host as a core "
-                    f"{item.kind}, which polyengine does not support"
-                )
-        instances.append((core.module.index, sources))
-    pre = engine.InstancePre(eng, modules, instances, len(plan.trampolines))
-    if len(_PRES) >= _PRES_LIMIT:
-        _PRES.pop(next(iter(_PRES)))
-    _PRES[key] = (plan, pre)
-    return pre
 
 
 def _resource_builtin_signature(
