@@ -12,6 +12,7 @@ import pytest
 import wasmtime
 
 from polyengine.engine import CoreModule, compile_module
+from polyengine.engine._callpath import pure_stores
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -50,3 +51,13 @@ def run_isolated() -> Callable[[str], subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def call_path(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test runs twice: on the compiled call path and on the pure one."""
+    if request.param == "pure":
+        with pure_stores():
+            yield
+    else:
+        yield

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -21,7 +21,6 @@ from polyengine.engine import (
     get_engine,
 )
 from polyengine.engine._accelerator import ACCEL
-from polyengine.engine._callpath import pure_stores
 from polyengine.engine._store import HOST_ENTRIES, PLAIN_KEY_BIT, plain_entry
 
 Wat = Callable[..., CoreModule]
@@ -34,15 +33,6 @@ TWO_HOSTS = """(module
 )"""
 
 SIGS: list[tuple[tuple[str, ...], tuple[str, ...]] | None] = [(("i32",), ("i32",)), None]
-
-
-@pytest.fixture(params=["compiled", "pure"])
-def call_path(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.param == "pure":
-        with pure_stores():
-            yield
-    else:
-        yield
 
 
 def _pre(wat: Wat) -> InstancePre:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
-import pytest
+from collections.abc import Callable
 
 from polyengine.engine import CoreModule, EngineStore, ExportSource, InstancePre, get_engine
-from polyengine.engine._callpath import pure_stores
 
 Wat = Callable[..., CoreModule]
 
@@ -25,15 +22,6 @@ USER = """(module
 OTHER = """(module
   (import "a" "f" (func $f (result i32)))
   (func (export "twice") (result i32) (i32.mul (call $f) (i32.const 2))))"""
-
-
-@pytest.fixture(params=["compiled", "pure"])
-def call_path(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.param == "pure":
-        with pure_stores():
-            yield
-    else:
-        yield
 
 
 def _pre(wat: Wat) -> InstancePre:
