@@ -508,6 +508,31 @@ accel_epoch_ticker(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* fork: the ticker lock is held across it, so a child's copy is never taken
+ * mid-tick by a parent's thread the child does not have; the child starts with a
+ * fresh lock and condition (no waiters) and no stop, for tickers of its own */
+static void
+ticker_before_fork(void)
+{
+    pthread_mutex_lock(&ticker_mu);
+}
+
+static void
+ticker_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&ticker_mu);
+}
+
+static void
+ticker_after_fork_child(void)
+{
+    pthread_mutex_t fresh_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cv = PTHREAD_COND_INITIALIZER;
+    ticker_mu = fresh_mu;
+    ticker_cv = fresh_cv;
+    ticker_stopped = 0;
+}
+
 /* epoch_ticker_stop() -> None: every ticker returns (at once, between ticks) */
 static PyObject *
 accel_epoch_ticker_stop(PyObject *mod, PyObject *unused)
@@ -597,5 +622,9 @@ accel_link_register(PyObject *module)
 {
     if (PyModule_AddFunctions(module, link_methods) < 0)
         return -1;
+    if (pthread_atfork(ticker_before_fork, ticker_after_fork_parent, ticker_after_fork_child) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_atfork failed for the epoch ticker");
+        return -1;
+    }
     return accel_hostlower_register(module);
 }

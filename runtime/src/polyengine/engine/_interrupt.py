@@ -2,7 +2,8 @@
 
 Every engine enables wasmtime's epoch interruption. The first store of an
 engine starts the engine's ticker, a daemon thread that advances the epoch
-every :data:`TICK_SECONDS` (one thread per engine, never one per call).
+every :data:`TICK_SECONDS` (one thread per engine, never one per call); a
+forked child starts its own for its parent's engines.
 Every store has a deadline of one tick and the shared callback
 :func:`_on_epoch`, so a guest that runs calls back into Python about every
 tick, on the thread that runs it, and nowhere else. The callback decides
@@ -48,6 +49,8 @@ INTERRUPT_TAG = "[polyengine-interrupt]"
 _STATES: dict[int, _StoreState] = {}
 _keys = iter(range(1, 1 << 62))
 _tickers: dict[int, threading.Thread] = {}
+#: the engines that have a ticker, by id (a forked child starts its own for them)
+_ticked: dict[int, Engine] = {}
 _tick_lock = threading.Lock()
 
 
@@ -78,8 +81,24 @@ def _ensure_ticker(engine: Engine) -> None:
         thread = threading.Thread(target=target, args=args, name="polyengine-epoch", daemon=True)
         thread.start()
         _tickers[id(engine)] = thread
+        _ticked[id(engine)] = engine
         if native is not None:
             _native_threads.append((thread, os.getpid()))
+
+
+def _tickers_in_child() -> None:
+    """In a forked child, which has none of its parent's threads: a ticker of its
+    own for each engine that had one, so that deadlines and interruptions of the
+    stores it inherited or makes go on working there."""
+    global _tick_lock
+    _tick_lock = threading.Lock()  # (the parent's may have been held at the fork)
+    _tickers.clear()
+    for engine in list(_ticked.values()):
+        _ensure_ticker(engine)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_tickers_in_child)
 
 
 #: the engines a native ticker advances (alive while it runs), and those tickers
