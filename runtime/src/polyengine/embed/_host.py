@@ -397,16 +397,12 @@ class HostLinker:
     def template(self) -> LinkTemplate:
         """What this linking resolved, for later linkings of the same component
         (:meth:`adopt`)."""
-        groups: dict[str, tuple[_Entry, ...]] = {}
-        found = self._found
         by_iface: dict[str, list[_Entry]] = {}
-        for path, (attr, held, carrier, member) in found.items():
+        for path, (attr, held, carrier, member) in self._found.items():
             by_iface.setdefault(path[0], []).append(
                 (path, attr, held, carrier, member, self._callables[path])
             )
-        for iface, entries in by_iface.items():
-            groups[iface] = tuple(entries)
-        return LinkTemplate(groups)
+        return LinkTemplate({iface: tuple(entries) for iface, entries in by_iface.items()})
 
     def resolve_all(self, paths: Sequence[tuple[str, ...]]) -> None:
         """:meth:`resolve` each of ``paths`` not resolved (or taken over) yet."""

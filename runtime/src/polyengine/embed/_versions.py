@@ -99,10 +99,13 @@ def track_of(name: str) -> str | None:
     return f"{base}@{parsed.track}"
 
 
-def _tracks_of(keys: tuple[str, ...]) -> dict[str, str]:
+@functools.lru_cache(maxsize=256)
+def _tracks_of(keys: tuple[str, ...]) -> Mapping[str, str]:
     """The registered key serving each track of ``keys`` (the rules above); raises
     :class:`ImportKeyError` for a key that is neither a version nor a track key, or a
-    track key and a full version registered on the same track."""
+    track key and a full version registered on the same track. Worked out once per
+    set of keys (every instantiation of a server's component registers the same
+    keys); the mapping is shared, never written."""
     explicit: dict[str, str] = {}
     best: dict[str, tuple[Version, str]] = {}
     for key in keys:
@@ -136,12 +139,6 @@ def _tracks_of(keys: tuple[str, ...]) -> dict[str, str]:
     return tracks
 
 
-#: the tracks of each set of registered keys, in registration order (every
-#: instantiation of a server's component registers the same keys)
-_TRACKS: dict[tuple[str, ...], dict[str, str]] = {}
-_TRACKS_LIMIT = 256
-
-
 class VersionedRegistry(Generic[T]):
     """Providers keyed by interface id, resolved with the track rules above."""
 
@@ -153,16 +150,8 @@ class VersionedRegistry(Generic[T]):
             if key in self._exact:
                 raise ImportKeyError(f"import key {key!r} is registered twice")
             self._exact[key] = value
-        keys = tuple(self._exact)
-        tracks = _TRACKS.get(keys)
-        if tracks is None:
-            tracks = _tracks_of(keys)
-            if len(_TRACKS) >= _TRACKS_LIMIT:
-                _TRACKS.clear()
-            _TRACKS[keys] = tracks
-        #: the registered key serving each track (worked out once per set of keys;
-        #: shared by the registries of those keys, never written)
-        self._tracks: Mapping[str, str] = tracks
+        #: the registered key serving each track (shared by the registries of those keys)
+        self._tracks: Mapping[str, str] = _tracks_of(tuple(self._exact))
 
     def resolve_key(self, name: str) -> str | None:
         """The registered key that serves import ``name``, or ``None``."""
