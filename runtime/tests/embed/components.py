@@ -10,6 +10,7 @@ __all__ = [
     "CROSS",
     "GUEST_RESOURCE",
     "HOST_RESOURCE",
+    "Blob",
     "LIBC",
     "MEM",
     "OPTS",
@@ -142,6 +143,20 @@ HOST_RESOURCE = component(
   (func (export "round-trip") (result u32) (canon lift (core func $i "round-trip")))
 """
 )
+
+
+class Blob:
+    """A host class of :data:`HOST_RESOURCE`'s ``blob``: its size is its text's."""
+
+    def __init__(self, init: str) -> None:
+        self.init = init
+
+    def size(self) -> int:
+        return len(self.init)
+
+    @staticmethod
+    def kind() -> int:
+        return 100
 
 GUEST_RESOURCE = """
 (component

@@ -20,7 +20,7 @@ import polyengine
 from polyengine.abi import HostResultError
 from polyengine_protocol import is_trap, suspending
 
-from .components import GUEST_RESOURCE, HOST_RESOURCE
+from .components import GUEST_RESOURCE, HOST_RESOURCE, Blob
 
 Wat = Callable[[str], bytes]
 
@@ -199,17 +199,6 @@ def test_world_level_class_without_the_method(wat: Wat) -> None:
 
 
 def test_interface_level_resource_still_resolves(wat: Wat) -> None:
-    class Blob:
-        def __init__(self, init: str) -> None:
-            self.init = init
-
-        def size(self) -> int:
-            return len(self.init)
-
-        @staticmethod
-        def kind() -> int:
-            return 100
-
     store = SimpleNamespace(Blob=Blob, take=lambda b: 7, give=lambda: Blob("given"))
 
     async def main() -> None:

@@ -14,7 +14,7 @@ from polyengine.embed._host import HostLinker
 from polyengine.embed._providers import Imports
 from polyengine_protocol import suspending
 
-from .components import HOST_RESOURCE, VERSIONED
+from .components import HOST_RESOURCE, VERSIONED, Blob
 
 Wat = Callable[[str], bytes]
 API = "test:demo/api@0.2.0"
@@ -63,17 +63,6 @@ def test_same_provider_shares_the_template(wat: Wat) -> None:
 def test_members_of_an_instance_s_own_providers_leave_the_template(wat: Wat) -> None:
     arts = polyengine.translate(wat(HOST_RESOURCE))
     shared = SimpleNamespace(take=lambda b: 7, give=lambda: None)
-
-    class Blob:
-        def __init__(self, init: str) -> None:
-            self.init = init
-
-        def size(self) -> int:
-            return len(self.init)
-
-        @staticmethod
-        def kind() -> int:
-            return 100
 
     def store() -> object:  # a provider of its own per instance, sharing the class
         return SimpleNamespace(Blob=Blob, take=lambda b: 7, give=shared.give)
