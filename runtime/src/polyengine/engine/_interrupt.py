@@ -49,7 +49,8 @@ INTERRUPT_TAG = "[polyengine-interrupt]"
 _STATES: dict[int, _StoreState] = {}
 _keys = iter(range(1, 1 << 62))
 _tickers: dict[int, threading.Thread] = {}
-#: the engines that have a ticker, by id (a forked child starts its own for them)
+#: the engines that have a ticker, by id: kept alive (a native ticker advances one by
+#: its pointer), and a forked child starts its own for them
 _ticked: dict[int, Engine] = {}
 _tick_lock = threading.Lock()
 
@@ -77,7 +78,6 @@ def _ensure_ticker(engine: Engine) -> None:
             target = native.epoch_ticker
             tick_ns = int(TICK_SECONDS * 1e9)
             args = (ffi.address(ffi.engine_increment_epoch), engine._ptr, tick_ns)
-            _ticking.append(engine)  # (engines are kept for the process's life anyway)
         thread = threading.Thread(target=target, args=args, name="polyengine-epoch", daemon=True)
         thread.start()
         _tickers[id(engine)] = thread
@@ -101,9 +101,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_tickers_in_child)
 
 
-#: the engines a native ticker advances (alive while it runs), and those tickers
-_ticking: list[Engine] = []
-#: with the process that started each (a forked child has none of its parent's)
+#: the native tickers, with the process that started each (a forked child has none
+#: of its parent's)
 _native_threads: list[tuple[threading.Thread, int]] = []
 #: ``[extension or None]``: the compiled path's tickers, once ``_accelerator.py``
 #: has loaded it (``set_native``)
