@@ -277,13 +277,12 @@ class _Pool:
         """Close every instance now (those let go of included)."""
         for task in list(self._warming):
             task.cancel()
-        while self._idle:
-            self.discarded += 1
-            self._idle.popleft().instance.close()
-        for slot in self._shared:
-            self.discarded += 1
-            slot.instance.close()
+        slots = [*self._idle, *self._shared]
+        self._idle.clear()
         self._shared.clear()
+        self.discarded += len(slots)
+        for slot in slots:
+            slot.instance.close()
         self._close_retired()
 
 
