@@ -263,10 +263,13 @@ def test_close_waits_for_a_call_woken_for_a_free_worker(guest: bytes) -> None:
         for _ in range(5):
             await asyncio.sleep(0)
         assert len(pool._waiters) == 1  # the second call is queued
+        pid = pool.workers[0].pid  # read before close(), which may end before gather resumes us
         closing = asyncio.ensure_future(pool.close())
-        pids = await asyncio.gather(first, second)
-        assert pids[0] == pids[1] == pool.workers[0].pid
-        await closing
+        try:
+            pids = await asyncio.gather(first, second)
+        finally:
+            await closing
+        assert pids[0] == pids[1] == pid
 
     run(main)
 
