@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,37 @@ class _Server:
         return children
 
 
+def _established(port: int, pid: int) -> int:
+    """How many connections to ``port`` process ``pid`` holds (from ``/proc``)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    held = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with suppress(OSError):
+            held += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
+    return held
+
+
+def _split(port: int, workers: set[int], count: int) -> list[int]:
+    """Open ``count`` keep-alive connections, a request answered on each; how many
+    each worker holds, fewest first."""
+    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(count)]
+    try:
+        for conn in connections:
+            conn.request("GET", "/")
+            response = conn.getresponse()
+            assert (response.status, response.read()) == (200, b"hello from wasm\n")
+        return sorted(_established(port, pid) for pid in workers)
+    finally:
+        for conn in connections:
+            conn.close()
+
+
 @contextmanager
 def _serving(args: list[str], timeout: float = 90) -> Iterator[_Server]:
     proc = subprocess.Popen(
@@ -132,6 +163,12 @@ def test_workers_are_replaced_and_drain_on_shutdown(
             assert _get(port) == (200, b"hello from wasm\n")
         workers = server.workers()
         assert len(workers) == 2, workers
+        # The parent hands the connections it accepts to the workers in turn: 8 kept
+        # open split 4/4 (listeners of one SO_REUSEPORT group split them by a hash of
+        # their addresses, often 2/6 or 1/7), and the parent keeps none.
+        for _ in range(2):
+            assert _split(port, workers, 8) == [4, 4]
+        assert _established(port, server.proc.pid) == 0
         victim = min(workers)
         os.kill(victim, 9)
         server.wait_for(rf"error: worker [01] \(pid {victim}\) was killed by SIGKILL; "
@@ -141,6 +178,8 @@ def test_workers_are_replaced_and_drain_on_shutdown(
         assert len(replacement) == 1
         for _ in range(6):
             assert _get(port) == (200, b"hello from wasm\n")
+        # once ready, the replacement takes its turns
+        _until(lambda: _split(port, server.workers(), 4) == [2, 2], "the replacement's turns")
         with socket.create_connection(("127.0.0.1", shutdown), timeout=10):
             pass
         server.wait_for("Waiting for child tasks to exit")

@@ -6,12 +6,9 @@ on http://ADDR/`` line on stderr, ``stdout [N] :: `` log prefixes,
 ``INSTANCE_ID`` in each instance's environment, and a graceful shutdown on
 ctrl-c or a connection to ``--shutdown-addr``. The default address is
 127.0.0.1:8080 (loopback: the server is not hardened). ``--workers N``
-runs N processes, each with its own SO_REUSEPORT listener (TCP_NODELAY),
-on the worker model of :mod:`polyengine.pool` (http-serve.md §7): the
-first worker starts alone and compiles into the shared on-disk cache, the
-others then only load from it; a worker that dies is replaced; ctrl-c or
-``--shutdown-addr`` reach the parent, which has every worker drain.
-Needs the ``serve`` extra (uvicorn, aiohttp).
+runs N processes that serve the connections the parent accepts, in turn
+(:mod:`polyengine.cli._workers`, http-serve.md §7). Needs the ``serve``
+extra (uvicorn, aiohttp).
 """
 
 from __future__ import annotations
@@ -19,11 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import gc
 import os
 import re
-import signal
 import socket
 import sys
 from pathlib import Path
@@ -31,7 +26,7 @@ from typing import Any
 
 from polyengine.cli._limits import add_wasm_options, limits_from
 
-__all__ = ["register", "serve_command", "serve_worker", "parse_duration", "listener"]
+__all__ = ["register", "serve_command", "parse_duration", "listener"]
 
 INSTALL_HINT = (
     "polyengine serve needs the serve extra: pip install 'polyengine[serve]' "
@@ -90,9 +85,9 @@ def register(subparsers: Any) -> None:
                    help="WASI options: cli (always on), inherit-network (sockets and "
                    "outgoing HTTP)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="serving processes, each with its own SO_REUSEPORT listener; the "
-                   "first compiles alone, the others load its compiled code; one that dies "
-                   "is replaced")
+                   help="serving processes, each given the accepted connections in turn; "
+                   "the first compiles alone, the others load its compiled code; one that "
+                   "dies is replaced")
     p.add_argument("--prewarm", type=int, default=0, metavar="N",
                    help="instances kept instantiated ahead of requests")
     p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
@@ -198,17 +193,14 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def listener(addr: tuple[str, int], *, reuse_port: bool, listen: bool = True) -> socket.socket:
+def listener(addr: tuple[str, int]) -> socket.socket:
     """A TCP listener created with ``IPPROTO_TCP``, so asyncio sets TCP_NODELAY."""
     family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(addr)
-    if listen:
-        sock.listen(100)
-        sock.setblocking(False)
+    sock.listen(100)
+    sock.setblocking(False)
     return sock
 
 
@@ -235,7 +227,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return 1
     workers = options["workers"]
     try:
-        sock = listener(options["addr"], reuse_port=workers > 1, listen=workers == 1)
+        sock = listener(options["addr"])
     except OSError as exc:
         print(f"error: cannot listen on {options['addr'][0]}:{options['addr'][1]}: {exc}",
               file=sys.stderr)
@@ -246,182 +238,21 @@ def serve_command(args: argparse.Namespace) -> int:
     if workers == 1:
         print(f"Serving HTTP on http://{shown}/", file=sys.stderr, flush=True)
         return _serve(options, sock)
-    # The parent holds the port bound (not listening); each worker listens on its own.
+    from polyengine.cli._workers import Supervisor
+
     try:
-        return asyncio.run(_Supervisor(options, workers, shown).run())
+        return asyncio.run(Supervisor(options, workers, shown, sock).run())
     finally:
         sock.close()
 
 
-class _Supervisor:
-    """The parent of ``--workers N``: starts, watches, replaces and stops the serving workers.
-
-    Workers are :class:`polyengine.pool.process.WorkerProcess` processes
-    running this module (:func:`serve_worker`). The first is started alone, so
-    that it alone compiles the component into the on-disk cache; the rest
-    boot meanwhile and start once it is ready. ``Serving HTTP on`` is
-    printed when all are ready. A worker that exits while the server runs
-    is reported and replaced. ctrl-c (or SIGTERM, or a connection to
-    ``--shutdown-addr``) asks every worker to drain; a second ctrl-c kills them.
-    """
-
-    def __init__(self, options: dict[str, Any], workers: int, shown: str) -> None:
-        sendable = dict(options, shutdown_addr=None)
-        limits = options.get("limits")
-        sendable["limits"] = None if limits is None else dataclasses.asdict(limits)
-        self._init = {"role": "http", "options": sendable, "sys_path": list(sys.path)}
-        self._count = workers
-        self._shown = shown
-        self._shutdown_addr = options["shutdown_addr"]
-        self._serials = iter(range(1 << 62))
-        self._stop = asyncio.Event()
-        self._force = asyncio.Event()
-        self._workers: dict[int, Any] = {}
-
-    def _signal(self) -> None:
-        if self._stop.is_set():
-            self._force.set()
-        else:
-            self._stop.set()
-
-    async def _start(self, index: int, worker: Any | None = None) -> Any:
-        from polyengine.pool.process import WorkerProcess, describe_exit
-
-        if worker is None:
-            worker = WorkerProcess(next(self._serials), _WORKER_MODULE)
-            await worker.spawn()
-        self._workers[index] = worker
-        worker.send(self._init)
-        await worker.flush()
-        message = await worker.receive()
-        if message is None or message[0] != "ready":
-            code = await worker.reap()
-            raise RuntimeError(f"worker {index} (pid {worker.pid}) {describe_exit(code)} "
-                               "before it was serving")
-        return worker
-
-    async def _watch(self, index: int) -> None:
-        from polyengine.pool.process import describe_exit
-
-        while not self._stop.is_set():
-            worker = self._workers[index]
-            while await worker.receive() is not None:
-                pass
-            code = await worker.reap()
-            if self._stop.is_set():
-                return
-            print(f"error: worker {index} (pid {worker.pid}) {describe_exit(code)}; "
-                  "starting another", file=sys.stderr, flush=True)
-            try:
-                await self._start(index)
-            except (RuntimeError, OSError) as exc:
-                print(f"error: {exc}", file=sys.stderr, flush=True)
-                await asyncio.sleep(1.0)
-
-    async def run(self) -> int:
-        from polyengine.pool.process import WorkerProcess
-
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, self._signal)
-        try:
-            booting = [
-                WorkerProcess(next(self._serials), _WORKER_MODULE) for _ in range(self._count)
-            ]
-            for worker in booting:
-                await worker.spawn()
-            await self._start(0, booting[0])
-            await asyncio.gather(*(self._start(i, w) for i, w in enumerate(booting) if i))
-        except (RuntimeError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-            await self._stop_all(force=True)
-            return 1
-        print(f"Serving HTTP on http://{self._shown}/", file=sys.stderr, flush=True)
-        watchers = [asyncio.ensure_future(self._watch(i)) for i in range(self._count)]
-        shutdown = None
-        if self._shutdown_addr is not None:
-            shutdown = asyncio.ensure_future(self._shutdown_listener(self._shutdown_addr))
-        await self._stop.wait()
-        print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
-              file=sys.stderr, flush=True)
-        await self._stop_all(force=False)
-        for task in [*watchers, shutdown]:
-            if task is not None:
-                task.cancel()
-        return 0
-
-    async def _stop_all(self, *, force: bool) -> None:
-        workers = list(self._workers.values())
-        for worker in workers:
-            worker.send(("stop",))
-            await worker.flush()
-        forced = asyncio.ensure_future(self._force.wait())
-        for worker in workers:
-            while not force and not forced.done():
-                if await worker.wait_exit(0.1) is not None:
-                    break
-            await worker.reap(timeout=0.0 if force or forced.done() else 2.0)
-        forced.cancel()
-
-    async def _shutdown_listener(self, addr: tuple[str, int]) -> None:
-        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.close()
-            self._stop.set()
-
-        listening = await asyncio.start_server(on_connect, addr[0], addr[1])
-        bound = listening.sockets[0].getsockname()
-        print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr,
-              flush=True)
-        async with listening:
-            await self._stop.wait()
-
-
-#: the program of a serving worker: this module, run as ``python -m ... FD``
-_WORKER_MODULE = "polyengine.cli._serve"
-
-
-def _worker_main() -> int:
-    import polyengine
-    from polyengine.pool.process import connect_to_parent
-
-    polyengine.instantiate  # noqa: B018 (import the runtime while the parent holds us back)
-    control, init = connect_to_parent(sys.argv[1:])
-    return 0 if init is None else serve_worker(control, init)
-
-
-def serve_worker(control: socket.socket, init: dict[str, Any]) -> int:
-    """A serving worker (``--workers N``): serve until the parent says stop (or is gone)."""
-    from polyengine.limits import Limits
-
-    options = dict(init["options"])
-    options["addr"] = tuple(options["addr"])
-    options["headers"] = [tuple(h) for h in options["headers"]]
-    options["env"] = [tuple(e) for e in options["env"]]
-    options["preopens"] = [tuple(p) for p in options["preopens"]]
-    if options.get("limits") is not None:
-        options["limits"] = Limits(**options["limits"])
-    sock = listener(options["addr"], reuse_port=True)
-    return _serve(options, sock, control=control)
-
-
-async def _controlled(server: Any, control: socket.socket) -> None:
-    """Tell the parent once the server listens; drain when it says stop (or is gone)."""
-    from polyengine.pool.wire import read_frame, write_frame
-
-    control.setblocking(False)
-    reader, writer = await asyncio.open_connection(sock=control)
-    while not server.started:
-        await asyncio.sleep(0.01)
-    write_frame(writer, ("ready", {"pid": os.getpid()}))
-    await writer.drain()
-    await read_frame(reader)  # ("stop",), or the end: the parent is gone
-    server.should_exit = True
-    writer.close()
-
-
 def _serve(
-    options: dict[str, Any], sock: socket.socket, control: socket.socket | None = None
+    options: dict[str, Any],
+    sock: socket.socket | None,
+    control: tuple[socket.socket, socket.socket] | None = None,
 ) -> int:
+    """Serve until stopped: on the listener ``sock``, or (a worker of ``--workers``) on
+    the connections handed over ``control``'s second socket, until its first says stop."""
     from polyengine.asgi import App, default_imports
     from polyengine.http_transport import AiohttpTransport
 
@@ -463,11 +294,13 @@ def _serve(
     async def main() -> None:
         watcher = None
         if control is not None:
-            watcher = asyncio.ensure_future(_controlled(server, control))
+            from polyengine.cli._workers import controlled
+
+            watcher = asyncio.ensure_future(controlled(server, *control))
         elif options["shutdown_addr"] is not None:
             watcher = asyncio.ensure_future(_shutdown_listener(options["shutdown_addr"], server))
         try:
-            await server.serve(sockets=[sock])
+            await server.serve(sockets=[] if sock is None else [sock])
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -682,5 +515,3 @@ async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
     server.should_exit = True
 
 
-if __name__ == "__main__":
-    raise SystemExit(_worker_main())

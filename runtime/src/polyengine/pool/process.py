@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from polyengine.pool.wire import read_frame, recv_frame_blocking, write_frame
@@ -59,13 +60,17 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid if self.proc is not None else 0
 
-    async def spawn(self) -> None:
-        """Start the process; it imports the runtime and waits for :meth:`init`."""
+    async def spawn(self, pass_sockets: Sequence[socket.socket] = ()) -> None:
+        """Start the process; it imports the runtime and waits for :meth:`init`.
+
+        ``pass_sockets`` are inherited too, their descriptors the arguments after
+        the socket pair's (``python -m module FD FD2 ...``)."""
         parent, child = socket.socketpair()
+        fds = [child.fileno(), *(s.fileno() for s in pass_sockets)]
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", self.module, str(child.fileno())],
-                pass_fds=(child.fileno(),),
+                [sys.executable, "-m", self.module, *map(str, fds)],
+                pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
