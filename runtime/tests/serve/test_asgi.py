@@ -388,6 +388,13 @@ def test_the_instances_of_one_app_share_stateless_imports_and_keep_their_own_sta
         assert one[key] is not two[key], key
     assert ("INSTANCE_ID", "1") in one["wasi:cli/environment@0.2"].get_environment()
     assert ("INSTANCE_ID", "2") in two["wasi:cli/environment@0.2"].get_environment()
+    # worker 1 of 3 (``serve --workers 3``): its instances 0, 1, 2 are shown as 1, 4, 7
+    third: Any = default_imports(numbering=(1, 3))
+    shown = [third(i, interfaces=names)["wasi:cli/environment@0.2"].get_environment()
+             for i in range(3)]
+    assert [dict(env)["INSTANCE_ID"] for env in shown] == ["1", "4", "7"]
+    with pytest.raises(ValueError, match="numbering"):
+        default_imports(numbering=(2, 2))
 
 
 def test_max_concurrent_requests_admits_that_many_and_the_rest_in_arrival_order() -> None:

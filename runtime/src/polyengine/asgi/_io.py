@@ -78,8 +78,13 @@ def default_imports(
     preopens: Sequence[tuple[str, str]] = (),
     network: bool = False,
     log_prefix: bool = True,
+    numbering: tuple[int, int] = (0, 1),
 ) -> ImportsFactory:
     """All of ``polyengine_wasi`` plus wasi:http, per instance (like ``wasmtime serve -Scli``).
+
+    With ``numbering`` ``(k, n)`` instance ``i`` is shown (``INSTANCE_ID``, the
+    log prefixes) as ``i * n + k``: worker ``k`` of ``polyengine serve --workers n``
+    numbers its instances apart from the other workers'.
 
     Given the ``interfaces`` a component imports (:func:`instance_imports`
     passes them), the factory builds the WASI providers of those alone: the
@@ -95,9 +100,14 @@ def default_imports(
     shared: dict[str, object] = {}
     http_imports: dict[str, object] = {}
 
+    first, step = numbering
+    if not 0 <= first < step:
+        raise ValueError(f"numbering must be (k, n) with 0 <= k < n, not {numbering!r}")
+
     def factory(
         instance_id: int, interfaces: Collection[str] | None = None
     ) -> Mapping[str, object]:
+        instance_id = instance_id * step + first
         out: object = _PrefixedLog(
             f"stdout [{instance_id}] :: ".encode() if log_prefix else b"", _stdout
         )

@@ -278,6 +278,7 @@ def _serve(
             preopens=options["preopens"],
             network=options["network"],
             log_prefix=options["log_prefix"],
+            numbering=options.get("numbering", (0, 1)),
         ),
         reuse=options["reuse"],
         concurrent_reuse=options["concurrent_reuse"],

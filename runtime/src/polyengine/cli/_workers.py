@@ -8,7 +8,9 @@ ports: with a listener per worker in one ``SO_REUSEPORT`` group the kernel
 spreads them by a hash of the addresses, and 8 connections to 2 workers
 often split 2/6 or 1/7, one worker saturated while the other idles. A worker
 that is being replaced gets none; connections wait in the listener's
-backlog until the workers are ready.
+backlog until the workers are ready. Worker ``k`` of ``N`` numbers its
+instances ``k``, ``k + N``, ... (``INSTANCE_ID``, the ``stdout [N] ::`` log
+prefixes), so no two instances of the server share a number.
 
 Workers are :class:`polyengine.pool.process.WorkerProcess` processes
 running this module: the first starts alone and compiles the component into
@@ -91,7 +93,7 @@ class Supervisor:
 
         worker, handoff = booted if booted is not None else await self._spawn()
         self._workers[index] = worker
-        worker.send(self._init)
+        worker.send(dict(self._init, numbering=(index, self._count)))
         await worker.flush()
         message = await worker.receive()
         if message is None or message[0] != "ready":
@@ -253,6 +255,7 @@ def serve_worker(control: socket.socket, handoff: socket.socket, init: dict[str,
     options["headers"] = [tuple(h) for h in options["headers"]]
     options["env"] = [tuple(e) for e in options["env"]]
     options["preopens"] = [tuple(p) for p in options["preopens"]]
+    options["numbering"] = tuple(init["numbering"])
     if options.get("limits") is not None:
         options["limits"] = Limits(**options["limits"])
     return _serve(options, None, control=(control, handoff))
