@@ -187,6 +187,26 @@ def test_workers_are_replaced_and_drain_on_shutdown(
         assert not server.workers()
 
 
+def test_a_connection_waits_while_every_worker_is_replaced(
+    wat: Callable[[str], bytes], tmp_path: Path
+) -> None:
+    hello = tmp_path / "hello.wasm"
+    hello.write_bytes(wat(_wat_guests().GUESTS["hello"]))
+    with _serving(["--workers", "2", "--addr", "127.0.0.1:0", str(hello)]) as server:
+        port = int(server.wait_for(r"Serving HTTP on http://127\.0\.0\.1:([0-9]+)/").group(1))
+        assert _get(port) == (200, b"hello from wasm\n")
+        workers = server.workers()
+        assert len(workers) == 2, workers
+        for pid in workers:
+            os.kill(pid, 9)
+        _until(lambda: not server.workers() & workers, "both workers to be gone")
+        # no worker is ready now: the connection is accepted and held (or waits in the
+        # backlog) until a replacement is, then answered, never dropped
+        assert _get(port) == (200, b"hello from wasm\n")
+        for index in (0, 1):
+            server.wait_for(rf"error: worker {index} \(pid [0-9]+\) was killed by SIGKILL")
+
+
 def test_a_component_that_cannot_serve_fails_at_start(
     wat: Callable[[str], bytes], tmp_path: Path
 ) -> None:

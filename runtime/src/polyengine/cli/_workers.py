@@ -36,8 +36,9 @@ __all__ = ["Supervisor", "serve_worker"]
 _WORKER_MODULE = "polyengine.cli._workers"
 #: the byte each handed-off connection travels with
 _CONNECTION = b"c"
-#: how long the parent stops accepting after the process ran out of descriptors
-_ACCEPT_BACKOFF = 0.1
+#: how long the parent stops accepting when it ran out of descriptors, or every
+#: worker's queue of connections was full
+_RETRY_SECONDS = 0.05
 
 
 class Supervisor:
@@ -64,7 +65,10 @@ class Supervisor:
         self._handoffs: dict[int, socket.socket] = {}
         #: the worker the next connection goes to first (by index)
         self._turn = 0
-        self._dropped = 0
+        #: a connection accepted that no worker could take yet
+        self._held: socket.socket | None = None
+        #: accepting stopped until a worker can take ``_held``
+        self._paused = False
 
     def _signal(self) -> None:
         if self._stop.is_set():
@@ -102,6 +106,7 @@ class Supervisor:
             raise RuntimeError(f"worker {index} (pid {worker.pid}) {describe_exit(code)} "
                                "before it was serving")
         self._handoffs[index] = handoff
+        self._resume()
         return worker
 
     async def _watch(self, index: int) -> None:
@@ -128,25 +133,34 @@ class Supervisor:
     # -- connections -------------------------------------------------------------------
 
     def _accept(self) -> None:
-        """The listener is readable: hand every pending connection to a worker."""
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # out of descriptors: the backlog waits a moment
-                print(f"error: accepting a connection: {exc}", file=sys.stderr, flush=True)
-                loop = asyncio.get_running_loop()
-                loop.remove_reader(self._listener)
-                loop.call_later(_ACCEPT_BACKOFF, self._listen)
-                return
-            with conn:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                self._hand_off(conn)
+        """The listener is readable: hand every pending connection to a worker.
 
-    def _hand_off(self, conn: socket.socket) -> None:
-        """Send ``conn`` to the next ready worker in turn (one that cannot take it now
-        is skipped); the parent's copy is closed by the caller."""
+        A connection no worker can take now (none is ready, or every one's queue
+        is full) is held, and the parent stops accepting: the rest wait in the
+        listener's backlog until a worker is ready (:meth:`_start`) or a moment
+        has passed."""
+        while True:
+            if self._held is None:
+                try:
+                    conn, _ = self._listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError as exc:  # out of descriptors: the backlog waits a moment
+                    print(f"error: accepting a connection: {exc}", file=sys.stderr,
+                          flush=True)
+                    self._pause(_RETRY_SECONDS)
+                    return
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._held = conn
+            if not self._hand_off(self._held):
+                self._pause(_RETRY_SECONDS if self._handoffs else None)
+                return
+            self._held.close()
+            self._held = None
+
+    def _hand_off(self, conn: socket.socket) -> bool:
+        """Send ``conn`` to the next ready worker in turn, skipping one that cannot
+        take it now; ``False`` when none could."""
         ready = sorted(self._handoffs)
         count = len(ready)
         first = next((k for k, index in enumerate(ready) if index >= self._turn), 0)
@@ -157,15 +171,23 @@ class Supervisor:
             except OSError:  # its queue is full, or it is gone (its watcher replaces it)
                 continue
             self._turn = index + 1
-            return
-        self._dropped += 1
-        if self._dropped == 1 or self._dropped % 1000 == 0:
-            print(f"error: no worker could take a connection ({self._dropped} so far); "
-                  "it was closed", file=sys.stderr, flush=True)
+            return True
+        return False
 
-    def _listen(self) -> None:
-        if not self._stop.is_set():
+    def _pause(self, retry: float | None) -> None:
+        """Stop accepting; start again after ``retry`` seconds (``None``: when a worker
+        is ready)."""
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._listener)
+        self._paused = True
+        if retry is not None:
+            loop.call_later(retry, self._resume)
+
+    def _resume(self) -> None:
+        if self._paused and not self._stop.is_set():
+            self._paused = False
             asyncio.get_running_loop().add_reader(self._listener, self._accept)
+            self._accept()  # the held connection first, even with an empty backlog
 
     # -- the run ----------------------------------------------------------------------
 
@@ -183,7 +205,7 @@ class Supervisor:
             return 1
         print(f"Serving HTTP on http://{self._shown}/", file=sys.stderr, flush=True)
         self._listener.setblocking(False)
-        self._listen()
+        loop.add_reader(self._listener, self._accept)
         watchers = [asyncio.ensure_future(self._watch(i)) for i in range(self._count)]
         shutdown = None
         if self._shutdown_addr is not None:
@@ -191,6 +213,8 @@ class Supervisor:
         await self._stop.wait()
         loop.remove_reader(self._listener)
         self._listener.close()
+        if self._held is not None:
+            self._held.close()
         print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
               file=sys.stderr, flush=True)
         await self._stop_all(force=False)
