@@ -207,6 +207,15 @@ def test_a_connection_waits_while_every_worker_is_replaced(
             server.wait_for(rf"error: worker {index} \(pid [0-9]+\) was killed by SIGKILL")
 
 
+def test_the_server_wide_limits_are_shared_out_among_the_workers() -> None:
+    from polyengine.cli._workers import share
+
+    assert [share(1000, k, 3) for k in range(3)] == [334, 333, 333]
+    assert [share(8, k, 2) for k in range(2)] == [4, 4]
+    assert [share(1, k, 2) for k in range(2)] == [1, 1]  # each worker admits one at least
+    assert share(0, 1, 2) == 0  # no limit
+
+
 def test_a_component_that_cannot_serve_fails_at_start(
     wat: Callable[[str], bytes], tmp_path: Path
 ) -> None:

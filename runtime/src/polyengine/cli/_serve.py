@@ -75,8 +75,10 @@ def register(subparsers: Any) -> None:
                    metavar="DURATION", help="how long an idle instance is kept (default 1s)")
     p.add_argument("-H", "--header", action="append", default=[], metavar="HEADER",
                    help="'name: value' to set on every request, or @FILE (one per line)")
-    p.add_argument("--max-concurrent-requests", type=int, default=1000, metavar="N")
-    p.add_argument("--max-concurrent-connections", type=int, default=1000, metavar="N")
+    p.add_argument("--max-concurrent-requests", type=int, default=1000, metavar="N",
+                   help="requests served at once by the whole server (--workers share it)")
+    p.add_argument("--max-concurrent-connections", type=int, default=1000, metavar="N",
+                   help="connections open at once to the whole server (--workers share it)")
     p.add_argument("--dir", action="append", default=[], metavar="HOST[::GUEST]",
                    help="grant a host directory to the guest")
     p.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",

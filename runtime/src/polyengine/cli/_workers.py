@@ -10,7 +10,9 @@ often split 2/6 or 1/7, one worker saturated while the other idles. A worker
 that is being replaced gets none; connections wait in the listener's
 backlog until the workers are ready. Worker ``k`` of ``N`` numbers its
 instances ``k``, ``k + N``, ... (``INSTANCE_ID``, the ``stdout [N] ::`` log
-prefixes), so no two instances of the server share a number.
+prefixes), so no two instances of the server share a number, and takes its
+part of ``--max-concurrent-requests`` and ``--max-concurrent-connections``,
+which bound the whole server as under ``wasmtime serve``.
 
 Workers are :class:`polyengine.pool.process.WorkerProcess` processes
 running this module: the first starts alone and compiles the component into
@@ -30,7 +32,7 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["Supervisor", "serve_worker"]
+__all__ = ["Supervisor", "serve_worker", "share"]
 
 #: the program of a serving worker: this module, run as ``python -m ... FD HANDOFF_FD``
 _WORKER_MODULE = "polyengine.cli._workers"
@@ -279,10 +281,23 @@ def serve_worker(control: socket.socket, handoff: socket.socket, init: dict[str,
     options["headers"] = [tuple(h) for h in options["headers"]]
     options["env"] = [tuple(e) for e in options["env"]]
     options["preopens"] = [tuple(p) for p in options["preopens"]]
-    options["numbering"] = tuple(init["numbering"])
+    index, count = options["numbering"] = tuple(init["numbering"])
+    for limit in ("max_requests", "max_connections"):
+        options[limit] = share(options[limit], index, count)
     if options.get("limits") is not None:
         options["limits"] = Limits(**options["limits"])
     return _serve(options, None, control=(control, handoff))
+
+
+def share(limit: int, index: int, count: int) -> int:
+    """Worker ``index``'s part of a server-wide ``limit`` (``--max-concurrent-requests``,
+    ``--max-concurrent-connections``) split over ``count`` workers: the parts add up to
+    ``limit`` (each at least 1), as the connections come to the workers in turn. No
+    limit (0) stays none."""
+    if limit <= 0:
+        return limit
+    part, rest = divmod(limit, count)
+    return max(1, part + (index < rest))
 
 
 async def controlled(server: Any, control: socket.socket, handoff: socket.socket) -> None:
