@@ -26,7 +26,7 @@ from typing import Any
 
 from polyengine.cli._limits import add_wasm_options, limits_from
 
-__all__ = ["register", "serve_command", "parse_duration", "listener"]
+__all__ = ["register", "serve_command", "serve_worker", "parse_duration", "listener"]
 
 INSTALL_HINT = (
     "polyengine serve needs the serve extra: pip install 'polyengine[serve]' "
@@ -518,3 +518,40 @@ async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
     server.should_exit = True
 
 
+# -- a worker of --workers (polyengine.cli._workers) ------------------------------------
+
+
+def _worker_main() -> int:
+    import polyengine
+    from polyengine.pool.process import connect_to_parent
+
+    polyengine.instantiate  # noqa: B018 (import the runtime while the parent holds us back)
+    if len(sys.argv) != 3 or not sys.argv[2].isdigit():
+        raise SystemExit("usage: python -m polyengine.cli._serve FD HANDOFF_FD "
+                         "(a worker of polyengine serve --workers)")
+    handoff = socket.socket(fileno=int(sys.argv[2]))
+    control, init = connect_to_parent(sys.argv[1:2])
+    return 0 if init is None else serve_worker(control, handoff, init)
+
+
+def serve_worker(control: socket.socket, handoff: socket.socket, init: dict[str, Any]) -> int:
+    """A serving worker: serve the connections the parent hands over until it says stop
+    (or is gone)."""
+    from polyengine.cli._workers import share
+    from polyengine.limits import Limits
+
+    options = dict(init["options"])
+    options["addr"] = tuple(options["addr"])
+    options["headers"] = [tuple(h) for h in options["headers"]]
+    options["env"] = [tuple(e) for e in options["env"]]
+    options["preopens"] = [tuple(p) for p in options["preopens"]]
+    index, count = options["numbering"] = tuple(init["numbering"])
+    for limit in ("max_requests", "max_connections"):
+        options[limit] = share(options[limit], index, count)
+    if options.get("limits") is not None:
+        options["limits"] = Limits(**options["limits"])
+    return _serve(options, None, control=(control, handoff))
+
+
+if __name__ == "__main__":
+    raise SystemExit(_worker_main())

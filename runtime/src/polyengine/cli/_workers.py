@@ -15,11 +15,11 @@ part of ``--max-concurrent-requests`` and ``--max-concurrent-connections``,
 which bound the whole server as under ``wasmtime serve``.
 
 Workers are :class:`polyengine.pool.process.WorkerProcess` processes
-running this module: the first starts alone and compiles the component into
-the shared on-disk cache, the others then only load from it; a worker that
-dies is reported and replaced; ctrl-c (or SIGTERM, or a connection to
-``--shutdown-addr``) reaches the parent, which stops accepting and has every
-worker drain, and a second ctrl-c kills them.
+running :func:`polyengine.cli._serve.serve_worker`: the first starts alone
+and compiles the component into the shared on-disk cache, the others then
+only load from it; a worker that dies is reported and replaced; ctrl-c (or
+SIGTERM, or a connection to ``--shutdown-addr``) reaches the parent, which
+stops accepting and has every worker drain, and a second ctrl-c kills them.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["Supervisor", "serve_worker", "share"]
+__all__ = ["Supervisor", "controlled", "share"]
 
-#: the program of a serving worker: this module, run as ``python -m ... FD HANDOFF_FD``
-_WORKER_MODULE = "polyengine.cli._workers"
+#: the program of a serving worker, run as ``python -m ... FD HANDOFF_FD``
+_WORKER_MODULE = "polyengine.cli._serve"
 #: the byte each handed-off connection travels with
 _CONNECTION = b"c"
 #: how long the parent stops accepting when it ran out of descriptors, or every
@@ -257,38 +257,6 @@ class Supervisor:
 # -- the worker's side ------------------------------------------------------------------
 
 
-def _worker_main() -> int:
-    import polyengine
-    from polyengine.pool.process import connect_to_parent
-
-    polyengine.instantiate  # noqa: B018 (import the runtime while the parent holds us back)
-    if len(sys.argv) != 3 or not sys.argv[2].isdigit():
-        raise SystemExit("usage: python -m polyengine.cli._workers FD HANDOFF_FD "
-                         "(a worker of polyengine serve --workers)")
-    handoff = socket.socket(fileno=int(sys.argv[2]))
-    control, init = connect_to_parent(sys.argv[1:2])
-    return 0 if init is None else serve_worker(control, handoff, init)
-
-
-def serve_worker(control: socket.socket, handoff: socket.socket, init: dict[str, Any]) -> int:
-    """A serving worker: serve the connections the parent hands over until it says stop
-    (or is gone)."""
-    from polyengine.cli._serve import _serve
-    from polyengine.limits import Limits
-
-    options = dict(init["options"])
-    options["addr"] = tuple(options["addr"])
-    options["headers"] = [tuple(h) for h in options["headers"]]
-    options["env"] = [tuple(e) for e in options["env"]]
-    options["preopens"] = [tuple(p) for p in options["preopens"]]
-    index, count = options["numbering"] = tuple(init["numbering"])
-    for limit in ("max_requests", "max_connections"):
-        options[limit] = share(options[limit], index, count)
-    if options.get("limits") is not None:
-        options["limits"] = Limits(**options["limits"])
-    return _serve(options, None, control=(control, handoff))
-
-
 def share(limit: int, index: int, count: int) -> int:
     """Worker ``index``'s part of a server-wide ``limit`` (``--max-concurrent-requests``,
     ``--max-concurrent-connections``) split over ``count`` workers: the parts add up to
@@ -357,7 +325,3 @@ async def controlled(server: Any, control: socket.socket, handoff: socket.socket
         handoff.close()
         server.should_exit = True
         writer.close()
-
-
-if __name__ == "__main__":
-    raise SystemExit(_worker_main())
