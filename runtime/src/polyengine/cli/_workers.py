@@ -1,6 +1,6 @@
 """``polyengine serve --workers N``: one listener, N serving processes (http-serve.md §7).
 
-The parent (:class:`_Supervisor`) listens and accepts; each connection it
+The parent (:class:`Supervisor`) listens and accepts; each connection it
 accepts goes to one worker, in turn, over a Unix socket pair of its own
 (``SCM_RIGHTS``), and the worker serves it as if it had accepted it. So N
 keep-alive connections are split evenly, N/N_workers each, whatever their
