@@ -12,10 +12,11 @@ per row and prints req/s, p50, p99 and the server's CPU time per request
 row over both cores, polyengine runs one event loop) side by side, with
 the ratio of req/s; with
 ``--runs K`` each row is measured K times (servers alternating) and the
-min and median of the ratios are printed too. ``--workers N`` adds, under
-each policy, rows of ``polyengine serve --workers N`` against the same
-``wasmtime serve`` (labelled ``--workers N, same policy``): an extra comparison, the
-default rows stay one polyengine process against wasmtime serve.
+min and median of the ratios are printed too. Under each policy, the rows
+of one polyengine process are followed by rows of ``polyengine serve
+--workers N`` against the same ``wasmtime serve`` (labelled ``--workers N,
+same policy``): by default N is the number of CPUs this process may use,
+the cores ``wasmtime serve`` runs its requests on (``--workers 1``: no such rows).
 
     .venv/bin/python bench/serve.py [--requests 400] [--concurrency 1,8,32]
         [--guest hello|py-http-proxy|py-http-service|js-http|FILE] [--runs 1] [--policy all]
@@ -336,6 +337,12 @@ def _cell(row: Row | None, width: int) -> str:
     return f"{row[0]:{width}.0f} {row[1]:7.2f} {row[2]:7.2f} {row[3]:6.2f}"
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (``wasmtime serve`` runs its requests on all)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--requests", type=int, default=400)
@@ -349,8 +356,10 @@ def main() -> int:
     parser.add_argument("--through-protocol", action="store_true",
                         help="with --in-process: through the serve command's HTTP/1.1 protocol "
                         "on an in-memory transport (no sockets)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="also rows of polyengine serve --workers N (N > 1), labelled")
+    parser.add_argument("--workers", type=int, default=_usable_cpus(), metavar="N",
+                        help="also rows of polyengine serve --workers N (N > 1), labelled: "
+                        "the cores wasmtime serve runs on (default: this process's usable "
+                        "CPUs; 1: no such rows)")
     args = parser.parse_args()
     if args.in_process:
         with tempfile.TemporaryDirectory() as tmp:
