@@ -2,11 +2,12 @@
 
 The parent (:class:`Supervisor`) listens and accepts; each connection it
 accepts goes to one worker, in turn, over a Unix socket pair of its own
-(``SCM_RIGHTS``), and the worker serves it as if it had accepted it. So N
-keep-alive connections are split evenly, N/N_workers each, whatever their
-ports: with a listener per worker in one ``SO_REUSEPORT`` group the kernel
-spreads them by a hash of the addresses, and 8 connections to 2 workers
-often split 2/6 or 1/7, one worker saturated while the other idles. A worker
+(one byte carrying the descriptor, ``SCM_RIGHTS``), and the worker serves it
+as if it had accepted it. So keep-alive connections are split evenly
+between the workers whatever their ports: with a listener per worker in one
+``SO_REUSEPORT`` group the kernel spreads them by a hash of the addresses,
+and 8 connections to 2 workers often split 2/6 or 1/7, one worker saturated
+while the other idles. A worker
 that is being replaced gets none; connections wait in the listener's
 backlog until the workers are ready. Worker ``k`` of ``N`` numbers its
 instances ``k``, ``k + N``, ... (``INSTANCE_ID``, the ``stdout [N] ::`` log
@@ -82,7 +83,9 @@ class Supervisor:
         """A new worker process and the parent's end of its hand-off socket pair."""
         from polyengine.pool.process import WorkerProcess
 
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # a stream pair (SOCK_SEQPACKET is Linux's, not macOS's): each connection is
+        # one byte carrying its descriptor, read a byte at a time
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         worker = WorkerProcess(next(self._serials), _WORKER_MODULE)
         try:
             await worker.spawn(pass_sockets=(child,))
