@@ -158,6 +158,7 @@ class Blob:
     def kind() -> int:
         return 100
 
+
 GUEST_RESOURCE = """
 (component
   (core module $d

@@ -13,6 +13,7 @@ import polyengine
 from polyengine.sync import SyncFacadeError, instantiate_sync
 from polyengine_protocol import ComponentException, InvalidHandleError, Trap, is_trap
 
+from . import components
 from .components import BASIC, CROSS, GUEST_RESOURCE, HOST_RESOURCE, RESULTS, VERSIONED
 
 Wat = Callable[[str], bytes]
@@ -166,17 +167,7 @@ def test_missing_interface_names_interface_and_function(wat: Wat) -> None:
 def test_host_resource(wat: Wat) -> None:
     closed: list[str] = []
 
-    class Blob:
-        def __init__(self, init: str) -> None:
-            self.init = init
-
-        def size(self) -> int:
-            return len(self.init)
-
-        @staticmethod
-        def kind() -> int:
-            return 100
-
+    class Blob(components.Blob):
         def close(self) -> None:
             closed.append(self.init)
 
