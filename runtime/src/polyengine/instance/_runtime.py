@@ -698,15 +698,15 @@ class ComponentRuntime:
         self.tasks = None
 
 
-_PRES_LIMIT = 64  # plans remembered by each per-plan memo
+_PLANS_LIMIT = 64  # plans remembered by each per-plan memo
 _CoreSig: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
 #: the core signatures of a plan's lowered imports, by trampoline index
-_SIGNATURES: IdentityMemo[pln.Plan, dict[int, _CoreSig]] = IdentityMemo(_PRES_LIMIT)
+_SIGNATURES: IdentityMemo[pln.Plan, dict[int, _CoreSig]] = IdentityMemo(_PLANS_LIMIT)
 #: the address type of each memory a plan's options name
-_ADDRTYPES: IdentityMemo[pln.Plan, dict[pln.CoreDef, PtrType]] = IdentityMemo(_PRES_LIMIT)
+_ADDRTYPES: IdentityMemo[pln.Plan, dict[pln.CoreDef, PtrType]] = IdentityMemo(_PLANS_LIMIT)
 #: each plan's plain host signatures, with how many lowered ones they were made from
 _PlainSigs: TypeAlias = tuple[_CoreSig | None, ...]
-_PLAIN_SIGNATURES: IdentityMemo[pln.Plan, tuple[int, _PlainSigs]] = IdentityMemo(_PRES_LIMIT)
+_PLAIN_SIGNATURES: IdentityMemo[pln.Plan, tuple[int, _PlainSigs]] = IdentityMemo(_PLANS_LIMIT)
 #: the core signature of each lowered import and adapter, by the plan's trampoline
 _CORE_TYPES: IdentityMemo[pln.LowerImport | pln.Adapter, _CoreSig] = IdentityMemo(1 << 15)
 #: the lowered imports' signatures before a first instance worked them out
