@@ -502,17 +502,9 @@ class _Server:
 
 
 async def _shutdown_listener(addr: tuple[str, int], server: Any) -> None:
-    done = asyncio.Event()
+    from polyengine.cli._workers import shutdown_listener
 
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.close()
-        done.set()
-
-    listening = await asyncio.start_server(on_connect, addr[0], addr[1])
-    bound = listening.sockets[0].getsockname()
-    print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr, flush=True)
-    async with listening:
-        await done.wait()
+    await shutdown_listener(addr, asyncio.Event())
     print("Waiting for child tasks to exit, ctrl-c again to quit sooner...",
           file=sys.stderr, flush=True)
     server.should_exit = True

@@ -7,13 +7,13 @@ as if it had accepted it. So keep-alive connections are split evenly
 between the workers whatever their ports: with a listener per worker in one
 ``SO_REUSEPORT`` group the kernel spreads them by a hash of the addresses,
 and 8 connections to 2 workers often split 2/6 or 1/7, one worker saturated
-while the other idles. A worker
-that is being replaced gets none; connections wait in the listener's
-backlog until the workers are ready. Worker ``k`` of ``N`` numbers its
-instances ``k``, ``k + N``, ... (``INSTANCE_ID``, the ``stdout [N] ::`` log
-prefixes), so no two instances of the server share a number, and takes its
-part of ``--max-concurrent-requests`` and ``--max-concurrent-connections``,
-which bound the whole server as under ``wasmtime serve``.
+while the other idles. A worker that is being replaced gets none;
+connections wait in the listener's backlog until the workers are ready.
+Worker ``k`` of ``N`` numbers its instances ``k``, ``k + N``, ...
+(``INSTANCE_ID``, the ``stdout [N] ::`` log prefixes), so no two instances
+of the server share a number, and takes its part of
+``--max-concurrent-requests`` and ``--max-concurrent-connections``, which
+bound the whole server as under ``wasmtime serve``.
 
 Workers are :class:`polyengine.pool.process.WorkerProcess` processes
 running :func:`polyengine.cli._serve.serve_worker`: the first starts alone
@@ -33,7 +33,7 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["Supervisor", "controlled", "share"]
+__all__ = ["Supervisor", "controlled", "share", "shutdown_listener"]
 
 #: the program of a serving worker, run as ``python -m ... FD HANDOFF_FD``
 _WORKER_MODULE = "polyengine.cli._serve"
@@ -214,7 +214,7 @@ class Supervisor:
         watchers = [asyncio.ensure_future(self._watch(i)) for i in range(self._count)]
         shutdown = None
         if self._shutdown_addr is not None:
-            shutdown = asyncio.ensure_future(self._shutdown_listener(self._shutdown_addr))
+            shutdown = asyncio.ensure_future(shutdown_listener(self._shutdown_addr, self._stop))
         await self._stop.wait()
         loop.remove_reader(self._listener)
         self._listener.close()
@@ -244,17 +244,19 @@ class Supervisor:
             handoff.close()
         self._handoffs.clear()
 
-    async def _shutdown_listener(self, addr: tuple[str, int]) -> None:
-        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.close()
-            self._stop.set()
 
-        listening = await asyncio.start_server(on_connect, addr[0], addr[1])
-        bound = listening.sockets[0].getsockname()
-        print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr,
-              flush=True)
-        async with listening:
-            await self._stop.wait()
+async def shutdown_listener(addr: tuple[str, int], stop: asyncio.Event) -> None:
+    """``--shutdown-addr``: listen on ``addr`` until ``stop`` is set; a connection sets it."""
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+        stop.set()
+
+    listening = await asyncio.start_server(on_connect, addr[0], addr[1])
+    bound = listening.sockets[0].getsockname()
+    print(f"Listening for shutdown on tcp://{bound[0]}:{bound[1]}/", file=sys.stderr, flush=True)
+    async with listening:
+        await stop.wait()
 
 
 # -- the worker's side ------------------------------------------------------------------
